@@ -1,0 +1,56 @@
+# librarian-svc — the two commands a newcomer needs are `make run` and `make test`.
+# Everything installs into .venv from the pinned, hash-checked requirements.lock.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.install.stamp
+PORT   ?= 8080
+export PYTHONPATH := $(CURDIR)
+
+.PHONY: install run test lint typecheck unit contract schema schema-check bench demo lock clean hadolint
+
+install: $(STAMP) ## Create .venv and install the pinned dependencies (idempotent)
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=24"
+	$(PY) -m pip install --quiet --require-hashes -r requirements.lock
+	@touch $(STAMP)
+
+run: install ## Serve on $$PORT (default 8080) with the embedded engine unless a provider is configured
+	PORT=$(PORT) $(PY) -m librarian_svc
+
+test: install lint typecheck schema-check unit ## Lint, type-check, schema drift, then the whole pytest suite
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+unit: install
+	$(VENV)/bin/pytest -q
+
+contract: install ## curl + jq contract scripts against BASE_URL (default: a local server you started)
+	BASE_URL=$${BASE_URL:-http://127.0.0.1:$(PORT)} bash tests/contract/run.sh
+
+schema: install ## Export JSON Schemas of every wire type to contracts/schema/
+	$(PY) -m contracts.export_schema
+
+schema-check: install
+	$(PY) -m contracts.export_schema --check
+
+hadolint: install
+	$(VENV)/bin/hadolint Containerfile
+
+bench: install ## Benchmarks (bench/README.md); figures printed as ratios against in-run baselines
+	$(PY) -m bench
+
+lock: ## Re-resolve requirements.lock from pyproject.toml (needs network to PyPI)
+	$(PY) -m pip install --quiet uv
+	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

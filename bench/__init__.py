@@ -1,0 +1,1 @@
+"""Benchmarks: each reports figures as ratios against a baseline measured in the same run."""

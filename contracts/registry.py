@@ -1,0 +1,24 @@
+"""The types whose JSON Schemas are exported to `contracts/schema/` (one file per type).
+
+Each agent's contracts module adds its request/response/state types here, so the Go side
+can generate its types and a test catches drift between code and committed schemas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.common import ErrorResponse, HealthResponse, ReadyResponse, Usage
+from contracts.librarian import LibrarianRequest, LibrarianResponse, LibrarianState
+from contracts.state import StateEnvelope
+
+EXPORTED: dict[str, Any] = {
+    "ErrorResponse": ErrorResponse,
+    "HealthResponse": HealthResponse,
+    "LibrarianRequest": LibrarianRequest,
+    "LibrarianResponse": LibrarianResponse,
+    "LibrarianState": LibrarianState,
+    "ReadyResponse": ReadyResponse,
+    "StateEnvelope": StateEnvelope,
+    "Usage": Usage,
+}

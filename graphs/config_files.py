@@ -1,0 +1,147 @@
+"""YAML configuration the seeds ask for: playbook sections (seed 000 §8) and GRACE (seed 002 §6).
+
+Loaded and validated once at start-up; a bad file raises `ConfigError` naming the file and
+the path inside it, so the service refuses to start rather than fail on a request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from graphs.llm.config import ConfigError
+
+SECTIONS_FILE = "sections.yaml"
+GRACE_FILE = "grace_config.yml"
+ANY_SECTION = "*"
+
+
+class SectionDefinition(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A playbook section: its name, what belongs in it and the id prefix of its bullets."""
+
+    name: str
+    description: str = ""
+    prefix: str | None = None
+
+
+class GraceThresholds(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Intervention thresholds; SILENT > NOTIFY > CONFIRM must hold."""
+
+    silent: float = 0.9
+    notify: float = 0.7
+    confirm: float = 0.4
+
+
+class GraceFeedback(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How far user feedback may move the thresholds."""
+
+    step: float = 0.02
+    min_confirm: float = 0.2
+    max_silent: float = 0.98
+
+
+class GraceLLM(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Model settings specific to GRACE."""
+
+    temperature: float = 0.0
+
+
+class GracePenalties(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Multipliers applied to confidence on bad outcomes."""
+
+    zero_hits: float = 0.5
+    tool_failure: float = 0.6
+
+
+class GraceReplan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Replanning bounds."""
+
+    max_replans: int = 2
+
+
+class CollectionInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A searchable collection the planner may choose."""
+
+    name: str
+    description: str = ""
+
+
+class GraceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The whole of `config/grace_config.yml` after `GRACE_` overrides."""
+
+    llm: GraceLLM = GraceLLM()
+    thresholds: GraceThresholds = GraceThresholds()
+    feedback: GraceFeedback = GraceFeedback()
+    confidence_weights: dict[str, dict[str, float]] = msgspec.field(default_factory=dict)
+    penalties: GracePenalties = GracePenalties()
+    replan: GraceReplan = GraceReplan()
+    default_collections: list[CollectionInfo] = msgspec.field(default_factory=list)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+
+
+def load_sections(config_dir: Path) -> dict[str, list[SectionDefinition]]:
+    """Section definitions per dataset; `default` covers datasets not listed."""
+    path = config_dir / SECTIONS_FILE
+    raw = _read_yaml(path)
+    try:
+        sections = msgspec.convert(raw, dict[str, list[SectionDefinition]])
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    for dataset, items in sections.items():
+        names = [s.name for s in items]
+        if len(names) != len(set(names)):
+            raise ConfigError(f"{path}: dataset {dataset!r} lists a section twice")
+    return sections
+
+
+def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    """`GRACE_A__B=value` sets raw[a][b] (values parsed as YAML scalars)."""
+    for key, value in env.items():
+        if not key.startswith("GRACE_"):
+            continue
+        path = [p.lower() for p in key[len("GRACE_") :].split("__") if p]
+        if not path:
+            continue
+        node = raw
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"{key}: {'.'.join(path[:-1])} is not a section of {GRACE_FILE}")
+            node = child
+        try:
+            node[path[-1]] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"{key}={value!r} is not a valid value") from None
+    return raw
+
+
+def load_grace_config(config_dir: Path, env: Mapping[str, str]) -> GraceConfig:
+    """The GRACE configuration with `GRACE_` overrides, validated (threshold order, ranges)."""
+    path = config_dir / GRACE_FILE
+    raw = _read_yaml(path) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    raw = _apply_env_overrides(raw, env)
+    try:
+        config = msgspec.convert(raw, GraceConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path} (with GRACE_ overrides): {exc}") from None
+    t = config.thresholds
+    if not 0.0 <= t.confirm < t.notify < t.silent <= 1.0:
+        raise ConfigError(
+            f"{path}: thresholds must satisfy 0 <= confirm < notify < silent <= 1 "
+            f"(got confirm={t.confirm}, notify={t.notify}, silent={t.silent})"
+        )
+    return config

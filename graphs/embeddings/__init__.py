@@ -1,0 +1,1 @@
+"""Embedding layer: provider factory, the embedded hashing embedder and the content-hash cache."""

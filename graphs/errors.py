@@ -1,0 +1,19 @@
+"""Exceptions an agent raises for outcomes the HTTP layer maps to the ERROR body.
+
+They live here (not in the HTTP package) because agents detect these conditions and agents
+never import Litestar; `librarian_svc.errors` maps each to a status code and `error_type`.
+"""
+
+from __future__ import annotations
+
+from contracts.common import ErrorDetail
+
+
+class InvalidInput(Exception):
+    """The client sent something the contract does not allow; mapped to a 4xx INVALID_INPUT."""
+
+    def __init__(self, message: str, details: list[ErrorDetail] | None = None, *, status_code: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or []
+        self.status_code = status_code

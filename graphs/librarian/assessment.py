@@ -1,0 +1,127 @@
+"""The embedded engine's judgement of the pool: how relevant each candidate is, and what is missing.
+
+Deterministic term-coverage and score rules (seed 003 §2.2 without a model):
+- coverage: the share of the question's content tokens a snippet contains, each token weighted by
+  its rarity in the pool (a token every candidate has says little about which one answers);
+- contiguity: the longest run of consecutive question tokens the snippet contains, which rewards
+  snippets that state the asked-about fact rather than mention its words separately;
+- retrieval: the caller's ranks fused across queries and rounds (reciprocal rank).
+Missing elements are key terms no candidate mentions and the element kinds the question asks for
+(definition, formula, …) that no strong candidate supplies.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from contracts.librarian import MissingElement
+from graphs.librarian.candidates import Candidate, CandidatePool
+from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues
+from graphs.text.normalize import normalize
+from graphs.text.tokenize import tokenize
+
+W_COVERAGE = 0.5
+W_CONTIGUITY = 0.3
+W_RETRIEVAL = 0.2
+COVERAGE_SUFFICIENT = 0.6
+"""A best candidate below this weighted coverage means the question is not answered yet."""
+COVERAGE_USABLE = 0.2
+"""Candidates below this share too little with the question to count as evidence at all."""
+STRONG_SHARE = 0.8
+"""Candidates within this share of the best relevance count as strong (element checks, ambiguity)."""
+
+
+@dataclass(frozen=True)
+class ScoredCandidate:
+    """A candidate with the evaluator's numbers."""
+
+    candidate: Candidate
+    relevance: float
+    coverage: float
+    contiguity: float
+    covered_tokens: frozenset[str]
+    elements: frozenset[ElementCategory]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The evaluator's verdict for one step."""
+
+    ranked: list[ScoredCandidate]
+    sufficient: bool
+    missing: list[MissingElement]
+    covered_terms: list[str]
+    token_weights: dict[str, float]
+
+    @property
+    def usable(self) -> list[ScoredCandidate]:
+        """Candidates that share enough with the question to be evidence."""
+        return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
+
+
+def _longest_run(sequence: list[str], present: set[str]) -> int:
+    best = run = 0
+    for token in sequence:
+        run = run + 1 if token in present else 0
+        best = max(best, run)
+    return best
+
+
+def _elements_in(text: str) -> frozenset[ElementCategory]:
+    return frozenset(name for name, cues in element_cues().items() if any(cue in text for cue in cues.evidence))
+
+
+def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
+    """Score every candidate and decide whether the evidence answers the question."""
+    question_sequence = [t for t in tokenize(profile.text) if t in profile.content_tokens]
+    snippet_tokens = [set(tokenize(c.snippet)) for c in pool.candidates]
+    normalized = [normalize(c.snippet) for c in pool.candidates]
+    n = len(pool.candidates)
+    weights: dict[str, float] = {}
+    for token in profile.content_tokens:
+        df = sum(1 for tokens in snippet_tokens if token in tokens)
+        weights[token] = math.log(1.0 + (n + 1) / (df + 0.5)) if df else 0.0
+    total_weight = sum(weights.values()) or 1.0
+    max_fused = max((c.fused_rank for c in pool.candidates), default=0.0) or 1.0
+    run_norm = max(1, len(question_sequence))
+
+    scored = []
+    for candidate, tokens, text in zip(pool.candidates, snippet_tokens, normalized, strict=True):
+        covered = frozenset(profile.content_tokens & tokens)
+        coverage = sum(weights[t] for t in covered) / total_weight
+        contiguity = _longest_run(question_sequence, tokens) / run_norm
+        retrieval = 0.5 * candidate.fused_rank / max_fused + 0.5 * candidate.norm_score
+        relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
+        scored.append(
+            ScoredCandidate(
+                candidate=candidate,
+                relevance=round(relevance, 6),
+                coverage=coverage,
+                contiguity=contiguity,
+                covered_tokens=covered,
+                elements=_elements_in(text),
+            )
+        )
+    # Ties broken by first-seen order, so the outcome never depends on anything but the input.
+    scored.sort(key=lambda s: -s.relevance)
+
+    all_text = "\n".join(normalized)
+    covered_terms = [t for t in profile.key_terms if normalize(t) in all_text]
+    missing = [
+        MissingElement(category="term", description=t)
+        for t in profile.key_terms
+        if len(t) >= 2 and t not in covered_terms
+    ]
+    best = scored[0] if scored else None
+    strong = [s for s in scored if best and s.relevance >= STRONG_SHARE * best.relevance and s.coverage > 0]
+    supplied = set().union(*(s.elements for s in strong)) if strong else set()
+    missing += [
+        MissingElement(category=category, description=f"{category} for {profile.phrase}")
+        for category in profile.required
+        if category not in supplied
+    ]
+    sufficient = best is not None and best.coverage >= COVERAGE_SUFFICIENT and not missing
+    return Assessment(
+        ranked=scored, sufficient=sufficient, missing=missing, covered_terms=covered_terms, token_weights=weights
+    )

@@ -1,0 +1,157 @@
+"""The deduplicated candidate pool, re-derived from `search_history` on every call (seed 003 §2.3).
+
+Exact duplicates (same document/page/chunk, or the same normalised text) and near-duplicates
+(character-shingle Jaccard at or above a threshold, pre-filtered with MinHash) collapse into one
+candidate that keeps the best-scored copy and every query and round that found it. The pool is
+rebuilt rather than stored in state: it is deterministic, so every instance derives the same pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from contracts.librarian import SearchHit, SearchRound
+from graphs.text.normalize import normalize
+from graphs.text.shingles import jaccard, minhash_signature, shingles
+
+RRF_K = 10
+"""Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
+
+
+@dataclass
+class Candidate:
+    """One distinct piece of evidence and everything known about how it was found."""
+
+    cid: str
+    document_id: str
+    page: int | None
+    chunk_id: str | None
+    snippet: str
+    best_score: float | None
+    fused_rank: float = 0.0
+    norm_score: float = 0.0
+    queries: list[str] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    occurrences: int = 0
+    merged: list[tuple[str, int | None, str | None]] = field(default_factory=list)
+
+    @property
+    def pages(self) -> list[int]:
+        """Every page this evidence (and its merged duplicates from the same document) stands on."""
+        found = {self.page} if self.page is not None else set()
+        found.update(p for d, p, _ in self.merged if d == self.document_id and p is not None)
+        return sorted(found)
+
+
+@dataclass
+class CandidatePool:
+    """Candidates in first-seen order, with the indexes used to merge duplicates."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    near_dup_threshold: float = 0.8
+    _by_location: dict[tuple[str, int | None, str | None], int] = field(default_factory=dict)
+    _by_text: dict[str, int] = field(default_factory=dict)
+    _shingles: list[set[int]] = field(default_factory=list)
+    _signatures: list[np.ndarray] = field(default_factory=list)
+
+    def by_id(self) -> dict[str, Candidate]:
+        """Candidates keyed by their pool id (`c1`, `c2`, …)."""
+        return {c.cid: c for c in self.candidates}
+
+    def _find_near_duplicate(self, sh: set[int], sig: np.ndarray) -> int | None:
+        if not self._signatures or not sh:
+            return None
+        estimates = np.mean(np.vstack(self._signatures) == sig, axis=1)
+        # MinHash is an estimate; confirm the few plausible ones with the exact Jaccard.
+        for index in np.flatnonzero(estimates >= self.near_dup_threshold - 0.15):
+            if jaccard(sh, self._shingles[int(index)]) >= self.near_dup_threshold:
+                return int(index)
+        return None
+
+    def add(
+        self, hit: SearchHit, *, round_index: int, rank: int, query: str | None, top_score: float | None = None
+    ) -> Candidate:
+        """Merge one hit into the pool and return the candidate it now belongs to."""
+        location = (hit.document_id, hit.page, hit.chunk_id)
+        text_key = hashlib.blake2b(normalize(hit.snippet).encode(), digest_size=16).hexdigest()
+        index = self._by_location.get(location) if (hit.page is not None or hit.chunk_id) else None
+        if index is None:
+            index = self._by_text.get(text_key)
+        sh: set[int] = set()
+        sig: np.ndarray = np.zeros(0, dtype=np.uint64)
+        if index is None:
+            sh = shingles(hit.snippet)
+            sig = minhash_signature(sh)
+            index = self._find_near_duplicate(sh, sig)
+        if index is None:
+            candidate = Candidate(
+                cid=f"c{len(self.candidates) + 1}",
+                document_id=hit.document_id,
+                page=hit.page,
+                chunk_id=hit.chunk_id,
+                snippet=hit.snippet,
+                best_score=hit.score,
+            )
+            self.candidates.append(candidate)
+            self._shingles.append(sh)
+            self._signatures.append(sig)
+            index = len(self.candidates) - 1
+        candidate = self.candidates[index]
+        if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
+            candidate.merged.append(location)
+        if hit.score is not None and (candidate.best_score is None or hit.score > candidate.best_score):
+            candidate.best_score = hit.score
+            if location[0] == candidate.document_id:
+                candidate.snippet = hit.snippet
+        self._by_location.setdefault(location, index)
+        self._by_text.setdefault(text_key, index)
+        candidate.occurrences += 1
+        candidate.fused_rank += 1.0 / (RRF_K + rank)
+        if hit.score is not None and top_score:
+            candidate.norm_score = max(candidate.norm_score, min(1.0, hit.score / top_score))
+        if query and query not in candidate.queries:
+            candidate.queries.append(query)
+        if round_index not in candidate.rounds:
+            candidate.rounds.append(round_index)
+        return candidate
+
+
+def _hit_query(hit: SearchHit, round_: SearchRound) -> str | None:
+    """Which query found a hit: `metadata.query` when the caller says, else the round's only query."""
+    query = hit.metadata.get("query")
+    if isinstance(query, str) and query:
+        return query
+    issued = [*round_.queries_text, *round_.queries_vector]
+    return issued[0] if len(issued) == 1 else None
+
+
+def build_pool(history: list[SearchRound], *, near_dup_threshold: float) -> CandidatePool:
+    """Fold every round of the history into one deduplicated pool.
+
+    Rank for fusion is the hit's position among the hits of the same query (or of the round when
+    the caller does not say which query found it), so a hit near the top of any list counts most.
+    """
+    pool = CandidatePool(near_dup_threshold=near_dup_threshold)
+    for round_index, round_ in enumerate(history):
+        # Hits are grouped into ranked lists: one per query when the caller says which query found
+        # a hit (`metadata.query`); otherwise a rising score marks the start of the next list.
+        lists: list[list[tuple[SearchHit, str | None]]] = []
+        previous: tuple[str | None, float | None] | None = None
+        for hit in round_.results:
+            query = _hit_query(hit, round_)
+            new_list = previous is None or query != previous[0]
+            if query is None and previous is not None and hit.score is not None and previous[1] is not None:
+                new_list = new_list or hit.score > previous[1]
+            if new_list:
+                lists.append([])
+            lists[-1].append((hit, query))
+            previous = (query, hit.score)
+        for ranked in lists:
+            scores = [h.score for h, _ in ranked if h.score is not None and h.score > 0]
+            top = max(scores) if scores else None
+            for rank, (hit, query) in enumerate(ranked, start=1):
+                pool.add(hit, round_index=round_index, rank=rank, query=query, top_score=top)
+    return pool

@@ -1,0 +1,194 @@
+"""The Librarian's nodes: plain functions from the graph state (and run context) to an update."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import structlog
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from contracts.common import ErrorResponse
+from contracts.librarian import (
+    CompleteAction,
+    EvidenceItem,
+    LibrarianState,
+    SearchAction,
+)
+from graphs.context import AgentContext
+from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
+from graphs.librarian.candidates import build_pool
+from graphs.librarian.history_check import chain_digest, effective_max_loops, query_digest, verify_continuation
+from graphs.librarian.llm_step import decide_with_llm
+from graphs.librarian.query_planning import QueryPlan, _fresh, plan_first, plan_follow_up, split_budget
+from graphs.librarian.question import profile_question
+from graphs.librarian.selection import coverage_notes, group_evidence, select_minimal
+from graphs.librarian.state import LibrarianGraphState
+from graphs.text.normalize import normalize
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_NEAR_DUP_THRESHOLD = 0.8
+MAX_HINT_LOCATIONS = 50
+
+
+def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """Check the history continues the state, fix the loop limit and analyse the question."""
+    request = state["request"]
+    prior = state.get("prior")
+    verify_continuation(request, prior)
+    return {
+        "max_loops": effective_max_loops(request, prior),
+        "profile": profile_question(request.user_query),
+        "usage": runtime.context.empty_usage(),
+        "decision": None,
+    }
+
+
+def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """Fold the whole history into the deduplicated candidate pool."""
+    threshold = float(runtime.context.options.get("near_dup_threshold", DEFAULT_NEAR_DUP_THRESHOLD))
+    return {"pool": build_pool(state["request"].search_history, near_dup_threshold=threshold)}
+
+
+def _issued(state: LibrarianGraphState) -> list[str]:
+    prior = state.get("prior")
+    issued = list(prior.issued_queries) if prior else []
+    for round_ in state["request"].search_history:
+        issued += [normalize(q) for q in (*round_.queries_text, *round_.queries_vector)]
+    return list(dict.fromkeys(q for q in issued if q))
+
+
+def _conversation(state: LibrarianGraphState) -> str:
+    turns = state["request"].conversation[-6:]
+    return "\n".join(f"{t.role}: {t.content[:500]}" for t in turns)
+
+
+async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """Judge sufficiency and name what is missing: rules always, plus one model call when a model is configured."""
+    assessment = assess(state["profile"], state["pool"])
+    if runtime.context.llm is None:
+        return {"assessment": assessment}
+    request = state["request"]
+    decision, usage = await decide_with_llm(
+        runtime.context,
+        state["profile"],
+        assessment,
+        conversation=_conversation(state),
+        issued=_issued(state),
+        loops_left=max(0, state["max_loops"] - len(request.search_history)),
+        max_queries=request.constraints.max_queries,
+    )
+    if decision is not None:
+        assessment = Assessment(
+            ranked=assessment.ranked,
+            sufficient=decision.sufficient and bool(assessment.usable),
+            missing=decision.missing,
+            covered_terms=assessment.covered_terms,
+            token_weights=assessment.token_weights,
+        )
+    return {"assessment": assessment, "decision": decision, "usage": state["usage"].plus(usage)}
+
+
+def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianState:
+    request = state["request"]
+    return LibrarianState(
+        rounds_seen=len(request.search_history),
+        max_loops=state["max_loops"],
+        history_digest=chain_digest(request.search_history),
+        query_digest=query_digest(request.user_query, request.subject_id),
+        subject_id=request.subject_id,
+        issued_queries=issued[-200:],
+        missing=state["assessment"].missing[:20],
+        covered=state["assessment"].covered_terms[:50],
+    )
+
+
+def _plan(state: LibrarianGraphState) -> QueryPlan:
+    request = state["request"]
+    profile = state["profile"]
+    issued = set(_issued(state))
+    max_queries = request.constraints.max_queries
+    decision = state.get("decision")
+    if decision is not None:
+        text, vector = split_budget(
+            _fresh(decision.queries_text, issued), _fresh(decision.queries_vector, issued), max_queries
+        )
+        if text or vector:
+            return QueryPlan(queries_text=text, queries_vector=vector, rationale=decision.rationale or "model plan")
+    if not request.search_history:
+        return plan_first(profile, max_queries=max_queries, issued=issued)
+    return plan_follow_up(profile, state["assessment"].missing, max_queries=max_queries, issued=issued)
+
+
+def plan_queries(
+    state: LibrarianGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["select_evidence", "fail", "__end__"]]:
+    """Write the next SEARCH; when no fresh query is left, finish with what there is."""
+    plan = _plan(state)
+    if not plan.queries_text and not plan.queries_vector:
+        log.info("librarian: no fresh query left to try")
+        goto: Literal["select_evidence", "fail"] = "select_evidence" if state["assessment"].usable else "fail"
+        return Command(goto=goto)
+    request = state["request"]
+    seen = list(state["pool"].candidates)[:MAX_HINT_LOCATIONS]
+    hints: dict[str, object] = {}
+    if seen:
+        hints["exclude_seen"] = [{"document_id": c.document_id, "page": c.page, "chunk_id": c.chunk_id} for c in seen]
+    top_docs = list(dict.fromkeys(s.candidate.document_id for s in state["assessment"].usable[:3]))
+    if top_docs:
+        hints["prefer_documents"] = top_docs
+    issued = [*_issued(state), *(normalize(q) for q in (*plan.queries_text, *plan.queries_vector))]
+    outcome = SearchAction(
+        request_id=request.request_id,
+        queries_text=plan.queries_text,
+        queries_vector=plan.queries_vector,
+        filters_hint=hints,
+        rationale=plan.rationale,
+        missing=state["assessment"].missing,
+        state=None,
+        usage=state["usage"],
+    )
+    return Command(goto="__end__", update={"outcome": outcome, "next_state": _next_state(state, issued=issued)})
+
+
+def _model_selection(state: LibrarianGraphState) -> list[ScoredCandidate]:
+    decision = state.get("decision")
+    if decision is None or not decision.selected:
+        return []
+    by_id = {s.candidate.cid: s for s in state["assessment"].ranked}
+    chosen = [by_id[s.id] for s in decision.selected if s.id in by_id]
+    return list({s.candidate.cid: s for s in chosen}.values())[: state["request"].constraints.max_evidence]
+
+
+def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """COMPLETE with the minimal strongest set, grouped per document."""
+    request = state["request"]
+    profile = state["profile"]
+    assessment = state["assessment"]
+    selected = _model_selection(state) or select_minimal(
+        profile, assessment, max_evidence=request.constraints.max_evidence
+    )
+    evidence: list[EvidenceItem] = group_evidence(profile, selected)
+    decision = state.get("decision")
+    notes = (decision.coverage_notes if decision and decision.coverage_notes else "") or coverage_notes(
+        profile, assessment, selected
+    )
+    outcome = CompleteAction(
+        request_id=request.request_id, evidence=evidence, coverage_notes=notes, state=None, usage=state["usage"]
+    )
+    return {"outcome": outcome, "next_state": _next_state(state, issued=_issued(state))}
+
+
+def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """ERROR: the loop limit was reached (or no query is left) and nothing usable was found."""
+    request = state["request"]
+    rounds = len(request.search_history)
+    if rounds >= state["max_loops"]:
+        error_type: Literal["LOOP_LIMIT", "OTHER"] = "LOOP_LIMIT"
+        message = f"no usable evidence after {rounds} search rounds (max_loops={state['max_loops']})"
+    else:
+        error_type = "OTHER"
+        message = f"no usable evidence after {rounds} search rounds and no new query left to try"
+    outcome = ErrorResponse(request_id=request.request_id, error_type=error_type, message=message)
+    return {"outcome": outcome, "next_state": _next_state(state, issued=_issued(state))}

@@ -1,0 +1,94 @@
+"""Choose the minimal strongest evidence set and shape it for COMPLETE (seed 003 §2.3).
+
+Greedy cover: take the most relevant candidate, then add another only if it covers question
+tokens the set does not yet cover, supplies a needed element the set lacks, or is nearly as
+relevant as the best (a genuine tie the evaluator cannot break). Evidence is grouped per
+document with sorted pages; every id, page and snippet comes from the candidate pool, i.e.
+from the caller's own `search_history`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from contracts.librarian import EvidenceItem
+from graphs.librarian.assessment import Assessment, ScoredCandidate
+from graphs.librarian.question import QuestionProfile
+
+MIN_GAIN = 0.15
+"""A second snippet must add at least this share of the question's (weighted) tokens."""
+TIE_SHARE = 0.75
+"""A candidate scoring at least this share of the best is kept too: the rules cannot tell them apart
+reliably, and returning both costs less than returning the wrong one (tuned on a JSQuAD slice disjoint
+from the benchmark's sample; see bench/README.md)."""
+
+
+def select_minimal(profile: QuestionProfile, assessment: Assessment, *, max_evidence: int) -> list[ScoredCandidate]:
+    """The fewest usable candidates that together cover the question and its needed elements."""
+    usable = assessment.usable
+    if not usable:
+        return []
+    weights = assessment.token_weights
+    total = sum(weights.values()) or 1.0
+    best = usable[0]
+    selected = [best]
+    covered = set(best.covered_tokens)
+    elements = set(best.elements)
+    for scored in usable[1:]:
+        if len(selected) >= max_evidence:
+            break
+        gain = sum(weights[t] for t in scored.covered_tokens - covered) / total
+        new_element = any(c in scored.elements and c not in elements for c in profile.required)
+        tie = scored.relevance >= TIE_SHARE * best.relevance
+        if gain >= MIN_GAIN or new_element or tie:
+            selected.append(scored)
+            covered |= scored.covered_tokens
+            elements |= scored.elements
+    return selected
+
+
+def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
+    terms = [t for t in profile.key_terms if t in scored.candidate.snippet][:4]
+    found_by = len(scored.candidate.queries) or scored.candidate.occurrences
+    parts = [f"covers {round(scored.coverage * 100)}% of the question's key content"]
+    if terms:
+        parts.append(f"mentions {', '.join(terms)}")
+    if scored.elements & set(profile.required):
+        parts.append(f"supplies {', '.join(sorted(scored.elements & set(profile.required)))}")
+    parts.append(f"found by {found_by} {'query' if found_by == 1 else 'queries'}")
+    return "; ".join(parts)
+
+
+def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) -> list[EvidenceItem]:
+    """One EvidenceItem per document, in order of its best snippet's relevance."""
+    groups: OrderedDict[str, list[ScoredCandidate]] = OrderedDict()
+    for scored in selected:
+        groups.setdefault(scored.candidate.document_id, []).append(scored)
+    items = []
+    for document_id, members in groups.items():
+        pages = sorted({p for m in members for p in m.candidate.pages})
+        items.append(
+            EvidenceItem(
+                document_id=document_id,
+                pages=pages,
+                snippets=[m.candidate.snippet for m in members],
+                score=round(max(m.relevance for m in members), 4),
+                why_relevant=_why(profile, members[0]),
+            )
+        )
+    return items
+
+
+def coverage_notes(profile: QuestionProfile, assessment: Assessment, selected: list[ScoredCandidate]) -> str:
+    """What the selected evidence covers and what remains uncertain, in one or two sentences."""
+    covered = [t for t in profile.key_terms if any(t in s.candidate.snippet for s in selected)]
+    uncovered = [t for t in profile.key_terms if t not in covered and len(t) >= 2]
+    elements = [m.description for m in assessment.missing if m.category != "term"]
+    notes = [f"Covered: {', '.join(covered) or 'none of the key terms verbatim'}."]
+    if uncovered:
+        notes.append(f"Not found in the evidence: {', '.join(uncovered)}.")
+    if elements:
+        notes.append(f"Uncertain: {'; '.join(elements)}.")
+    if not assessment.sufficient:
+        notes.append("The search stopped before the evidence was judged sufficient.")
+    return " ".join(notes)

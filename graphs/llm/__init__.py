@@ -1,0 +1,1 @@
+"""Chat-model layer: provider configuration and factory, structured output with repair and usage accounting."""

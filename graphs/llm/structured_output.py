@@ -1,0 +1,258 @@
+"""The one way agents get typed output from a chat model: ask, extract, decode, validate, re-ask.
+
+Per attempt: request provider-native JSON when the config allows it, call through the shared retry
+loop, pull the JSON out of the reply, decode it (repairing it as a last resort), collect *every* schema
+error, convert to the msgspec type and run the caller's semantic check (e.g. unknown ids). If anything
+is wrong and re-asks remain, the model sees its own reply and the full list of problems
+(`prompts/common/reask.txt`) and tries again.
+
+A bad reply is a result (value None, errors listed), never an exception; only transport failures
+raise (`ModelFailure` / `ModelTimeout`), which callers map to `MODEL_FAILURE` / `TIMEOUT`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+import json_repair
+import msgspec
+import msgspec.inspect as mi
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
+
+from contracts.common import Usage
+from graphs.llm.config import LLMConfig
+from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json_tail
+from graphs.llm.retry import call_with_retries
+from graphs.llm.usage import usage_from_message
+from graphs.llm.validation import collect_errors
+from graphs.prompt_files import load_prompt
+
+T = TypeVar("T")
+
+REPAIRED_WARNING = "repaired malformed JSON"
+EMPTY_REPLY_ERROR = "$: the reply was empty; expected JSON"
+NO_JSON_ERROR = "$: the reply contains no JSON; expected a single JSON value"
+UNREPAIRABLE_ERROR = "$: the reply's JSON is malformed and could not be repaired"
+
+
+class StructuredResult(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
+    """What one `ainvoke_structured` call produced, across all its attempts.
+
+    Attributes:
+        value: The decoded value; None when no attempt produced one that fits the schema. When only
+            the caller's `check` objected on the last attempt, the value is kept (with the objections
+            in `errors`) so the caller can drop the offending items rather than lose everything.
+        errors: What was wrong with the last attempt; empty on success.
+        warnings: Things worth logging about the accepted reply (e.g. its JSON needed repair).
+        usage: Tokens and calls summed over every attempt, re-asks included.
+        raw_text: The last reply's text, for logs and debugging.
+        attempts: How many replies were requested (1 + re-asks used).
+    """
+
+    value: T | None
+    errors: list[str]
+    warnings: list[str]
+    usage: Usage
+    raw_text: str
+    attempts: int
+
+    @property
+    def ok(self) -> bool:
+        """A value that passed both the schema and the caller's check."""
+        return self.value is not None and not self.errors
+
+
+class ParsedReply(msgspec.Struct, Generic[T], frozen=True, kw_only=True):
+    """One reply turned into a value, or into everything wrong with it (before any re-ask)."""
+
+    value: T | None
+    errors: list[str]
+    warnings: list[str]
+
+
+async def ainvoke_structured(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    schema: type[T],
+    *,
+    cfg: LLMConfig,
+    deadline: float | None = None,
+    max_reasks: int = 0,
+    check: Callable[[T], list[str]] | None = None,
+) -> StructuredResult[T]:
+    """Ask `model` for a `schema`-shaped JSON reply, re-asking up to `max_reasks` times with every error.
+
+    Args:
+        model: A chat model from `make_chat_model` (or any LangChain chat model, e.g. a test fake).
+        messages: The conversation so far; the prompt should already ask for JSON.
+        schema: The msgspec type the reply must decode to (a Struct, `list[Struct]`, ...).
+        cfg: Provider settings: native JSON mode, per-attempt timeout, transport retries.
+        deadline: Absolute `time.monotonic()` by which the whole exchange must end.
+        max_reasks: Extra attempts allowed after a reply that fails validation.
+        check: Semantic validation of a schema-valid value (e.g. ids that are not in the input);
+            returns error messages, empty when the value is acceptable.
+
+    Raises:
+        ModelFailure: The provider failed after transport retries (or on a non-retryable error).
+        ModelTimeout: The per-attempt timeout or the deadline ran out.
+    """
+    runnable = bind_native_json(model, schema, cfg)
+    history = list(messages)
+    usage = Usage(engine=cfg.provider, model=cfg.model)
+    attempt = 0
+    while True:
+        attempt += 1
+        reply = await call_with_retries(
+            partial(runnable.ainvoke, list(history)),
+            max_retries=cfg.max_retries,
+            timeout_s=cfg.timeout_s,
+            deadline=deadline,
+        )
+        if isinstance(reply, AIMessage):
+            usage = usage.plus(usage_from_message(reply, engine=cfg.provider, model=cfg.model))
+        else:  # pragma: no cover - chat models answer with AIMessage
+            usage = usage.plus(Usage(engine=cfg.provider, model=cfg.model, llm_calls=1))
+        text = str(reply.text)
+        parsed = parse_reply(text, schema, check)
+        if not parsed.errors or attempt > max_reasks:
+            return StructuredResult(
+                value=parsed.value,
+                errors=parsed.errors,
+                warnings=parsed.warnings,
+                usage=usage,
+                raw_text=text,
+                attempts=attempt,
+            )
+        history += [AIMessage(content=text), HumanMessage(content=reask_message(parsed.errors))]
+
+
+def reask_message(errors: list[str]) -> str:
+    """The human turn that sends the model back to fix every listed problem."""
+    listing = "\n".join(f"- {error}" for error in errors)
+    return load_prompt("common/reask").replace("{errors}", listing)
+
+
+def parse_reply(text: str, schema: type[T], check: Callable[[T], list[str]] | None = None) -> ParsedReply[T]:
+    """Turn one reply's text into a value of `schema`, or into the list of everything wrong with it."""
+    if not text.strip():
+        return ParsedReply(value=None, errors=[EMPTY_REPLY_ERROR], warnings=[])
+    obj, errors, warnings = _decode_json(text, _json_kind(schema))
+    if errors:
+        return ParsedReply(value=None, errors=errors, warnings=warnings)
+    errors = collect_errors(obj, schema)
+    if errors:
+        return ParsedReply(value=None, errors=errors, warnings=warnings)
+    try:
+        value = msgspec.convert(obj, schema)
+    except msgspec.ValidationError as exc:  # pragma: no cover - collect_errors confirms with convert
+        return ParsedReply(value=None, errors=[str(exc)], warnings=warnings)
+    return ParsedReply(value=value, errors=check(value) if check else [], warnings=warnings)
+
+
+_NOTHING = object()
+
+
+def _decode_json(text: str, want: JsonKind | None) -> tuple[object, list[str], list[str]]:
+    """Decoded JSON builtins, errors and warnings; repairs (with a warning) only when decoding fails."""
+    candidate = extract_json_text(text, want=want)
+    if candidate is not None:
+        try:
+            return msgspec.json.decode(candidate), [], []
+        except msgspec.DecodeError:
+            pass
+    broken = candidate if candidate is not None else unbalanced_json_tail(text, want=want)
+    if broken is None:
+        return None, [NO_JSON_ERROR], []
+    repaired = _repair(broken, want)
+    if repaired is _NOTHING:
+        return None, [UNREPAIRABLE_ERROR], []
+    return repaired, [], [REPAIRED_WARNING]
+
+
+def _repair(broken: str, want: JsonKind | None) -> object:
+    try:
+        repaired = json_repair.repair_json(broken, return_objects=True)
+    except Exception:  # a repair library failing just means "could not repair"
+        return _NOTHING
+    expected: tuple[type, ...] = {"object": (dict,), "array": (list,), None: (dict, list)}[want]
+    return repaired if isinstance(repaired, expected) and repaired else _NOTHING
+
+
+def _json_kind(schema: Any) -> JsonKind | None:
+    """Whether the schema's JSON is an object or an array, so prose like `[1]` is not taken for it."""
+    info = mi.type_info(schema)
+    while isinstance(info, mi.Metadata):
+        info = info.type
+    if isinstance(info, mi.StructType):
+        return "array" if info.array_like else "object"
+    if isinstance(info, mi.DictType | mi.TypedDictType | mi.DataclassType):
+        return "object"
+    if isinstance(info, mi.CollectionType | mi.TupleType | mi.NamedTupleType):
+        return "array"
+    return None
+
+
+# --- provider-native JSON mode --------------------------------------------------------------------
+
+
+def bind_native_json(
+    model: BaseChatModel, schema: type[Any], cfg: LLMConfig
+) -> Runnable[LanguageModelInput, BaseMessage]:
+    """`model` with the provider's JSON-output parameters bound, when the config asks for them.
+
+    OpenAI and Azure get a `json_schema` response format (non-strict: strict mode rejects schemas
+    with optional fields or open objects); Gemini gets `response_mime_type` plus
+    `response_json_schema` (the parameter langchain-google-genai 4.x forwards as
+    `generationConfig.responseJsonSchema`); OpenAI-compatible servers only get `json_object`, the
+    one mode vLLM, Ollama and llama.cpp all accept.
+    """
+    if not cfg.native_json_schema:
+        return model
+    match cfg.provider:
+        case "openai" | "azure":
+            json_schema = {"name": schema_name(schema), "schema": inline_json_schema(schema), "strict": False}
+            return model.bind(response_format={"type": "json_schema", "json_schema": json_schema})
+        case "gemini":
+            return model.bind(response_mime_type="application/json", response_json_schema=inline_json_schema(schema))
+        case "openai-compatible":
+            return model.bind(response_format={"type": "json_object"})
+    return model
+
+
+def schema_name(schema: Any) -> str:
+    """A name OpenAI accepts for the schema (`^[a-zA-Z0-9_-]{1,64}$`)."""
+    name = getattr(schema, "__name__", None) or "response"
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "response"
+
+
+def inline_json_schema(schema: Any) -> dict[str, Any]:
+    """`msgspec.json.schema(schema)` with every `$ref` replaced by its definition and `$defs` dropped.
+
+    Provider schema dialects handle `$ref` unevenly. A recursive type cannot be inlined; its inner
+    self-reference becomes `{}` (any value), which keeps the request valid and leaves the real check
+    to `collect_errors`.
+    """
+    document = msgspec.json.schema(schema)
+    defs: dict[str, Any] = document.pop("$defs", {})
+
+    def resolve(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [resolve(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in seen or name not in defs:
+                return {}
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            return resolve({**defs[name], **siblings}, (*seen, name))
+        return {key: resolve(value, seen) for key, value in node.items()}
+
+    resolved: dict[str, Any] = resolve(document, ())
+    return resolved

@@ -1,0 +1,53 @@
+"""Prompt templates live as text files under `prompts/<agent>/`; this reads them once per process.
+
+File convention: a prompt file may open with a header block of lines starting with `#` that documents
+its variables (e.g. `# {errors}: the problems found, one per line`). That header, and the blank lines
+right after it, are stripped before use, so the model never sees them. Only the *leading* `#` lines
+go: a `#` further down (a Markdown heading inside the prompt) is kept. Variables are `{name}`
+placeholders that callers fill with `str.replace`, not `str.format`, so literal braces (JSON examples)
+need no escaping.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+"""The repository's `prompts/` directory, the default place to look."""
+
+
+def strip_header(text: str) -> str:
+    """Drop the leading `#` comment block (and blank lines after it) and surrounding whitespace."""
+    lines = text.splitlines()
+    start = 0
+    while start < len(lines) and (lines[start].startswith("#") or not lines[start].strip()):
+        start += 1
+    return "\n".join(lines[start:]).strip()
+
+
+@cache
+def _load(path: Path) -> str:
+    return strip_header(path.read_text(encoding="utf-8"))
+
+
+def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
+    """The text of prompt `name` (e.g. `"common/reask"`; `.txt` is implied), header stripped.
+
+    Files are read once and cached for the life of the process; prompts are part of the deployed
+    image, so they do not change under a running service.
+
+    Args:
+        name: Path of the prompt relative to the prompts directory, with or without `.txt`.
+        prompts_dir: Where to look instead of the repository's `prompts/` (tests, dataset overrides).
+
+    Raises:
+        FileNotFoundError: No such prompt, or `name` points outside the prompts directory.
+    """
+    root = (prompts_dir or PROMPTS_DIR).resolve()
+    path = (root / name).resolve()
+    if path.suffix != ".txt":
+        path = path.with_name(path.name + ".txt")
+    if not path.is_relative_to(root) or not path.is_file():
+        raise FileNotFoundError(f"no prompt {name!r} under {root}")
+    return _load(path)

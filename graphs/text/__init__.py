@@ -1,0 +1,1 @@
+"""Text processing that works for Japanese and English: normalisation and tokenisation."""

@@ -1,0 +1,127 @@
+"""Tokenisation for BM25, hashing embeddings and query building that works for Japanese as well as English.
+
+Japanese has no spaces, so whitespace tokens are useless for it (BM25 R@5 = 0.02 on JSQuAD against 0.95 with
+character bigrams; see ../shared/data/README.md). `tokenize` therefore splits normalised text into script runs:
+Latin/digit runs become word tokens and runs of kanji/kana become overlapping character bigrams, which need no
+dictionary or morphological analyser. `terms` is the coarser view used to build queries: content words only.
+
+Both run on every search hit of every request, so each is a single compiled-regex `finditer` over the text rather
+than per-character Python work.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from operator import add
+
+from graphs.text.normalize import normalize
+
+# Script classes, written as regex class bodies so they can be combined. Kana include the prolonged sound mark
+# (ー, U+30FC) and iteration marks; the katakana middle dot (・, U+30FB) is punctuation and is left out.
+_KANJI = "\u3005-\u3007\u303b\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HIRAGANA = "\u3041-\u309f"
+_KATAKANA = "\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"
+# ヵ/ヶ are written in katakana but act as kanji in names and counters (関ヶ原, 3ヶ月), so `terms` keeps them with
+# the kanji around them instead of splitting there.
+_KANJI_LIKE_KANA = "\u30f5\u30f6"
+_CJK = _KANJI + _HIRAGANA + _KATAKANA
+
+# A word is a run of letters/digits that are not CJK: the negated class [^\W_<cjk>] is "word characters minus
+# underscore minus CJK", so one class covers English, accented Latin, Greek, Cyrillic, Hangul and so on.
+# Decimal numbers and versions stay whole (3.14, 2.5.1).
+_WORD = rf"\d+(?:\.\d+)+|[^\W_{_CJK}]+"
+
+_TOKEN_RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD})")
+_TERM_RUNS = re.compile(
+    rf"(?P<kanji>[{_KANJI}{_KANJI_LIKE_KANA}]+)"
+    # A katakana run cannot start with ー, so a stray prolonged mark after hiragana (すごーい) is not a term.
+    rf"|(?P<katakana>[\u30a1-\u30f4\u30f7-\u30fa\u30fd-\u30ff\u31f0-\u31ff][{_KATAKANA}]*)"
+    rf"|(?P<hiragana>[{_HIRAGANA}]+)"
+    rf"|(?P<word>{_WORD})"
+)
+_HIRAGANA_ONLY = re.compile(f"[{_HIRAGANA}]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into search tokens: words for Latin/digit runs, character bigrams for Japanese runs.
+
+    The text is normalised first (`normalize`), so case and full-width forms do not matter. Punctuation and
+    symbols are dropped; numbers are kept. A Japanese run of one character becomes a unigram so that a lone kanji
+    (e.g. 年 in "2024年") is not lost.
+
+    Args:
+        text: Any text, in any mix of scripts.
+
+    Returns:
+        Tokens in text order, duplicates included (BM25 and the embedder need term frequencies).
+    """
+    tokens: list[str] = []
+    for match in _TOKEN_RUNS.finditer(normalize(text)):
+        run = match.group()
+        if match.lastgroup == "cjk" and len(run) > 1:
+            tokens.extend(map(add, run, run[1:]))
+        else:
+            tokens.append(run)
+    return tokens
+
+
+def terms(text: str) -> list[str]:
+    """Return the content terms of `text`, in order and without duplicates, for building search queries.
+
+    English: words minus stopwords (graphs/text/stopwords_en.txt). Japanese: the text is cut at script
+    boundaries; kanji runs and katakana runs are kept as terms, hiragana runs (particles, inflections, question
+    words) are dropped, and so are Japanese question words (graphs/text/question_words_ja.txt, plus 何 + one
+    kanji such as 何県). Without a dictionary this is an approximation: a word written in hiragana is lost and
+    okurigana are cut off (高さ → 高), which is acceptable for query building because the caller's full-text
+    search tokenises the same way.
+
+    Args:
+        text: A question or statement.
+
+    Returns:
+        The content terms, normalised, first occurrence order.
+    """
+    stopwords, question_words = _stoplists()
+    found: dict[str, None] = {}
+    for match in _TERM_RUNS.finditer(normalize(text)):
+        kind = match.lastgroup
+        term = match.group()
+        if kind == "hiragana":
+            continue
+        if kind == "word":
+            if term in stopwords:
+                continue
+        elif term in question_words or (kind == "kanji" and len(term) == 2 and term[0] == "何"):
+            continue
+        found[term] = None
+    return list(found)
+
+
+def is_function_token(token: str) -> bool:
+    """Whether a `tokenize` token is a function word rather than content: an English stopword or pure hiragana.
+
+    Pure-hiragana bigrams are mostly particles and inflections (の, は, です). They cannot be dropped outright
+    (some words are written in hiragana), so the hashing embedder weights them down instead.
+
+    Args:
+        token: One token as returned by `tokenize`.
+
+    Returns:
+        True for function tokens.
+    """
+    return token in _stoplists()[0] or _HIRAGANA_ONLY.fullmatch(token) is not None
+
+
+def _load_word_list(name: str) -> frozenset[str]:
+    """Read a packaged one-word-per-line list, skipping blank lines and `#` comments, normalising each entry."""
+    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    words = (normalize(line) for line in text.splitlines())
+    return frozenset(w for w in words if w and not w.startswith("#"))
+
+
+@lru_cache(maxsize=1)
+def _stoplists() -> tuple[frozenset[str], frozenset[str]]:
+    """Load the English stopwords and Japanese question words once per process, on first use."""
+    return _load_word_list("stopwords_en.txt"), _load_word_list("question_words_ja.txt")

@@ -1,0 +1,1 @@
+"""The HTTP service: Litestar app factory, controllers, settings, logging, error mapping, state signing."""

@@ -1,0 +1,49 @@
+"""`python -m librarian_svc`: validate settings, configure logging, serve with uvicorn.
+
+Settings are loaded before anything heavy, and a `ConfigError` ends the process with one
+line on stderr and exit status 2. uvicorn handles SIGTERM: it stops accepting connections
+and lets in-flight requests finish within `SHUTDOWN_GRACE_S` (Cloud Run allows 10 s).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from librarian_svc.settings import ConfigError, load_settings
+
+
+def main() -> int:
+    """Run the service until SIGTERM/SIGINT; return the process exit status."""
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
+        return 2
+
+    import uvicorn
+
+    from librarian_svc.app import create_app
+    from librarian_svc.log_setup import configure_logging
+
+    configure_logging(settings.log_format, settings.log_level)
+    try:
+        app = create_app(settings)
+    except ConfigError as exc:
+        print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
+        return 2
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        loop="auto",
+        http="auto",
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
+        server_header=False,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

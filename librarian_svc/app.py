@@ -1,0 +1,62 @@
+"""The Litestar application factory: routes, error mapping, middleware, OpenAPI, DI.
+
+`create_app()` is the one place routers are registered. Settings are read and validated
+before anything else, so misconfiguration stops the process at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
+from litestar.types import ControllerRouterHandler
+
+from librarian_svc.controllers.health import HealthController
+from librarian_svc.controllers.librarian import LibrarianController
+from librarian_svc.errors import EXCEPTION_HANDLERS
+from librarian_svc.request_context import make_request_context_middleware
+from librarian_svc.services import Services, build_services
+from librarian_svc.settings import Settings, load_settings
+from librarian_svc.version import VERSION
+
+ROUTE_HANDLERS: list[ControllerRouterHandler] = [HealthController, LibrarianController]
+
+OPENAPI_DESCRIPTION = (
+    "Stateless agent microservice. Each agent endpoint runs one step; the agent's state travels in the "
+    "request and the response (`state`), so any instance can serve any step. Every error has the same body: "
+    "`{action: ERROR, request_id, error_type, message, details}`."
+)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    services: Services | None = None,
+    extra_route_handlers: Sequence[ControllerRouterHandler] = (),
+) -> Litestar:
+    """Build the app; `settings` default to the environment, `services` to ones built from the settings."""
+    settings = settings or load_settings()
+    services = services or build_services(settings)
+
+    def provide_services() -> Services:
+        return services
+
+    return Litestar(
+        route_handlers=[*ROUTE_HANDLERS, *extra_route_handlers],
+        dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
+        exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[make_request_context_middleware(settings.google_cloud_project)],
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title="librarian-svc",
+            version=VERSION,
+            description=OPENAPI_DESCRIPTION,
+            path="/schema",
+            render_plugins=[RedocRenderPlugin(), SwaggerRenderPlugin()],
+        ),
+        logging_config=None,
+        debug=False,
+    )

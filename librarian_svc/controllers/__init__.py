@@ -1,0 +1,1 @@
+"""Thin Litestar controllers: decode, run one agent step, encode."""

@@ -1,0 +1,44 @@
+"""Liveness and readiness probes for Cloud Run."""
+
+from __future__ import annotations
+
+from litestar import Controller, Response, get
+from litestar.di import NamedDependency
+from litestar.openapi.datastructures import ResponseSpec
+
+from contracts.common import HealthResponse, ReadyResponse
+from graphs.embeddings.factory import describe
+from librarian_svc.services import GRAPH_BUILDERS, Services
+from librarian_svc.version import VERSION
+
+
+class HealthController(Controller):
+    """`/health` answers while the process runs; `/ready` once graphs and provider are loaded."""
+
+    tags = ["operations"]  # noqa: RUF012 - Litestar reads this class attribute
+
+    @get("/health", operation_id="health", summary="Liveness probe", sync_to_thread=False)
+    def health(self) -> HealthResponse:
+        """Always ok while the event loop answers."""
+        return HealthResponse()
+
+    @get(
+        "/ready",
+        operation_id="ready",
+        summary="Readiness probe: graphs compiled and a provider configured",
+        sync_to_thread=False,
+        responses={503: ResponseSpec(data_container=ReadyResponse, description="Not ready yet")},
+    )
+    def ready(self, services: NamedDependency[Services]) -> Response[ReadyResponse]:
+        """Ready when every registered agent graph is compiled; 503 otherwise."""
+        compiled = sorted(services.graphs)
+        ok = set(compiled) == set(GRAPH_BUILDERS)
+        body = ReadyResponse(
+            status="ready" if ok else "not_ready",
+            engine=services.settings.llm.provider,
+            model=services.settings.llm.model,
+            embedding=describe(services.settings.embedding),
+            graphs=compiled,
+            version=VERSION,
+        )
+        return Response(body, status_code=200 if ok else 503)

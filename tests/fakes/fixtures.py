@@ -1,0 +1,86 @@
+"""Pytest fixtures for the fake LLM server, imported into `tests/conftest.py`.
+
+`fake_llm` is one server for the whole session (starting uvicorn per test would dominate the run);
+`llm_server` hands it to a test with an empty script and no recorded requests, and cleans up after.
+`openai_config` / `gemini_config` are `LLMConfig`s that point the real clients at it, and
+`chat_model_factory` builds real chat models from such configs and closes their connections on the
+test's own event loop afterwards (unclosed sockets would fail the run under `filterwarnings = error`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+
+from graphs.llm.config import LLMConfig
+from graphs.llm.providers import aclose_chat_model, make_chat_model
+from tests.fakes.llm_server import FakeLLMServer
+
+
+@pytest.fixture(name="fake_llm", scope="session")
+def fake_llm_fixture() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(name="llm_server")
+def llm_server_fixture(fake_llm: FakeLLMServer) -> Iterator[FakeLLMServer]:
+    fake_llm.reset()
+    yield fake_llm
+    fake_llm.reset()
+
+
+def fake_openai_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
+    """An `openai` config aimed at `server`, with test-sized timeouts (override any field)."""
+    fields: dict[str, object] = {
+        "provider": "openai",
+        "model": "gpt-fake",
+        "api_key": "sk-test-not-a-key",
+        "base_url": server.url,
+        "timeout_s": 2.0,
+        "max_retries": 0,
+    }
+    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+
+
+def fake_gemini_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
+    """A `gemini` config aimed at `server`, with test-sized timeouts (override any field)."""
+    fields: dict[str, object] = {
+        "provider": "gemini",
+        "model": "gemini-fake",
+        "api_key": "AIza-test-not-a-key",
+        "base_url": server.gemini_url,
+        "timeout_s": 2.0,
+        "max_retries": 0,
+    }
+    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+
+
+@pytest.fixture(name="openai_config")
+def openai_config_fixture(llm_server: FakeLLMServer) -> LLMConfig:
+    return fake_openai_config(llm_server)
+
+
+@pytest.fixture(name="gemini_config")
+def gemini_config_fixture(llm_server: FakeLLMServer) -> LLMConfig:
+    return fake_gemini_config(llm_server)
+
+
+ChatModelFactory = Callable[[LLMConfig], BaseChatModel]
+
+
+@pytest.fixture(name="chat_model_factory")
+async def chat_model_factory_fixture() -> AsyncIterator[ChatModelFactory]:
+    built: list[BaseChatModel] = []
+
+    def build(cfg: LLMConfig) -> BaseChatModel:
+        model = make_chat_model(cfg)
+        assert model is not None, f"{cfg.provider} has no chat model"
+        built.append(model)
+        return model
+
+    yield build
+    for model in built:
+        await aclose_chat_model(model)

@@ -1,0 +1,135 @@
+"""The chat-model factory: the right client per provider, SDK retries off, SDKs imported lazily."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from graphs.llm.config import ConfigError, LLMConfig
+from graphs.llm.providers import aclose_chat_model, make_chat_model
+from tests.fakes.fixtures import (  # noqa: F401 - fixtures, until tests/conftest.py imports them
+    ChatModelFactory,
+    chat_model_factory_fixture,
+    fake_llm_fixture,
+    llm_server_fixture,
+)
+from tests.fakes.llm_server import FakeLLMServer, Reply
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+SDK_MODULES = ("openai", "langchain_openai", "google.genai", "langchain_google_genai")
+
+
+def test_heuristic_has_no_chat_model() -> None:
+    assert make_chat_model(LLMConfig(provider="heuristic", model=None)) is None
+
+
+def test_a_provider_without_a_model_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="model"):
+        make_chat_model(LLMConfig(provider="openai", model=None, api_key="k"))
+
+
+@pytest.mark.parametrize(
+    ("cfg", "class_name", "expected"),
+    [
+        pytest.param(
+            LLMConfig(provider="openai", model="gpt-x", api_key="k", timeout_s=7.0, temperature=0.2),
+            "ChatOpenAI",
+            {"model_name": "gpt-x", "max_retries": 0, "request_timeout": 7.0, "temperature": 0.2},
+            id="openai",
+        ),
+        pytest.param(
+            LLMConfig(provider="openai-compatible", model="llama", api_key="not-needed", base_url="http://h:1/v1"),
+            "ChatOpenAI",
+            {"model_name": "llama", "max_retries": 0, "openai_api_base": "http://h:1/v1"},
+            id="openai-compatible",
+        ),
+        pytest.param(
+            LLMConfig(
+                provider="azure",
+                model="dep",
+                api_key="k",
+                azure_endpoint="https://x.openai.azure.com",
+                azure_deployment="dep",
+                api_version="2024-10-21",
+            ),
+            "AzureChatOpenAI",
+            {"deployment_name": "dep", "openai_api_version": "2024-10-21", "max_retries": 0},
+            id="azure",
+        ),
+        pytest.param(
+            LLMConfig(provider="gemini", model="gemini-x", api_key="k", base_url="http://h:2", timeout_s=3.0),
+            "ChatGoogleGenerativeAI",
+            # google-genai counts attempts: 1 means the SDK never retries.
+            {"model": "gemini-x", "max_retries": 1, "timeout": 3.0, "base_url": "http://h:2"},
+            id="gemini",
+        ),
+    ],
+)
+async def test_each_provider_gets_its_client(
+    chat_model_factory: ChatModelFactory, cfg: LLMConfig, class_name: str, expected: dict[str, Any]
+) -> None:
+    model = chat_model_factory(cfg)
+    assert type(model).__name__ == class_name
+    assert {name: getattr(model, name) for name in expected} == expected
+
+
+def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
+    """One fresh interpreter: every graphs.llm module + heuristic, then Gemini, then OpenAI."""
+    script = textwrap.dedent(
+        """
+        import importlib, json, pkgutil, sys
+        import graphs.llm, graphs.prompt_files
+        for module in pkgutil.walk_packages(graphs.llm.__path__, "graphs.llm."):
+            importlib.import_module(module.name)
+        from graphs.llm.config import LLMConfig
+        from graphs.llm.providers import make_chat_model
+        snapshots = []
+        for provider in ("heuristic", "gemini", "openai"):
+            make_chat_model(LLMConfig(provider=provider, model="m", api_key="k"))
+            snapshots.append(sorted(sys.modules))
+        print(json.dumps(snapshots))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=60
+    )
+    heuristic, gemini, openai = (set(snapshot) for snapshot in json.loads(result.stdout))
+    assert not heuristic & set(SDK_MODULES)
+    assert {"google.genai", "langchain_google_genai"} <= gemini
+    assert not gemini & {"openai", "langchain_openai"}
+    assert {"openai", "langchain_openai"} <= openai
+
+
+async def test_aclose_of_nothing_is_a_no_op() -> None:
+    await aclose_chat_model(None)
+
+
+async def test_azure_client_talks_to_its_deployment_route(llm_server: FakeLLMServer) -> None:
+    cfg = LLMConfig(
+        provider="azure",
+        model="dep-1",
+        api_key="azure-key",
+        azure_endpoint=llm_server.azure_endpoint,
+        azure_deployment="dep-1",
+        api_version="2024-10-21",
+        timeout_s=2.0,
+    )
+    model = make_chat_model(cfg)
+    assert model is not None
+    llm_server.script(Reply(content="hello"))
+    try:
+        reply = await model.ainvoke([HumanMessage("hi")])
+    finally:
+        await aclose_chat_model(model)
+    assert reply.content == "hello"
+    (call,) = llm_server.calls
+    assert call.path == "/openai/deployments/dep-1/chat/completions"
+    assert "api-version=2024-10-21" in call.query
+    assert call.headers["api-key"] == "azure-key"

@@ -1,0 +1,309 @@
+"""Structured output through the real `ChatOpenAI` client, over HTTP, against the scripted fake server.
+
+`PARSING_CASES` is the reply-parsing table; the Gemini module runs the same table through its client.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Annotated, Any
+
+import msgspec
+import pytest
+from langchain_core.messages import HumanMessage, SystemMessage
+
+from graphs.llm.config import LLMConfig
+from graphs.llm.errors import ModelFailure, ModelTimeout
+from graphs.llm.structured_output import (
+    EMPTY_REPLY_ERROR,
+    NO_JSON_ERROR,
+    REPAIRED_WARNING,
+    ainvoke_structured,
+    inline_json_schema,
+)
+from tests.fakes.fixtures import (  # noqa: F401 - fixtures, until tests/conftest.py imports them
+    ChatModelFactory,
+    chat_model_factory_fixture,
+    fake_llm_fixture,
+    fake_openai_config,
+    llm_server_fixture,
+)
+from tests.fakes.llm_server import FakeLLMServer, Reply
+
+pytestmark = pytest.mark.llm
+
+
+class Step(msgspec.Struct, forbid_unknown_fields=True):
+    id: str
+    title: Annotated[str, msgspec.Meta(min_length=1)]
+    depends_on: list[str] = []
+
+
+class Plan(msgspec.Struct):
+    summary: str
+    steps: list[Step]
+    confidence: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+GOOD = '{"summary": "s", "steps": [{"id": "s1", "title": "look"}], "confidence": 0.5}'
+GOOD_PLAN = Plan(summary="s", steps=[Step(id="s1", title="look")], confidence=0.5)
+WRONG = '{"summary": 1, "steps": [{"id": "s1", "title": "", "depends_on": "s0"}], "confidence": 2}'
+WRONG_ERRORS = [
+    "$.summary: expected string, got integer",
+    "$.steps[0].title: must be at least 1 characters long",
+    "$.steps[0].depends_on: expected array, got string",
+    "$.confidence: must be <= 1.0",
+]
+MESSAGES = [SystemMessage("Answer with a Plan as JSON."), HumanMessage("Plan the search.")]
+
+PARSING_CASES = [
+    pytest.param(GOOD, GOOD_PLAN, [], [], id="valid-json"),
+    pytest.param(f"```json\n{GOOD}\n```", GOOD_PLAN, [], [], id="fenced-json"),
+    pytest.param(f"Sure, here is the plan:\n{GOOD}\nAnything else?", GOOD_PLAN, [], [], id="json-in-prose"),
+    pytest.param("I could not make a plan, sorry.", None, [NO_JSON_ERROR], [], id="prose-without-json"),
+    pytest.param(GOOD[:-1], GOOD_PLAN, [], [REPAIRED_WARNING], id="truncated-repaired"),
+    pytest.param(
+        '{"summary": "s", "steps": [{"id": "s1", "ti',
+        None,
+        ["$.steps[0].title: required field missing", "$.confidence: required field missing"],
+        [REPAIRED_WARNING],
+        id="truncated-beyond-repair",
+    ),
+    pytest.param(WRONG, None, WRONG_ERRORS, [], id="wrong-schema-lists-every-error"),
+    pytest.param("", None, [EMPTY_REPLY_ERROR], [], id="empty-reply"),
+]
+
+
+async def test_round_trip_over_the_real_client(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> None:
+    cfg = fake_openai_config(llm_server)
+    llm_server.script(GOOD)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert result.ok
+    assert result.value == GOOD_PLAN
+    assert (result.errors, result.warnings, result.attempts, result.raw_text) == ([], [], 1, GOOD)
+    assert result.usage.engine == "openai"
+    (body,) = llm_server.chat_requests
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+
+
+@pytest.mark.parametrize(("reply", "value", "errors", "warnings"), PARSING_CASES)
+async def test_reply_parsing(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    reply: str,
+    value: Plan | None,
+    errors: list[str],
+    warnings: list[str],
+) -> None:
+    cfg = fake_openai_config(llm_server)
+    llm_server.script(reply)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert (result.value, result.errors, result.warnings) == (value, errors, warnings)
+    assert result.attempts == 1
+    assert result.raw_text == reply
+
+
+@pytest.mark.parametrize(
+    ("replies", "attempts"),
+    [
+        pytest.param([WRONG, GOOD], 2, id="fixed-on-first-reask"),
+        pytest.param([WRONG, "no json, sorry", GOOD], 3, id="fixed-on-second-reask"),
+    ],
+)
+async def test_reask_until_fixed(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, replies: list[str], attempts: int
+) -> None:
+    cfg = fake_openai_config(llm_server)
+    llm_server.script(*replies)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, max_reasks=2)
+    assert result.ok
+    assert result.value == GOOD_PLAN
+    assert result.attempts == attempts
+    bodies = llm_server.chat_requests
+    assert len(bodies) == attempts
+    reask_turns = bodies[1]["messages"]
+    assert [m["role"] for m in reask_turns] == ["system", "user", "assistant", "user"]
+    assert reask_turns[2]["content"] == WRONG
+    for error in WRONG_ERRORS:
+        assert f"- {error}" in reask_turns[3]["content"]
+
+
+async def test_never_fixed_returns_the_last_errors(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    cfg = fake_openai_config(llm_server)
+    llm_server.script(WRONG, WRONG, "")
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, max_reasks=2)
+    assert result.value is None
+    assert result.errors == [EMPTY_REPLY_ERROR]
+    assert result.attempts == 3
+    assert len(llm_server.chat_requests) == 3
+    assert not result.ok
+
+
+async def test_usage_is_summed_over_attempts(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> None:
+    cfg = fake_openai_config(llm_server)
+    llm_server.script(Reply(content=WRONG, usage=(100, 20)), Reply(content=GOOD, usage=(150, 30)))
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, max_reasks=1)
+    usage = result.usage
+    assert (usage.engine, usage.model, usage.llm_calls) == ("openai", "gpt-fake", 2)
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (250, 50, 300)
+
+
+async def test_semantic_check_errors_are_reasked(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    cfg = fake_openai_config(llm_server)
+    unknown = GOOD.replace('"s1"', '"s9"')
+    llm_server.script(unknown, GOOD)
+
+    def known_ids(plan: Plan) -> list[str]:
+        return [f"$.steps[{i}].id: unknown step id {s.id!r}" for i, s in enumerate(plan.steps) if s.id != "s1"]
+
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, max_reasks=1, check=known_ids)
+    assert result.ok
+    assert "unknown step id 's9'" in llm_server.chat_requests[1]["messages"][-1]["content"]
+
+
+async def test_semantic_errors_after_the_last_attempt_keep_the_value(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    cfg = fake_openai_config(llm_server)
+    llm_server.script(GOOD)
+    result = await ainvoke_structured(
+        chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, check=lambda plan: ["$.steps[0].id: unknown"]
+    )
+    assert result.value == GOOD_PLAN
+    assert result.errors == ["$.steps[0].id: unknown"]
+    assert not result.ok
+
+
+# --- transport ------------------------------------------------------------------------------------
+
+
+async def test_429_is_retried(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> None:
+    cfg = fake_openai_config(llm_server, max_retries=2)
+    llm_server.script(Reply(status=429, headers={"Retry-After": "0"}), GOOD)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert result.value == GOOD_PLAN
+    assert result.attempts == 1
+    assert result.usage.llm_calls == 1
+    assert len(llm_server.chat_requests) == 2
+
+
+async def test_500_burst_then_success(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> None:
+    cfg = fake_openai_config(llm_server, max_retries=3)
+    llm_server.script(Reply(status=500), Reply(status=503, body=b"<html>busy</html>", content_type="text/html"), GOOD)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert result.value == GOOD_PLAN
+    assert len(llm_server.chat_requests) == 3
+
+
+async def test_persistent_500_is_a_model_failure(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    cfg = fake_openai_config(llm_server, max_retries=2)
+    llm_server.default_reply = Reply(status=500)
+    with pytest.raises(ModelFailure, match="HTTP 500") as caught:
+        await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert not isinstance(caught.value, ModelTimeout)
+    assert len(llm_server.chat_requests) == 3  # our retries only: the SDK's are off
+
+
+@pytest.mark.parametrize("status", [400, 401, 404])
+async def test_client_errors_fail_at_once(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, status: int
+) -> None:
+    cfg = fake_openai_config(llm_server, max_retries=3)
+    llm_server.default_reply = Reply(status=status)
+    with pytest.raises(ModelFailure, match=f"HTTP {status}"):
+        await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert len(llm_server.chat_requests) == 1
+
+
+async def test_slow_reply_is_a_timeout(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> None:
+    cfg = fake_openai_config(llm_server, timeout_s=0.3)
+    llm_server.script(Reply(content=GOOD, delay_s=3))
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout):
+        await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert time.monotonic() - started < 0.3 + 0.4
+
+
+async def test_deadline_bounds_retries_and_reasks(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    cfg = fake_openai_config(llm_server, timeout_s=2.0, max_retries=5)
+    llm_server.default_reply = Reply(content=GOOD, delay_s=3)
+    started = time.monotonic()
+    with pytest.raises(ModelTimeout):
+        await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, deadline=started + 0.3, max_reasks=3)
+    assert time.monotonic() - started < 0.3 + 0.4
+
+
+# --- native JSON mode -----------------------------------------------------------------------------
+
+
+def _request(llm_server: FakeLLMServer) -> dict[str, Any]:
+    (body,) = llm_server.chat_requests
+    return body
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        pytest.param(
+            {},
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "Plan", "schema": inline_json_schema(Plan), "strict": False},
+            },
+            id="openai-json-schema",
+        ),
+        pytest.param(
+            {"provider": "openai-compatible", "native_json_schema": True},
+            {"type": "json_object"},
+            id="compatible-json-object",
+        ),
+        pytest.param({"native_json_schema": False}, None, id="openai-native-off"),
+        pytest.param({"provider": "openai-compatible", "native_json_schema": False}, None, id="compatible-native-off"),
+    ],
+)
+async def test_native_json_request_parameters(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    overrides: dict[str, Any],
+    expected: dict[str, Any] | None,
+) -> None:
+    cfg = fake_openai_config(llm_server, **overrides)
+    llm_server.script(GOOD)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert result.ok
+    assert _request(llm_server).get("response_format") == expected
+
+
+def test_inlined_schema_has_no_refs() -> None:
+    schema = inline_json_schema(Plan)
+    assert "$ref" not in json.dumps(schema)
+    assert "$defs" not in schema
+    step = schema["properties"]["steps"]["items"]
+    assert step["required"] == ["id", "title"]
+
+
+def test_recursive_schema_is_inlined_without_looping() -> None:
+    schema = inline_json_schema(Node)
+    assert schema["properties"]["children"]["items"] == {}
+
+
+class Node(msgspec.Struct):
+    name: str
+    children: list[Node] = []
+
+
+async def test_list_schema(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> None:
+    cfg: LLMConfig = fake_openai_config(llm_server)
+    llm_server.script('The steps: [{"id": "a", "title": "t"}]')
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, list[Step], cfg=cfg)
+    assert result.value == [Step(id="a", title="t")]
+    assert _request(llm_server)["response_format"]["json_schema"]["name"] == "list"

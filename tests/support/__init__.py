@@ -1,0 +1,1 @@
+"""Test support: starting the real service in a subprocess, free ports."""

@@ -1,0 +1,98 @@
+"""Start the real service (`python -m librarian_svc`) on a free port, as a user or Cloud Run would.
+
+Used by the live-service fixtures, the curl contract tests, the shutdown test and benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (loopback)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LiveService:
+    """A running service process and where to reach it."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    port: int
+    log_path: Path
+
+    def logs(self) -> str:
+        """Everything the process wrote so far (stdout and stderr)."""
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM, then SIGKILL if it does not exit in time; returns the exit status."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return int(self.process.returncode)
+
+
+def start_service(
+    env: Mapping[str, str] | None = None,
+    *,
+    log_dir: Path,
+    port: int | None = None,
+    ready_timeout: float = 30.0,
+    extra_args: list[str] | None = None,
+) -> LiveService:
+    """Start `python -m librarian_svc` with a clean environment plus `env`; wait until `/ready` answers 200."""
+    port = port or free_port()
+    clean = {
+        k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_"))
+    }
+    full_env = {
+        **clean,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "LOG_FORMAT": "json",
+        "LLM_PROVIDER": "heuristic",
+        "PYTHONPATH": str(PROJECT_ROOT),
+        **(env or {}),
+    }
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"service-{port}.log"
+    with log_path.open("wb") as log_file:  # the child keeps its own descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "librarian_svc", *(extra_args or [])],
+            cwd=PROJECT_ROOT,
+            env=full_env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+    service = LiveService(process=process, base_url=f"http://127.0.0.1:{port}", port=port, log_path=log_path)
+    deadline = time.monotonic() + ready_timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"service exited with {process.returncode}:\n{service.logs()}")
+        try:
+            if httpx.get(f"{service.base_url}/ready", timeout=1.0).status_code == 200:
+                return service
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    service.stop()
+    raise RuntimeError(f"service not ready after {ready_timeout}s:\n{service.logs()}")
