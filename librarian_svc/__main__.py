@@ -7,9 +7,15 @@ and lets in-flight requests finish within `SHUTDOWN_GRACE_S` (Cloud Run allows 1
 
 from __future__ import annotations
 
+import signal
 import sys
+from types import FrameType
 
 from librarian_svc.settings import ConfigError, load_settings
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def main() -> int:
@@ -31,6 +37,9 @@ def main() -> int:
     except ConfigError as exc:
         print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
         return 2
+    # uvicorn restores the previous SIGTERM handler after its graceful shutdown and re-raises the
+    # signal; with this handler that ends the process with status 0 instead of "killed by SIGTERM".
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     uvicorn.run(
         app,
         host=settings.host,

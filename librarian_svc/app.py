@@ -14,6 +14,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 from litestar.types import ControllerRouterHandler
 
+from graphs.llm.providers import aclose_chat_model
 from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
 from librarian_svc.errors import EXCEPTION_HANDLERS
@@ -44,11 +45,15 @@ def create_app(
     def provide_services() -> Services:
         return services
 
-    return Litestar(
+    async def close_model_clients() -> None:
+        # The provider clients hold connection pools bound to the serving event loop.
+        await aclose_chat_model(services.context.llm)
+
+    app = Litestar(
         route_handlers=[*ROUTE_HANDLERS, *extra_route_handlers],
         dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
-        middleware=[make_request_context_middleware(settings.google_cloud_project)],
+        on_shutdown=[close_model_clients],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(
             title="librarian-svc",
@@ -60,3 +65,7 @@ def create_app(
         logging_config=None,
         debug=False,
     )
+    # Outermost, around routing and exception handling, so 404/405 and errors get the request id
+    # and an access line too (Litestar's `middleware=` only wraps matched route handlers).
+    app.asgi_handler = make_request_context_middleware(settings.google_cloud_project)(app.asgi_handler)
+    return app

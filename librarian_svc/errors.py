@@ -118,6 +118,18 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
     )
 
 
+def handle_bad_encoding(request: Request[Any, Any, Any], exc: UnicodeDecodeError) -> Response[ErrorResponse]:
+    """Invalid UTF-8 inside the JSON body (msgspec raises this rather than a DecodeError)."""
+    message = f"request body is not valid UTF-8 (byte {exc.start})"
+    return error_response(
+        current_request_id(request.scope),
+        "INVALID_INPUT",
+        message,
+        HTTP_400_BAD_REQUEST,
+        [ErrorDetail(message=message)],
+    )
+
+
 def handle_invalid_input(request: Request[Any, Any, Any], exc: InvalidInput) -> Response[ErrorResponse]:
     """Contract violations an agent or the state codec found after decoding."""
     return error_response(_request_id_for(request), "INVALID_INPUT", exc.message, exc.status_code, exc.details)
@@ -132,6 +144,7 @@ def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Respon
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     ValidationException: handle_validation,
     InvalidInput: handle_invalid_input,
+    UnicodeDecodeError: handle_bad_encoding,
     HTTPException: handle_http,
     Exception: handle_unexpected,
 }

@@ -71,7 +71,10 @@ def configure_logging(log_format: str, level: str) -> None:
         shared.append(cloud_logging_fields)
         renderer = structlog.processors.JSONRenderer(ensure_ascii=False)
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        # Plain tracebacks: the rich ones print local variables, which may hold request headers.
+        renderer = structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+        )
 
     numeric_level = logging.getLevelName(level.upper())
     structlog.configure(

@@ -1,0 +1,93 @@
+"""Routing (pure functions) and the history continuation check that enforces max_loops."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from contracts.librarian import LibrarianState
+from graphs.errors import InvalidInput
+from graphs.librarian.assessment import Assessment
+from graphs.librarian.history_check import chain_digest, effective_max_loops, query_digest, verify_continuation
+from graphs.librarian.routing import route_after_evaluate
+from tests.graphs.librarian.helpers import hit, request, round_of
+
+
+def _assessment(*, sufficient: bool, usable: bool) -> Assessment:
+    from graphs.librarian.assessment import ScoredCandidate
+    from graphs.librarian.candidates import Candidate
+
+    ranked = []
+    if usable:
+        candidate = Candidate(cid="c1", document_id="d", page=None, chunk_id=None, snippet="s", best_score=1.0)
+        ranked = [ScoredCandidate(candidate, 1.0, 0.9, 0.9, frozenset(), frozenset())]
+    return Assessment(ranked=ranked, sufficient=sufficient, missing=[], covered_terms=[], token_weights={})
+
+
+@pytest.mark.parametrize(
+    ("rounds", "max_loops", "sufficient", "usable", "expected"),
+    [
+        (0, 3, False, False, "plan_queries"),
+        (1, 3, True, True, "select_evidence"),
+        (1, 3, False, True, "plan_queries"),
+        (3, 3, False, True, "select_evidence"),
+        (3, 3, False, False, "fail"),
+        (5, 3, False, False, "fail"),
+        (1, 1, False, True, "select_evidence"),
+    ],
+)
+def test_route_after_evaluate(rounds: int, max_loops: int, sufficient: bool, usable: bool, expected: str) -> None:
+    state = {
+        "request": request(search_history=[msgspec.to_builtins(round_of(hit("d", "x")))] * rounds),
+        "max_loops": max_loops,
+        "assessment": _assessment(sufficient=sufficient, usable=usable),
+    }
+    assert route_after_evaluate(state) == expected  # type: ignore[arg-type]
+
+
+def _state_after(history: list, **overrides: object) -> LibrarianState:  # type: ignore[type-arg]
+    req = request()
+    fields = {
+        "rounds_seen": len(history),
+        "max_loops": 3,
+        "history_digest": chain_digest(history),
+        "query_digest": query_digest(req.user_query, req.subject_id),
+        "subject_id": req.subject_id,
+    }
+    return LibrarianState(**(fields | overrides))  # type: ignore[arg-type]
+
+
+ROUNDS = [round_of(hit("a", "一"), queries=["x"]), round_of(hit("b", "二"), queries=["y"])]
+
+
+def test_continuation_with_one_new_round_is_accepted() -> None:
+    prior = _state_after(ROUNDS[:1])
+    verify_continuation(request(search_history=[msgspec.to_builtins(r) for r in ROUNDS]), prior)
+
+
+@pytest.mark.parametrize(
+    ("history", "overrides", "message"),
+    [
+        pytest.param(ROUNDS[:1], {}, "expects 2", id="no-new-round"),
+        pytest.param([*ROUNDS, ROUNDS[0]], {}, "expects 2", id="two-new-rounds"),
+        pytest.param([ROUNDS[1], ROUNDS[1]], {}, "does not match", id="edited-round"),
+        pytest.param(ROUNDS, {"subject_id": "other"}, "another question", id="other-subject"),
+        pytest.param(ROUNDS, {"query_digest": "0" * 64}, "another question", id="other-question"),
+    ],
+)
+def test_broken_continuations_are_invalid_input(history: list, overrides: dict, message: str) -> None:  # type: ignore[type-arg]
+    prior = _state_after(ROUNDS[:1], **overrides)
+    with pytest.raises(InvalidInput, match=message):
+        verify_continuation(request(search_history=[msgspec.to_builtins(r) for r in history]), prior)
+
+
+def test_digest_survives_reserialisation_but_not_edits() -> None:
+    again = msgspec.json.decode(msgspec.json.encode(ROUNDS), type=list[type(ROUNDS[0])])  # type: ignore[misc]
+    assert chain_digest(again) == chain_digest(ROUNDS)
+    assert chain_digest(list(reversed(ROUNDS))) != chain_digest(ROUNDS)
+
+
+@pytest.mark.parametrize(("asked", "pinned", "expected"), [(3, None, 3), (10, 3, 3), (2, 3, 2)])
+def test_max_loops_cannot_be_raised_after_the_first_call(asked: int, pinned: int | None, expected: int) -> None:
+    prior = None if pinned is None else _state_after([], max_loops=pinned)
+    assert effective_max_loops(request(constraints={"max_loops": asked}), prior) == expected
