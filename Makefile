@@ -54,3 +54,6 @@ lock: ## Re-resolve requirements.lock from pyproject.toml (needs network to PyPI
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+
+demo: install ## A Japanese question answered from ../shared/data/jsquad, the loop printed step by step
+	$(PY) -m reference_orchestrator $(if $(QUESTION),--question "$(QUESTION)",)

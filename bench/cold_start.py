@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,22 @@ def walk(nodes: list[ImportNode], chain: tuple[str, ...] = ()) -> list[tuple[Imp
     return found
 
 
+def third_party_entries(nodes: list[tuple[ImportNode, tuple[str, ...]]]) -> Iterator[tuple[int, str, str]]:
+    """(cumulative µs, importer, module) for each third-party module one of our modules imports first.
+
+    A third-party module imported at the top level (by the interpreter's entry point, e.g. `uvicorn`
+    after `-m`) is listed with the importer `<top level>`.
+    """
+    for node, chain in nodes:
+        ours = node.name.split(".")[0] in OUR_PACKAGES
+        if not chain and not ours:
+            yield node.cumulative_us, "<top level>", node.name
+        if ours:
+            for child in node.children:
+                if child.name.split(".")[0] not in OUR_PACKAGES:
+                    yield child.cumulative_us, node.name, child.name
+
+
 def analyse_imports(top: int) -> dict[str, Any]:
     """Run the shipped start-up with `-X importtime` until /health answers; summarise what it imported.
 
@@ -131,13 +148,7 @@ def analyse_imports(top: int) -> dict[str, Any]:
     by_package: dict[str, int] = defaultdict(int)
     for node, _ in nodes:
         by_package[node.name.split(".")[0]] += node.self_us
-    entries = []
-    for node, chain in nodes:
-        ours = node.name.split(".")[0] in OUR_PACKAGES
-        for child in node.children:
-            if (ours or not chain) and child.name.split(".")[0] not in OUR_PACKAGES:
-                entries.append((child.cumulative_us, node.name if ours else "<entry point>", child.name))
-    entries.sort(reverse=True)
+    entries = sorted(third_party_entries(nodes), reverse=True)
     heaviest_self = sorted(nodes, key=lambda item: -item[0].self_us)[:top]
     return {
         "command": "python -X importtime -m librarian_svc  # until the first 200 on /health",
@@ -170,8 +181,11 @@ def import_seconds(modules: str) -> float:
 
 def dependency_floor(runs: int) -> dict[str, Any]:
     """Import time of the dependencies the start-up path needs whatever our code does, and of the SDKs."""
-    floor = [import_seconds(FLOOR_MODULES) for _ in range(runs)]
-    with_sdks = [import_seconds(f"{FLOOR_MODULES}, {SDK_MODULES}") for _ in range(runs)]
+    floor: list[float] = []
+    with_sdks: list[float] = []
+    for _ in range(runs):
+        floor.append(import_seconds(FLOOR_MODULES))
+        with_sdks.append(import_seconds(f"{FLOOR_MODULES}, {SDK_MODULES}"))
     floor_s, with_sdks_s = statistics.median(floor), statistics.median(with_sdks)
     return {
         "floor_modules": FLOOR_MODULES,
@@ -210,7 +224,7 @@ def run(runs: int, top: int) -> dict[str, Any]:
         "target_ratio": TARGET_RATIO,
         "meets_target": service_over_eager is not None and service_over_eager <= TARGET_RATIO,
         "imports": analyse_imports(top),
-        "dependency_floor": dependency_floor(3),
+        "dependency_floor": dependency_floor(runs),
         "machine": machine_info(),
     }
 

@@ -117,10 +117,14 @@ def wait_for_status(
 
 
 def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a server under test: no provider keys, the embedded engine, JSON logs."""
+    """The environment for a server under test: no provider keys, the embedded engine, JSON logs.
+
+    Bytecode may be written (and is, by the first run), as the image compiles it at build time.
+    """
     prefixes = ("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_", "EMBEDDING_", "GRACE_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env.pop("STATE_SIGNING_KEY", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env |= {
         "PYTHONPATH": str(PROJECT_ROOT),
         "HOST": "127.0.0.1",

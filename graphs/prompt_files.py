@@ -4,8 +4,9 @@ File convention: a prompt file may open with a header block of lines starting wi
 its variables (e.g. `# {errors}: the problems found, one per line`). That header, and the blank lines
 right after it, are stripped before use, so the model never sees them. Only the *leading* `#` lines
 go: a `#` further down (a Markdown heading inside the prompt) is kept. Variables are `{name}`
-placeholders that callers fill with `str.replace`, not `str.format`, so literal braces (JSON examples)
-need no escaping.
+placeholders in `str.format` syntax, as in the seeds' templates (seed 001): `render_prompt` fills them,
+and literal braces (JSON examples) are doubled, `{{` and `}}`. Values are never parsed as templates, so
+untrusted text with braces in it is safe to substitute.
 """
 
 from __future__ import annotations
@@ -51,3 +52,13 @@ def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
     if not path.is_relative_to(root) or not path.is_file():
         raise FileNotFoundError(f"no prompt {name!r} under {root}")
     return _load(path)
+
+
+def render_prompt(name: str, prompts_dir: Path | None = None, **variables: object) -> str:
+    """Load prompt `name` and fill its `{variables}` (`str.format` syntax).
+
+    Raises:
+        FileNotFoundError: No such prompt.
+        KeyError: The template names a variable that was not given.
+    """
+    return load_prompt(name, prompts_dir).format(**variables)

@@ -66,6 +66,7 @@ def build_services(settings: Settings) -> Services:
         config_dir=settings.config_dir,
         sections=settings.sections,
         grace=settings.grace,
+        options={"near_dup_threshold": settings.librarian_near_dup_threshold},
     )
     graphs = {name: build() for name, build in GRAPH_BUILDERS.items()}
     codec = StateCodec(signing_key=settings.state_signing_key, max_state_bytes=settings.max_state_bytes)

@@ -52,6 +52,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "PROMPTS_DIR": str(PROJECT_ROOT / "prompts"),
     "GOOGLE_CLOUD_PROJECT": "",
     "SHUTDOWN_GRACE_S": "8",
+    "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
 }
 
 
@@ -72,6 +73,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     prompts_dir: Path
     google_cloud_project: str | None
     shutdown_grace_s: float
+    librarian_near_dup_threshold: float
     sections: dict[str, list[SectionDefinition]]
     grace: GraceConfig
 
@@ -162,6 +164,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         prompts_dir=_dir(env, "PROMPTS_DIR"),
         google_cloud_project=project or None,
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
+        librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
         sections=load_sections(config_dir),
         grace=load_grace_config(config_dir, env),
     )

