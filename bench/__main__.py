@@ -34,6 +34,21 @@ def headline(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def last_json_object(text: str) -> dict[str, Any] | None:
+    """The last top-level JSON object in `text` (a benchmark may log lines to stdout before its report)."""
+    decoder = json.JSONDecoder()
+    starts = [0] if text.startswith("{") else []
+    starts += [i + 1 for i in range(len(text)) if text.startswith("\n{", i)]
+    for start in reversed(starts):
+        try:
+            found, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return found
+    return None
+
+
 def run_one(name: str, argv: list[str]) -> dict[str, Any]:
     """Run one benchmark module; return its report (raise on failure)."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
@@ -43,10 +58,9 @@ def run_one(name: str, argv: list[str]) -> dict[str, Any]:
     )
     if completed.returncode != 0:
         raise RuntimeError(f"{name} exited with status {completed.returncode}")
-    try:
-        report: dict[str, Any] = json.loads(completed.stdout)
-    except ValueError as exc:
-        raise RuntimeError(f"{name} printed no JSON report: {exc}") from None
+    report = last_json_object(completed.stdout)
+    if report is None:
+        raise RuntimeError(f"{name} printed no JSON report")
     report.setdefault("command", " ".join(["python", "-m", *argv]))
     report["wall_seconds"] = round(time.monotonic() - started, 1)
     return report

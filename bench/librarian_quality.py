@@ -1,6 +1,7 @@
 """Librarian retrieval quality on JSQuAD (issue 3's target) against one-shot BM25, in one run.
 
-Corpus: the 1,145 JSQuAD validation paragraphs (document_id = title, page = paragraph index).
+Corpus: the 1,145 JSQuAD validation paragraphs (document_id = title, page = paragraph index). The engine is whatever
+the environment configures (LLM_PROVIDER, keys), the embedded heuristic engine by default.
 The reference orchestrator answers every SEARCH with the top-k BM25 hits per `queries_text`
 entry (character bigrams), exactly as issue 3 specifies. Recall = the gold paragraph is among
 the returned snippets. Baseline: BM25 top-k of the raw question, same corpus, same run.
@@ -49,8 +50,10 @@ async def evaluate(sample: int, seed: int, vector: bool, k: int, offset: int) ->
             baseline[depth] += gold in ranked[:depth]
 
     configure_logging("console", "warning")
-    env = {"LLM_PROVIDER": "heuristic"}
-    app = create_app(load_settings({**env}))
+    # The provider comes from the environment (embedded engine when no key is set), so the same
+    # benchmark runs unchanged against Gemini, OpenAI or an OpenAI-compatible server.
+    settings = load_settings()
+    app = create_app(settings)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
     found = snippets = calls = errors = 0
     started = time.perf_counter()
@@ -68,6 +71,8 @@ async def evaluate(sample: int, seed: int, vector: bool, k: int, offset: int) ->
                 print(f"  {index}/{len(chosen)} recall so far {found / (index + 1):.3f}", file=sys.stderr)
     n = len(chosen)
     return {
+        "engine": settings.llm.provider,
+        "model": settings.llm.model,
         "questions": n,
         "seed": seed,
         "k": k,

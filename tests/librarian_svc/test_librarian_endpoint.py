@@ -16,6 +16,7 @@ from litestar.testing import TestClient
 
 from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
 from reference_orchestrator.loop import LoopResult, run_question
+from tests.graphs.librarian.helpers import TOWER_HIT
 
 THINK = "/agent/librarian/think"
 SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
@@ -115,13 +116,7 @@ def _second_call(body: dict[str, Any], answer: dict[str, Any], results: list[dic
     return {**body, "state": answer["state"], "search_history": [round_]}
 
 
-TOWER = {
-    "document_id": "tower",
-    "page": 3,
-    "chunk_id": "tower#3",
-    "snippet": "東京タワーの高さは333メートルである。東京タワーは東京都港区にある電波塔。",
-    "score": 9.5,
-}
+TOWER = TOWER_HIT
 
 
 def test_search_action_shape(client: TestClient[Litestar]) -> None:

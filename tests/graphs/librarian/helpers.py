@@ -30,3 +30,13 @@ def request(user_query: str = "東京タワーの高さは何メートルです�
     return msgspec.convert(
         {"request_id": "r-1", "user_query": user_query, "subject_id": "subj", **fields}, LibrarianRequest
     )
+
+
+TOWER_HIT: dict[str, Any] = {
+    "document_id": "tower",
+    "page": 3,
+    "chunk_id": "tower#3",
+    "snippet": "東京タワーの高さは333メートルである。東京タワーは東京都港区にある電波塔。",
+    "score": 9.5,
+}
+"""A hit that answers 「東京タワーの高さは何メートルですか」, as JSON the caller would send."""

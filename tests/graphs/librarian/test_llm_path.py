@@ -16,17 +16,12 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
+from tests.graphs.librarian.helpers import TOWER_HIT
 
 pytestmark = pytest.mark.llm
 
 THINK = "/agent/librarian/think"
-TOWER = {
-    "document_id": "tower",
-    "page": 3,
-    "chunk_id": "tower#3",
-    "snippet": "東京タワーの高さは333メートルである。東京タワーは東京都港区にある電波塔。",
-    "score": 9.5,
-}
+TOWER = TOWER_HIT
 FUJI = {"document_id": "fuji", "page": 1, "snippet": "富士山の標高は3776メートル。", "score": 3.0}
 
 

@@ -1,0 +1,86 @@
+"""Prompt size the Librarian sends to a model as the history grows (issue 3: bounded at 1, 3 and 10 rounds).
+
+The service runs in-process with its provider pointed at the loopback fake OpenAI-compatible
+server; each history round holds 100 hits of ~1.2 KB. The figure is the prompt the model actually
+received (characters), against the size of the history it summarises.
+
+    python -m bench.librarian_prompt_size
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import msgspec
+from litestar.testing import TestClient
+
+from librarian_svc.app import create_app
+from librarian_svc.log_setup import configure_logging
+from librarian_svc.settings import load_settings
+from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
+
+DECISION = json.dumps(
+    {"sufficient": True, "missing": [], "selected": [], "queries_text": [], "queries_vector": [], "rationale": ""}
+)
+
+
+def history(rounds: int) -> list[dict[str, object]]:
+    return [
+        {
+            "queries_text": [f"東京タワー 高さ {r}"],
+            "results": [
+                {
+                    "document_id": f"doc-{r}-{i}",
+                    "page": i,
+                    "snippet": f"東京タワー {r}-{i}。" + "電波塔の資料本文が続く。" * 50,
+                    "score": 10.0 - i / 10,
+                }
+                for i in range(100)
+            ],
+        }
+        for r in range(rounds)
+    ]
+
+
+def main() -> None:
+    configure_logging("console", "warning")
+    rows = []
+    with FakeLLMServer(default_reply=Reply(content=DECISION)) as server:
+        settings = load_settings(
+            {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"}
+        )
+        with TestClient(app=create_app(settings)) as client:
+            for rounds in (1, 3, 10):
+                server.reset()
+                server.default_reply = Reply(content=DECISION)
+                body = {
+                    "request_id": f"size-{rounds}",
+                    "user_query": "東京タワーの高さは何メートルですか",
+                    "subject_id": "s",
+                    "search_history": history(rounds),
+                    "constraints": {"max_loops": 10},
+                }
+                response = client.post("/agent/librarian/think", json=body)
+                assert response.status_code == 200, response.text
+                prompt = request_text(server.chat_requests[-1])
+                rows.append(
+                    {
+                        "rounds": rounds,
+                        "history_bytes": len(msgspec.json.encode(body["search_history"])),
+                        "prompt_chars": len(prompt),
+                    }
+                )
+    report = {
+        "benchmark": "librarian_prompt_size",
+        "command": "python -m bench.librarian_prompt_size",
+        "rows": rows,
+        "prompt_growth_1_to_10_rounds": round(rows[-1]["prompt_chars"] / rows[0]["prompt_chars"], 3),
+        "history_growth_1_to_10_rounds": round(rows[-1]["history_bytes"] / rows[0]["history_bytes"], 3),
+        "python": platform.python_version(),
+    }
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
