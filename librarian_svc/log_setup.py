@@ -12,6 +12,7 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
+import msgspec
 import structlog
 
 _SEVERITY = {
@@ -56,36 +57,66 @@ def cloud_logging_fields(_: Any, method_name: str, event_dict: MutableMapping[st
     return event_dict
 
 
+def _add_logger_name(logger: Any, _: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """`logger` from the name given to `structlog.get_logger(name)` (native loggers do not record it)."""
+    name = getattr(logger, "name", None)
+    if name and "logger" not in event_dict:
+        event_dict["logger"] = name
+    return event_dict
+
+
+class _NamedBytesLogger(structlog.BytesLogger):
+    """structlog's fast bytes logger, remembering the name it was created with."""
+
+    def __init__(self, name: str | None, file: Any) -> None:
+        super().__init__(file)
+        self.name = name
+
+
+class _NamedPrintLogger(structlog.PrintLogger):
+    """structlog's print logger, remembering the name it was created with."""
+
+    def __init__(self, name: str | None, file: Any) -> None:
+        super().__init__(file)
+        self.name = name
+
+
 def configure_logging(log_format: str, level: str) -> None:
-    """Configure structlog and route the stdlib loggers (uvicorn, httpx, langchain) through it."""
+    """Configure structlog for our code, and route the stdlib loggers (uvicorn, httpx, langchain) through it.
+
+    Our own log lines take structlog's native path (no stdlib `logging` machinery, JSON encoded by
+    msgspec straight to stdout), because one access line per request sits on the hot path; records
+    from libraries that log through the stdlib are formatted by the same processors.
+    """
+    numeric_level = logging.getLevelName(level.upper())
     shared: list[Any] = [
         structlog.contextvars.merge_contextvars,
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
+        structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.format_exc_info if log_format == "json" else structlog.processors.StackInfoRenderer(),
         redact_secrets,
     ]
-    renderer: Any
     if log_format == "json":
-        shared.append(cloud_logging_fields)
-        renderer = structlog.processors.JSONRenderer(ensure_ascii=False)
+        shared += [structlog.processors.format_exc_info, cloud_logging_fields]
+        encoder = msgspec.json.Encoder(enc_hook=str)  # anything unusual is logged as its str()
+        native_renderer: Any = structlog.processors.JSONRenderer(serializer=lambda obj, **_: encoder.encode(obj))
+        stdlib_renderer: Any = structlog.processors.JSONRenderer(ensure_ascii=False)
+        factory: Any = lambda name=None, *_: _NamedBytesLogger(name, sys.stdout.buffer)  # noqa: E731
     else:
         # Plain tracebacks: the rich ones print local variables, which may hold request headers.
-        renderer = structlog.dev.ConsoleRenderer(
-            colors=sys.stderr.isatty(), exception_formatter=structlog.dev.plain_traceback
+        native_renderer = stdlib_renderer = structlog.dev.ConsoleRenderer(
+            colors=sys.stdout.isatty(), exception_formatter=structlog.dev.plain_traceback
         )
+        factory = lambda name=None, *_: _NamedPrintLogger(name, sys.stdout)  # noqa: E731
 
-    numeric_level = logging.getLevelName(level.upper())
     structlog.configure(
-        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
+        processors=[_add_logger_name, *shared, native_renderer],
+        logger_factory=factory,
+        wrapper_class=structlog.make_filtering_bound_logger(numeric_level),
         cache_logger_on_first_use=True,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, stdlib_renderer],
     )
     handler = logging.StreamHandler(sys.stdout)
     handler.setFormatter(formatter)
