@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import yaml
@@ -60,7 +60,30 @@ class GracePenalties(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class GraceReplan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Replanning bounds."""
 
-    max_replans: int = 2
+    max_replans: Annotated[int, msgspec.Meta(ge=0, le=10)] = 2
+
+
+class GracePlanner(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Planner settings (seed 002 §8.1): below `complexity_threshold` a question gets the search → answer template."""
+
+    complexity_threshold: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+    max_steps: Annotated[int, msgspec.Meta(ge=2, le=32)] = 8
+    max_searches: Annotated[int, msgspec.Meta(ge=1, le=16)] = 4
+
+
+class GraceExecutor(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How much of each search result the executor asks for, keeps in state and puts in an answer."""
+
+    top_k: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
+    max_hits_per_step: Annotated[int, msgspec.Meta(ge=1, le=50)] = 8
+    snippet_chars: Annotated[int, msgspec.Meta(ge=100, le=20_000)] = 1200
+    answer_sentences: Annotated[int, msgspec.Meta(ge=1, le=10)] = 3
+
+
+class GraceConfidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Normalisation of the confidence factors: `target_hits` hits count as a full hit-count factor."""
+
+    target_hits: Annotated[int, msgspec.Meta(ge=1, le=100)] = 3
 
 
 class CollectionInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -70,16 +93,49 @@ class CollectionInfo(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     description: str = ""
 
 
+GRACE_FACTORS = ("hit_count", "max_score", "mean_score", "score_variance", "source_agreement", "llm_self_eval")
+"""The confidence factors a weight may name (seed 002 §8.3)."""
+GRACE_WEIGHTED_STEPS = ("rag_search", "reasoning")
+"""Step types with their own weights; `ask_user` results are the user's own words (confidence 1)."""
+DEFAULT_CONFIDENCE_WEIGHTS: dict[str, dict[str, float]] = {
+    "rag_search": {
+        "hit_count": 0.2,
+        "max_score": 0.3,
+        "mean_score": 0.2,
+        "score_variance": 0.1,
+        "source_agreement": 0.2,
+        "llm_self_eval": 0.0,
+    },
+    "reasoning": {
+        "hit_count": 0.1,
+        "max_score": 0.2,
+        "mean_score": 0.1,
+        "score_variance": 0.0,
+        "source_agreement": 0.2,
+        "llm_self_eval": 0.4,
+    },
+}
+
+
 class GraceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole of `config/grace_config.yml` after `GRACE_` overrides."""
 
     llm: GraceLLM = GraceLLM()
     thresholds: GraceThresholds = GraceThresholds()
     feedback: GraceFeedback = GraceFeedback()
-    confidence_weights: dict[str, dict[str, float]] = msgspec.field(default_factory=dict)
+    confidence_weights: dict[str, dict[str, float]] = msgspec.field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_CONFIDENCE_WEIGHTS.items()}
+    )
     penalties: GracePenalties = GracePenalties()
     replan: GraceReplan = GraceReplan()
     default_collections: list[CollectionInfo] = msgspec.field(default_factory=list)
+    planner: GracePlanner = GracePlanner()
+    executor: GraceExecutor = GraceExecutor()
+    confidence: GraceConfidence = GraceConfidence()
+
+    def weights_for(self, step_type: str) -> dict[str, float]:
+        """The factor weights of a step type (normalised to sum 1); the search weights for unlisted types."""
+        return self.confidence_weights.get(step_type) or DEFAULT_CONFIDENCE_WEIGHTS["rag_search"]
 
 
 def _read_yaml(path: Path) -> Any:
@@ -144,4 +200,24 @@ def load_grace_config(config_dir: Path, env: Mapping[str, str]) -> GraceConfig:
             f"{path}: thresholds must satisfy 0 <= confirm < notify < silent <= 1 "
             f"(got confirm={t.confirm}, notify={t.notify}, silent={t.silent})"
         )
-    return config
+    f = config.feedback
+    if not (0.0 < f.step <= 0.2 and 0.0 <= f.min_confirm and f.max_silent <= 1.0):
+        raise ConfigError(f"{path}: feedback needs 0 < step <= 0.2, min_confirm >= 0 and max_silent <= 1")
+    return msgspec.structs.replace(config, confidence_weights=_normalised_weights(path, config.confidence_weights))
+
+
+def _normalised_weights(path: Path, weights: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """Check the weight table names known steps and factors, and scale each step's weights to sum 1."""
+    merged = {k: dict(v) for k, v in DEFAULT_CONFIDENCE_WEIGHTS.items()} | weights
+    normalised: dict[str, dict[str, float]] = {}
+    for step, table in merged.items():
+        if step not in GRACE_WEIGHTED_STEPS:
+            raise ConfigError(f"{path}: confidence_weights.{step}: not a step type ({', '.join(GRACE_WEIGHTED_STEPS)})")
+        unknown = sorted(set(table) - set(GRACE_FACTORS))
+        if unknown:
+            raise ConfigError(f"{path}: confidence_weights.{step}: unknown factor {unknown[0]!r}")
+        if any(w < 0 for w in table.values()) or sum(table.values()) <= 0:
+            raise ConfigError(f"{path}: confidence_weights.{step}: weights must be >= 0 with a positive sum")
+        total = sum(table.values())
+        normalised[step] = {name: table.get(name, 0.0) / total for name in GRACE_FACTORS}
+    return normalised

@@ -1,4 +1,8 @@
-"""The Librarian's nodes: plain functions from the graph state (and run context) to an update."""
+"""The Librarian's nodes: plain functions from the graph state (and run context) to an update.
+
+Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
+thread pool, and a thread hop per node costs more than these microsecond-to-millisecond steps do.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ DEFAULT_NEAR_DUP_THRESHOLD = 0.8
 MAX_HINT_LOCATIONS = 50
 
 
-def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
     """Check the history continues the state, fix the loop limit and analyse the question."""
     request = state["request"]
     prior = state.get("prior")
@@ -45,7 +49,7 @@ def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> Libr
     }
 
 
-def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
     """Fold the whole history into the deduplicated candidate pool."""
     threshold = float(runtime.context.options.get("near_dup_threshold", DEFAULT_NEAR_DUP_THRESHOLD))
     return {"pool": build_pool(state["request"].search_history, near_dup_threshold=threshold)}
@@ -121,7 +125,7 @@ def _plan(state: LibrarianGraphState) -> QueryPlan:
     return plan_follow_up(profile, state["assessment"].missing, max_queries=max_queries, issued=issued)
 
 
-def plan_queries(
+async def plan_queries(
     state: LibrarianGraphState, runtime: Runtime[AgentContext]
 ) -> Command[Literal["select_evidence", "fail", "__end__"]]:
     """Write the next SEARCH; when no fresh query is left, finish with what there is."""
@@ -161,7 +165,7 @@ def _model_selection(state: LibrarianGraphState) -> list[ScoredCandidate]:
     return list({s.candidate.cid: s for s in chosen}.values())[: state["request"].constraints.max_evidence]
 
 
-def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
     """COMPLETE with the minimal strongest set, grouped per document."""
     request = state["request"]
     profile = state["profile"]
@@ -180,7 +184,7 @@ def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentContext]) 
     return {"outcome": outcome, "next_state": _next_state(state, issued=_issued(state))}
 
 
-def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
     """ERROR: the loop limit was reached (or no query is left) and nothing usable was found."""
     request = state["request"]
     rounds = len(request.search_history)

@@ -118,14 +118,6 @@ def test_sigterm_drains_in_flight_request_and_refuses_new_ones(
         assert len(llm.chat_requests) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "uvicorn >= 0.29 re-raises the captured SIGTERM after its graceful shutdown, so the default action "
-        "ends the process with -15; librarian_svc/__main__.py needs `signal.signal(signal.SIGTERM, lambda *_: "
-        "sys.exit(0))` before uvicorn.run (remove this marker with that fix)"
-    ),
-)
 def test_sigterm_exit_status_is_zero(start_live_service: Callable[..., LiveService]) -> None:
     service = start_live_service()
     assert httpx.get(f"{service.base_url}/health", timeout=2.0).status_code == 200

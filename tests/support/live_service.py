@@ -58,8 +58,9 @@ def start_service(
     port: int | None = None,
     ready_timeout: float = 30.0,
     extra_args: list[str] | None = None,
+    module: str | None = None,
 ) -> LiveService:
-    """Start `python -m librarian_svc` with a clean environment plus `env`; wait until `/ready` answers 200."""
+    """Start `python -m librarian_svc` (or `module`) with a clean environment plus `env`; wait for `/ready`."""
     port = port or free_port()
     clean = {
         k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_"))
@@ -77,7 +78,7 @@ def start_service(
     log_path = log_dir / f"service-{port}.log"
     with log_path.open("wb") as log_file:  # the child keeps its own descriptor
         process = subprocess.Popen(
-            [sys.executable, "-m", "librarian_svc", *(extra_args or [])],
+            [sys.executable, "-m", module or "librarian_svc", *(extra_args or [])],
             cwd=PROJECT_ROOT,
             env=full_env,
             stdout=log_file,

@@ -1,0 +1,86 @@
+"""The dashboard flattened into one node list: the valid node ids are taken from here, never from the client.
+
+Seed 004 §7: `dashboard` is `GET /api/dashboard`'s `{trays}`, each tray an array of nodes, and the
+server extracts `validNodeIds` from it. Trays may come keyed by name (`{"todo": [...]}`) or as a
+plain array of arrays; a node's tray name stands in for its status when the node has none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from contracts.common import ErrorDetail
+from contracts.proposal_quality import Dashboard
+from graphs.errors import InvalidInput
+
+MAX_BOARD_NODES = 10_000
+"""Nodes in one dashboard at most (after flattening); a bigger board is INVALID_INPUT."""
+
+
+@dataclass(frozen=True, slots=True)
+class BoardNode:
+    """One node of the dashboard, with the tray it was listed in."""
+
+    id: str
+    title: str
+    status: str
+    tray: str
+
+    @property
+    def status_label(self) -> str:
+        """The node's status, else its tray's name, else the empty string."""
+        return self.status.strip() or self.tray.strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """The dashboard's nodes in tray order, each id once (the first listing wins)."""
+
+    nodes: tuple[BoardNode, ...]
+    by_id: dict[str, BoardNode]
+
+    @classmethod
+    def of(cls, nodes: list[BoardNode]) -> Board:
+        """A board of these nodes, dropping repeated ids (the first listing wins)."""
+        by_id: dict[str, BoardNode] = {}
+        for node in nodes:
+            by_id.setdefault(node.id, node)
+        return cls(nodes=tuple(by_id.values()), by_id=by_id)
+
+    @property
+    def ids(self) -> list[str]:
+        """The valid node ids, in dashboard order."""
+        return [node.id for node in self.nodes]
+
+    @property
+    def valid_ids(self) -> frozenset[str]:
+        """The valid node ids as a set, for the validator."""
+        return frozenset(self.ids)
+
+    def get(self, node_id: str | None) -> BoardNode | None:
+        """The node with this id, or None."""
+        return self.by_id.get(node_id) if node_id else None
+
+    def title_of(self, node_id: str) -> str:
+        """The node's title (its id when it has none), for display."""
+        node = self.get(node_id)
+        return (node.title.strip() or node.id) if node else node_id
+
+
+def board_from_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> Board:
+    """Flatten the trays into a `Board`.
+
+    Raises:
+        InvalidInput: More than `MAX_BOARD_NODES` nodes (HTTP 422, path `<path>.trays`).
+    """
+    trays = dashboard.trays
+    named = trays.items() if isinstance(trays, dict) else ((f"トレイ{i + 1}", tray) for i, tray in enumerate(trays))
+    nodes: list[BoardNode] = []
+    count = 0
+    for tray_name, tray in named:
+        count += len(tray)
+        if count > MAX_BOARD_NODES:
+            message = f"the dashboard has more than {MAX_BOARD_NODES} nodes"
+            raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=422)
+        nodes += (BoardNode(id=node.id, title=node.title, status=node.status, tray=tray_name) for node in tray)
+    return Board.of(nodes)

@@ -1,0 +1,336 @@
+"""The proposal-quality gate (seed 004 §3): Must rules become `errors`, Should rules become `warnings`.
+
+The validator only judges; it never calls a model or loops (seed 004 §4.3). It takes the report as
+raw parsed JSON, not as a typed Struct, because its main input is whatever a model produced: a
+missing key, a wrong type or a report that is not an object at all must come back as errors the
+self-correction prompt can quote, never as an exception. Every message names the exact JSON path
+(`decomposition_proposals[0].suggested_children must have at least 2 items`), in the seed's wording.
+
+Invariant (held by the tests): when the result is `ok`, `msgspec.convert(report, OrganizerReport)`
+(or `AdvisorReport`) succeeds, so a report that passed can be rendered as its type.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from contracts.proposal_quality import ReportKind, ValidationResult
+
+ORGANIZER_FORBIDDEN = ("べき", "してください", "が必要です")
+"""Organizer: assertive phrases not allowed in `summary` or any `reason` (seed 004 §3.1)."""
+ADVISOR_FORBIDDEN = ("ベスト", "推奨", "正解", "すべき")
+"""Advisor: recommending or asserting words not allowed anywhere in the output (seed 004 §3.3)."""
+LABEL_MARKERS = ("案", "パターン", "候補")
+"""An Advisor option label should say it is one option among others (seed 004 §3.4)."""
+NEXT_STEP_MARKER = "まず"
+"""An Organizer summary should point at the next step (seed 004 §3.2)."""
+
+MAX_MESSAGES = 100
+"""Errors (and warnings) reported at most; a hostile report cannot make the answer or a re-ask prompt huge."""
+MAX_QUOTED_CHARS = 80
+"""An offending id is quoted in a message up to this many characters."""
+
+_FORBIDDEN_PHRASE_NOTE = "(e.g. べき, してください)"
+_FORBIDDEN_WORD_NOTE = "(e.g. ベスト, 推奨)"
+
+
+class _Findings:
+    """Errors and warnings in document order."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+
+    def result(self) -> ValidationResult:
+        return ValidationResult(ok=not self.errors, errors=_capped(self.errors), warnings=_capped(self.warnings))
+
+
+def _capped(messages: list[str]) -> list[str]:
+    if len(messages) <= MAX_MESSAGES:
+        return messages
+    return [*messages[: MAX_MESSAGES - 1], f"... and {len(messages) - MAX_MESSAGES + 1} more"]
+
+
+def _path(parent: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{parent}[{key}]"
+    return f"{parent}.{key}" if parent else key
+
+
+def _quote(value: str) -> str:
+    """The value as it may appear inside a message: printable, bounded, in single quotes."""
+    shown = "".join(ch if ch.isprintable() else "?" for ch in value[:MAX_QUOTED_CHARS])
+    return f"'{shown}…'" if len(value) > MAX_QUOTED_CHARS else f"'{shown}'"
+
+
+def comparable(text: str) -> str:
+    """`text` as the forbidden-word check sees it: NFKC (half-width ﾍﾞｽﾄ is ベスト) without invisible characters."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch) != "Cf")
+
+
+def forbidden_in(text: str, phrases: Iterable[str]) -> str | None:
+    """The first of `phrases` that `text` contains (after `comparable`), or None."""
+    seen = comparable(text)
+    return next((phrase for phrase in phrases if phrase in seen), None)
+
+
+# --- field helpers: each reports its own problem and returns the value only when it is usable ------
+
+
+def _object(value: object, path: str, found: _Findings) -> dict[str, Any] | None:
+    if isinstance(value, dict):
+        return value
+    found.errors.append(f"{path} must be an object")
+    return None
+
+
+def _string(obj: dict[str, Any], key: str, parent: str, found: _Findings, *, non_blank: bool = False) -> str | None:
+    """A required string field; `non_blank` also rejects "" and whitespace (reported as "is required")."""
+    path = _path(parent, key)
+    value = obj.get(key)
+    if key not in obj:
+        found.errors.append(f"{path} is required")
+        return None
+    if not isinstance(value, str):
+        found.errors.append(f"{path} must be a string")
+        return None
+    if non_blank and not value.strip():
+        found.errors.append(f"{path} is required")
+        return None
+    return value
+
+
+def _optional_string(obj: dict[str, Any], key: str, parent: str, found: _Findings) -> None:
+    if key in obj and not isinstance(obj[key], str):
+        found.errors.append(f"{_path(parent, key)} must be a string")
+
+
+def _array(obj: dict[str, Any], key: str, parent: str, found: _Findings, *, required: bool = True) -> list[Any] | None:
+    path = _path(parent, key)
+    if key not in obj:
+        if required:
+            found.errors.append(f"{path} is required")
+        return None
+    value = obj[key]
+    if not isinstance(value, list):
+        found.errors.append(f"{path} must be an array")
+        return None
+    return value
+
+
+def _string_items(items: list[Any], path: str, found: _Findings, *, non_blank: bool) -> list[str]:
+    strings = []
+    for index, item in enumerate(items):
+        if not isinstance(item, str) or (non_blank and not item.strip()):
+            found.errors.append(f"{_path(path, index)} must be a {'non-empty ' if non_blank else ''}string")
+        else:
+            strings.append(item)
+    return strings
+
+
+def _objects(items: list[Any], path: str, found: _Findings) -> Iterable[tuple[str, dict[str, Any]]]:
+    for index, item in enumerate(items):
+        item_path = _path(path, index)
+        obj = _object(item, item_path, found)
+        if obj is not None:
+            yield item_path, obj
+
+
+def _known_id(
+    obj: dict[str, Any], key: str, parent: str, valid: frozenset[str], found: _Findings
+) -> None:  # Organizer ids: the seed's message quotes the unknown id
+    value = _string(obj, key, parent, found)
+    if value is not None and value not in valid:
+        found.errors.append(f"{_path(parent, key)} {_quote(value)} is not in valid node list")
+
+
+def _reason(obj: dict[str, Any], parent: str, found: _Findings) -> None:
+    path = _path(parent, "reason")
+    value = obj.get("reason")
+    if not isinstance(value, str) or not value.strip():
+        found.errors.append(f"{path} is required and non-empty")
+        return
+    _no_forbidden_phrase(value, path, found)
+
+
+def _no_forbidden_phrase(text: str, path: str, found: _Findings) -> None:
+    phrase = forbidden_in(text, ORGANIZER_FORBIDDEN)
+    if phrase is not None:
+        found.errors.append(f"{path} contains forbidden phrase {_quote(phrase)} {_FORBIDDEN_PHRASE_NOTE}")
+
+
+def _short_label(value: object, path: str, found: _Findings) -> None:
+    if isinstance(value, str) and len(value.strip()) < 2:
+        found.warnings.append(f"{path} should be at least 2 characters")
+
+
+# --- Organizer (seed 004 §3.1, §3.2) --------------------------------------------------------------
+
+
+def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> ValidationResult:
+    """Check an Organizer report (raw parsed JSON) against the Must and Should rules of seed 004 §3.1–3.2.
+
+    Args:
+        report: The parsed JSON, of any shape; anything but an object is one error.
+        valid_node_ids: The node ids of the input (dashboard); every id the report names must be one of them.
+
+    Returns:
+        `ok` exactly when no Must rule is broken; `warnings` lists the Should rules that are not met.
+    """
+    found = _Findings()
+    obj = _object(report, "report", found)
+    if obj is None:
+        return found.result()
+    valid = frozenset(valid_node_ids)
+    decompositions = _array(obj, "decomposition_proposals", "", found)
+    groupings = _array(obj, "grouping_proposals", "", found)
+    relations = _array(obj, "relation_proposals", "", found)
+    summary = obj.get("summary")
+    if "summary" not in obj:
+        found.errors.append("summary is required")
+    elif not isinstance(summary, str):
+        found.errors.append("summary must be a string")
+    elif not summary.strip():
+        found.errors.append("summary must be non-empty")
+    else:
+        _no_forbidden_phrase(summary, "summary", found)
+        if NEXT_STEP_MARKER not in comparable(summary):
+            found.warnings.append("summary could suggest next step (e.g. まず◯◯)")
+    for path, item in _objects(decompositions or [], "decomposition_proposals", found):
+        _check_decomposition(item, path, valid, found)
+    for path, item in _objects(groupings or [], "grouping_proposals", found):
+        _string(item, "group_label", path, found)
+        _short_label(item.get("group_label"), _path(path, "group_label"), found)
+        _reason(item, path, found)
+        node_ids = _array(item, "node_ids", path, found)
+        ids_path = _path(path, "node_ids")
+        for index, node_id in enumerate(node_ids or []):
+            if not isinstance(node_id, str):
+                found.errors.append(f"{_path(ids_path, index)} must be a string")
+            elif node_id not in valid:
+                found.errors.append(f"{_path(ids_path, index)} {_quote(node_id)} is not in valid node list")
+    for path, item in _objects(relations or [], "relation_proposals", found):
+        _known_id(item, "from_node_id", path, valid, found)
+        _known_id(item, "to_node_id", path, valid, found)
+        _string(item, "relation_type", path, found)
+        _short_label(item.get("relation_type"), _path(path, "relation_type"), found)
+        _reason(item, path, found)
+    return found.result()
+
+
+def _check_decomposition(item: dict[str, Any], path: str, valid: frozenset[str], found: _Findings) -> None:
+    _known_id(item, "target_node_id", path, valid, found)
+    _string(item, "target_title", path, found)
+    _reason(item, path, found)
+    children = _array(item, "suggested_children", path, found)
+    if children is None:
+        return
+    children_path = _path(path, "suggested_children")
+    if len(children) < 2:
+        found.errors.append(f"{children_path} must have at least 2 items")
+    for child_path, child in _objects(children, children_path, found):
+        _string(child, "title", child_path, found, non_blank=True)
+        _string(child, "context", child_path, found, non_blank=True)
+        _optional_string(child, "suggested_status", child_path, found)
+
+
+# --- Advisor (seed 004 §3.3, §3.4) ----------------------------------------------------------------
+
+
+def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> ValidationResult:
+    """Check an Advisor report (raw parsed JSON) against the Must and Should rules of seed 004 §3.3–3.4.
+
+    With no nodes at all (sample A4) there is nothing to point at: `target_node_id` must then be the
+    empty string, which is the seed's allowed exception; otherwise it must be one of `valid_node_ids`.
+
+    Args:
+        report: The parsed JSON, of any shape; anything but an object is one error.
+        valid_node_ids: The node ids of the input (dashboard).
+
+    Returns:
+        `ok` exactly when no Must rule is broken; `warnings` lists the Should rules that are not met.
+    """
+    found = _Findings()
+    obj = _object(report, "report", found)
+    if obj is None:
+        return found.result()
+    valid = frozenset(valid_node_ids)
+    target = _string(obj, "target_node_id", "", found)
+    if target is not None and (target not in valid if valid else bool(target.strip())):
+        found.errors.append("target_node_id is not in valid node list")
+    _string(obj, "target_title", "", found)
+    _string(obj, "current_status", "", found)
+    options = _array(obj, "options", "", found)
+    if options is not None and len(options) < 2:
+        found.errors.append("options must have at least 2 items")
+    for path, option in _objects(options or [], "options", found):
+        _check_option(option, path, found)
+    criteria = _array(obj, "criteria", "", found, required=False)
+    for path, criterion in _objects(criteria or [], "criteria", found):
+        _string(criterion, "name", path, found)
+        _string(criterion, "description", path, found)
+    if criteria is None or len(criteria) < 2:
+        found.warnings.append("criteria should have at least 2 items")
+    for key in ("next_decision", "summary"):
+        value = _string(obj, key, "", found)
+        if value is not None and not value.strip():
+            found.errors.append(f"{key} must be non-empty")
+    for path, word in _forbidden_words(obj):
+        found.errors.append(f"{path} contains forbidden word {_quote(word)} {_FORBIDDEN_WORD_NOTE}")
+    return found.result()
+
+
+def _check_option(option: dict[str, Any], path: str, found: _Findings) -> None:
+    label = _string(option, "label", path, found, non_blank=True)
+    if label is not None and not any(marker in comparable(label) for marker in LABEL_MARKERS):
+        found.warnings.append(f"{_path(path, 'label')} should contain 案/パターン/候補")
+    _optional_string(option, "description", path, found)
+    _optional_string(option, "suggested_status", path, found)
+    for key in ("pros", "cons"):
+        items = _array(option, key, path, found, required=False)
+        if items is not None:
+            _string_items(items, _path(path, key), found, non_blank=False)
+    for key in ("next_action", "necessary_info", "criteria_note"):
+        _string(option, key, path, found, non_blank=True)
+    risks = _array(option, "risks", path, found)
+    if risks is not None:
+        if not risks:
+            found.errors.append(f"{_path(path, 'risks')} must have at least 1 item")
+        _string_items(risks, _path(path, "risks"), found, non_blank=True)
+
+
+def _forbidden_words(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, word) for every string (value or key) anywhere in the report that has a forbidden word.
+
+    Iterative, so a deeply nested report cannot exhaust the interpreter's recursion limit.
+    """
+    hits: list[tuple[str, str]] = []
+    stack: list[tuple[str, object]] = [("", report)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            word = forbidden_in(value, ADVISOR_FORBIDDEN)
+            if word is not None:
+                hits.append((path or "report", word))
+        elif isinstance(value, dict):
+            for key in value:
+                key_word = forbidden_in(str(key), ADVISOR_FORBIDDEN)
+                if key_word is not None:
+                    hits.append((f"{_path(path, _quote(str(key)))} (key)", key_word))
+            stack.extend((_path(path, str(key)), value[key]) for key in reversed(list(value)))
+        elif isinstance(value, list):
+            stack.extend((_path(path, index), item) for index, item in reversed(list(enumerate(value))))
+    return hits
+
+
+VALIDATORS: dict[ReportKind, Callable[[object, Iterable[str]], ValidationResult]] = {
+    "organizer": validate_organizer_report,
+    "advisor": validate_advisor_report,
+}
+
+
+def validate_report(kind: ReportKind, report: object, valid_node_ids: Iterable[str]) -> ValidationResult:
+    """The validator for `kind` (the run loop and the validate endpoint use the same rules)."""
+    return VALIDATORS[kind](report, valid_node_ids)
