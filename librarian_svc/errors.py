@@ -64,8 +64,8 @@ def _request_id_for(request: Request[Any, Any, Any]) -> str:
             if probe.request_id and len(probe.request_id) <= 200:
                 adopt_request_id(request.scope, probe.request_id)
                 return probe.request_id
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
-        pass
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        pass  # best effort: a body we cannot read has no request_id to echo
     return current_request_id(request.scope)
 
 
@@ -130,6 +130,14 @@ def handle_bad_encoding(request: Request[Any, Any, Any], exc: UnicodeDecodeError
     )
 
 
+def handle_too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[ErrorResponse]:
+    """JSON nested deeper than the decoder will follow (msgspec stops instead of overflowing the stack)."""
+    message = "request body is nested too deeply"
+    return error_response(
+        current_request_id(request.scope), "INVALID_INPUT", message, HTTP_400_BAD_REQUEST, [ErrorDetail(message=message)]
+    )
+
+
 def handle_invalid_input(request: Request[Any, Any, Any], exc: InvalidInput) -> Response[ErrorResponse]:
     """Contract violations an agent or the state codec found after decoding."""
     return error_response(_request_id_for(request), "INVALID_INPUT", exc.message, exc.status_code, exc.details)
@@ -145,6 +153,7 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     ValidationException: handle_validation,
     InvalidInput: handle_invalid_input,
     UnicodeDecodeError: handle_bad_encoding,
+    RecursionError: handle_too_deep,
     HTTPException: handle_http,
     Exception: handle_unexpected,
 }
