@@ -75,8 +75,8 @@ def _elements_in(text: str) -> frozenset[ElementCategory]:
 def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     """Score every candidate and decide whether the evidence answers the question."""
     question_sequence = [t for t in tokenize(profile.text) if t in profile.content_tokens]
-    snippet_tokens = [set(tokenize(c.snippet)) for c in pool.candidates]
-    normalized = [normalize(c.snippet) for c in pool.candidates]
+    snippet_tokens = [c.tokens for c in pool.candidates]
+    normalized = [c.normalized for c in pool.candidates]
     n = len(pool.candidates)
     weights: dict[str, float] = {}
     for token in profile.content_tokens:

@@ -15,8 +15,11 @@ import numpy as np
 
 from contracts.librarian import SearchHit, SearchRound
 from graphs.text.normalize import normalize
-from graphs.text.shingles import jaccard, minhash_signature, shingles
+from graphs.text.shingles import jaccard_arrays, minhash_signature, shingle_array
+from graphs.text.tokenize import tokenize_normalized
 
+NUM_PERM = 64
+"""MinHash signature length used to pre-filter near-duplicate candidates."""
 RRF_K = 10
 """Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
 
@@ -37,6 +40,8 @@ class Candidate:
     rounds: list[int] = field(default_factory=list)
     occurrences: int = 0
     merged: list[tuple[str, int | None, str | None]] = field(default_factory=list)
+    normalized: str = ""
+    tokens: frozenset[str] = frozenset()
 
     @property
     def pages(self) -> list[int]:
@@ -54,60 +59,76 @@ class CandidatePool:
     near_dup_threshold: float = 0.8
     _by_location: dict[tuple[str, int | None, str | None], int] = field(default_factory=dict)
     _by_text: dict[str, int] = field(default_factory=dict)
-    _shingles: list[set[int]] = field(default_factory=list)
-    _signatures: list[np.ndarray] = field(default_factory=list)
+    _shingles: list[np.ndarray] = field(default_factory=list)
+    # One MinHash row per candidate, grown by doubling so a lookup is one vectorised comparison.
+    _signatures: np.ndarray = field(default_factory=lambda: np.zeros((16, NUM_PERM), dtype=np.uint64))
 
     def by_id(self) -> dict[str, Candidate]:
         """Candidates keyed by their pool id (`c1`, `c2`, …)."""
         return {c.cid: c for c in self.candidates}
 
-    def _find_near_duplicate(self, sh: set[int], sig: np.ndarray) -> int | None:
-        if not self._signatures or not sh:
+    def _find_near_duplicate(self, sh: np.ndarray, sig: np.ndarray) -> int | None:
+        count = len(self.candidates)
+        if not count or not len(sh):
             return None
-        estimates = np.mean(np.vstack(self._signatures) == sig, axis=1)
+        estimates = np.mean(self._signatures[:count] == sig, axis=1)
         # MinHash is an estimate; confirm the few plausible ones with the exact Jaccard.
         for index in np.flatnonzero(estimates >= self.near_dup_threshold - 0.15):
-            if jaccard(sh, self._shingles[int(index)]) >= self.near_dup_threshold:
+            if jaccard_arrays(sh, self._shingles[int(index)]) >= self.near_dup_threshold:
                 return int(index)
         return None
+
+    def _remember_signature(self, index: int, sig: np.ndarray) -> None:
+        if index >= len(self._signatures):
+            grown = np.zeros((2 * len(self._signatures), NUM_PERM), dtype=np.uint64)
+            grown[: len(self._signatures)] = self._signatures
+            self._signatures = grown
+        self._signatures[index] = sig
 
     def add(
         self, hit: SearchHit, *, round_index: int, rank: int, query: str | None, top_score: float | None = None
     ) -> Candidate:
         """Merge one hit into the pool and return the candidate it now belongs to."""
         location = (hit.document_id, hit.page, hit.chunk_id)
-        text_key = hashlib.blake2b(normalize(hit.snippet).encode(), digest_size=16).hexdigest()
         index = self._by_location.get(location) if (hit.page is not None or hit.chunk_id) else None
+        normalized = ""
+        text_key = ""
         if index is None:
+            normalized = normalize(hit.snippet)
+            text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
             index = self._by_text.get(text_key)
-        sh: set[int] = set()
-        sig: np.ndarray = np.zeros(0, dtype=np.uint64)
         if index is None:
-            sh = shingles(hit.snippet)
-            sig = minhash_signature(sh)
+            sh = shingle_array(normalized)
+            sig = minhash_signature(sh, NUM_PERM)
             index = self._find_near_duplicate(sh, sig)
-        if index is None:
-            candidate = Candidate(
-                cid=f"c{len(self.candidates) + 1}",
-                document_id=hit.document_id,
-                page=hit.page,
-                chunk_id=hit.chunk_id,
-                snippet=hit.snippet,
-                best_score=hit.score,
-            )
-            self.candidates.append(candidate)
-            self._shingles.append(sh)
-            self._signatures.append(sig)
-            index = len(self.candidates) - 1
+            if index is None:
+                index = len(self.candidates)
+                self.candidates.append(
+                    Candidate(
+                        cid=f"c{index + 1}",
+                        document_id=hit.document_id,
+                        page=hit.page,
+                        chunk_id=hit.chunk_id,
+                        snippet=hit.snippet,
+                        best_score=hit.score,
+                        normalized=normalized,
+                        tokens=frozenset(tokenize_normalized(normalized)),
+                    )
+                )
+                self._shingles.append(sh)
+                self._remember_signature(index, sig)
         candidate = self.candidates[index]
         if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
             candidate.merged.append(location)
         if hit.score is not None and (candidate.best_score is None or hit.score > candidate.best_score):
             candidate.best_score = hit.score
-            if location[0] == candidate.document_id:
+            if location[0] == candidate.document_id and hit.snippet != candidate.snippet:
                 candidate.snippet = hit.snippet
+                candidate.normalized = normalized or normalize(hit.snippet)
+                candidate.tokens = frozenset(tokenize_normalized(candidate.normalized))
         self._by_location.setdefault(location, index)
-        self._by_text.setdefault(text_key, index)
+        if text_key:
+            self._by_text.setdefault(text_key, index)
         candidate.occurrences += 1
         candidate.fused_rank += 1.0 / (RRF_K + rank)
         if hit.score is not None and top_score:

@@ -57,8 +57,13 @@ def tokenize(text: str) -> list[str]:
     Returns:
         Tokens in text order, duplicates included (BM25 and the embedder need term frequencies).
     """
+    return tokenize_normalized(normalize(text))
+
+
+def tokenize_normalized(normalized: str) -> list[str]:
+    """`tokenize` for text already passed through `normalize` (saves normalising twice on hot paths)."""
     tokens: list[str] = []
-    for match in _TOKEN_RUNS.finditer(normalize(text)):
+    for match in _TOKEN_RUNS.finditer(normalized):
         run = match.group()
         if match.lastgroup == "cjk" and len(run) > 1:
             tokens.extend(map(add, run, run[1:]))

@@ -113,13 +113,6 @@ def test_sigterm_drains_in_flight_request_and_refuses_new_ones(
             remaining = CLOUD_RUN_KILL_AFTER_S - (time.monotonic() - signalled)
             status = service.process.wait(timeout=max(remaining, 0.1))
             assert time.monotonic() - signalled < CLOUD_RUN_KILL_AFTER_S
-            # It ended by itself after draining (0, or SIGTERM re-raised by uvicorn: see the next test).
-            assert status in (0, -signal.SIGTERM), service.logs()
+            # A clean exit, not "killed by SIGTERM" (uvicorn re-raises the signal after draining).
+            assert status == 0, service.logs()
         assert len(llm.chat_requests) == 1
-
-
-def test_sigterm_exit_status_is_zero(start_live_service: Callable[..., LiveService]) -> None:
-    service = start_live_service()
-    assert httpx.get(f"{service.base_url}/health", timeout=2.0).status_code == 200
-    service.process.send_signal(signal.SIGTERM)
-    assert service.process.wait(timeout=CLOUD_RUN_KILL_AFTER_S) == 0, service.logs()

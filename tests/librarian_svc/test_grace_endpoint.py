@@ -1,0 +1,365 @@
+"""`POST /agent/grace/step` end to end with the embedded engine: whole sessions walked over HTTP (issue 5's scenarios)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from tests.graphs.grace.helpers import (
+    MIDDLING_TOWER_HITS,
+    STEP,
+    STRONG_TOWER_HITS,
+    TOWER_QUESTION,
+    WEAK_HITS,
+    Walker,
+    event_types,
+    grace_client,
+    hit,
+)
+
+
+@pytest.fixture(name="client", scope="module")
+def fixture_client() -> Iterator[TestClient[Litestar]]:
+    with grace_client() as client:
+        yield client
+
+
+@pytest.fixture(name="walker")
+def fixture_walker(client: TestClient[Litestar]) -> Walker:
+    return Walker(client)
+
+
+def sent_hits(*groups: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    return {(h["document_id"], h["snippet"]) for group in groups for h in group}
+
+
+# --- the plan and the first SEARCH ----------------------------------------------------------------
+
+
+def test_first_call_plans_search_then_answer_and_asks_for_the_search(walker: Walker) -> None:
+    first = walker.start()
+    assert first["action"] == "SEARCH"
+    assert first["request_id"] == "req-1"
+    steps = first["plan"]["steps"]
+    assert [s["action"] for s in steps] == ["rag_search", "reasoning"]
+    assert steps[1]["depends_on"] == [steps[0]["step_id"]]
+    assert first["step_id"] == steps[0]["step_id"]
+    assert first["query"] == TOWER_QUESTION
+    assert first["collection"] == "documents"  # the configured default
+    assert "タワー" in first["keywords"]
+    assert first["top_k"] == 5
+    assert event_types(first) == ["plan_created", "step_started"]
+    assert [e["index"] for e in first["events"]] == [0, 1]
+    assert first["usage"] == {
+        "engine": "heuristic",
+        "model": None,
+        "llm_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+    }
+    assert first["state"]["agent"] == "grace"
+    assert first["state"]["schema_version"] == 1
+
+
+def test_the_planner_picks_among_the_callers_collections(walker: Walker) -> None:
+    collections = [
+        {"name": "recipes", "description": "料理のレシピ集"},
+        {"name": "landmarks", "description": "東京の観光名所とタワーの資料"},
+    ]
+    first = walker.start(collections=collections)
+    assert first["collection"] == "landmarks"
+    assert first["plan"]["steps"][0]["fallback"] == "rag_search"  # another collection exists
+
+
+def test_a_complex_question_gets_one_search_per_side_and_an_answer_citing_both(walker: Walker) -> None:
+    first = walker.start("東京タワーとスカイツリーの高さの違いは？")
+    steps = first["plan"]["steps"]
+    assert [s["action"] for s in steps] == ["rag_search", "rag_search", "reasoning"]
+    assert [s["query"] for s in steps[:2]] == ["東京タワーの高さ", "スカイツリーの高さ"]
+    assert steps[2]["depends_on"] == [steps[0]["step_id"], steps[1]["step_id"]]
+    assert first["plan"]["complexity"] >= 0.5
+    tower = [
+        hit("tower", "東京タワーの高さは333メートルである。", 0.9),
+        hit("tower-2", "東京タワーは高さ333メートル。", 0.88),
+    ]
+    sky = [
+        hit("sky", "東京スカイツリーの高さは634メートルである。", 0.9),
+        hit("sky-2", "スカイツリーは高さ634メートル。", 0.87),
+    ]
+    second = walker.search(tower)
+    assert second["action"] == "SEARCH"
+    assert second["step_id"] == steps[1]["step_id"]
+    final = walker.search(sky)
+    assert final["action"] == "COMPLETE", final
+    assert "333" in final["answer"]
+    assert "634" in final["answer"]
+    assert {s["document_id"] for s in final["sources"]} >= {"tower", "sky"}
+
+
+# --- issue 5's scenarios --------------------------------------------------------------------------
+
+
+def test_high_confidence_path_completes_without_asking(walker: Walker) -> None:
+    walker.start()
+    final = walker.search(STRONG_TOWER_HITS)
+    assert final["action"] == "COMPLETE", final
+    assert final["status"] == "completed"
+    assert "333" in final["answer"]
+    assert "[S1]" in final["answer"]
+    assert final["confidence"] >= 0.7
+    assert [(h["action"], h["status"]) for h in final["history"]] == [
+        ("rag_search", "success"),
+        ("reasoning", "success"),
+    ]
+    assert {d for h in final["history"] for d in h["sources"]} <= {h["document_id"] for h in STRONG_TOWER_HITS}
+    assert {(s["document_id"], s["snippet"]) for s in final["sources"]} <= sent_hits(STRONG_TOWER_HITS)
+    assert final["sources"][0]["page"] == 3
+    types = event_types(final)
+    assert types[0] == "step_finished"
+    assert types[-1] == "completed"
+    assert {"confidence", "decision", "step_started"} <= set(types)
+    assert [e["index"] for e in final["events"]] == list(range(2, 2 + len(types)))
+
+
+def test_low_confidence_search_asks_to_confirm_then_proceeds_to_complete(walker: Walker) -> None:
+    walker.start()
+    ask = walker.search(MIDDLING_TOWER_HITS)
+    assert ask["action"] == "ASK_USER", ask
+    assert ask["kind"] == "CONFIRM"
+    assert ask["options"] == ["PROCEED", "MODIFY", "CANCEL"]
+    assert ask["step"]["action"] == "rag_search"
+    assert 0.4 <= ask["confidence"]["score"] < 0.7
+    assert ask["confidence"]["decision"] == "CONFIRM"
+    assert set(ask["confidence"]["normalized"]) >= {"hit_count", "max_score", "mean_score", "source_agreement"}
+    assert ask["result"]["sources"] == ["blog", "forum"]
+    assert "0.6" in ask["question"] or "0.7" in ask["question"] or "0.5" in ask["question"]
+    final = walker.answer("PROCEED")
+    assert final["action"] == "COMPLETE", final
+    assert final["status"] == "completed"
+    assert "333" in final["answer"]
+    assert event_types(final)[0] == "user_response"
+
+
+def test_escalate_takes_the_users_input_and_cites_it(walker: Walker) -> None:
+    walker.start()
+    ask = walker.search(WEAK_HITS)
+    assert ask["action"] == "ASK_USER"
+    assert ask["kind"] == "ESCALATE"
+    assert ask["confidence"]["score"] < 0.4
+    final = walker.answer("PROCEED", "東京タワーの高さは333メートルです。")
+    assert final["action"] == "COMPLETE", final
+    assert "333" in final["answer"]
+    assert "[U1]" in final["answer"]
+    assert final["sources"] == []  # the user's words are not a document
+
+
+def test_escalate_without_input_is_refused_and_the_state_still_works(
+    walker: Walker, client: TestClient[Litestar]
+) -> None:
+    walker.start()
+    ask = walker.search(WEAK_HITS)
+    refused = client.post(
+        STEP, json={"request_id": "x", "state": ask["state"], "user_response": {"decision": "PROCEED"}}
+    )
+    assert refused.status_code == 400
+    assert refused.json()["details"][0]["path"] == "$.user_response.input"
+    assert walker.answer("PROCEED", "東京タワーは333メートル。")["action"] == "COMPLETE"
+
+
+def test_modify_with_input_replans_from_scratch(walker: Walker) -> None:
+    first = walker.start()
+    walker.search(MIDDLING_TOWER_HITS)
+    replanned = walker.answer("MODIFY", "東京タワーの展望台の高さ")
+    assert replanned["action"] == "SEARCH", replanned
+    assert "replanned" in event_types(replanned)
+    event = next(e for e in replanned["events"] if e["type"] == "replanned")
+    assert event["strategy"] == "FULL"
+    assert replanned["plan"]["revision"] == 1
+    assert replanned["plan"]["plan_id"] != first["plan"]["plan_id"]
+    old_ids = {s["step_id"] for s in first["plan"]["steps"]}
+    assert all(s["step_id"] > max(old_ids) for s in replanned["plan"]["steps"])
+    assert "展望台" in replanned["query"]
+
+
+def test_modify_without_input_retries_the_step_with_its_key_terms(walker: Walker) -> None:
+    walker.start()
+    walker.search(MIDDLING_TOWER_HITS)
+    replanned = walker.answer("MODIFY")
+    assert replanned["action"] == "SEARCH"
+    assert next(e for e in replanned["events"] if e["type"] == "replanned")["strategy"] == "PARTIAL"
+    assert replanned["query"] == "東京 タワー 高 メートル"
+    final = walker.search(STRONG_TOWER_HITS)
+    assert final["action"] == "COMPLETE"
+    # the history keeps the first search's result; the answer rests on the new one
+    assert [h["status"] for h in final["history"]] == ["success", "success", "success"]
+    assert {s["document_id"] for s in final["sources"]} <= {h["document_id"] for h in STRONG_TOWER_HITS}
+
+
+def test_cancel_ends_the_session(walker: Walker, client: TestClient[Litestar]) -> None:
+    walker.start()
+    walker.search(MIDDLING_TOWER_HITS)
+    cancelled = walker.answer("CANCEL")
+    assert cancelled["action"] == "COMPLETE"
+    assert cancelled["status"] == "cancelled"
+    assert event_types(cancelled)[-1] == "cancelled"
+    again = client.post(
+        STEP, json={"request_id": "x", "state": cancelled["state"], "user_response": {"decision": "PROCEED"}}
+    )
+    assert again.status_code == 400
+    assert "finished" in again.json()["message"]
+
+
+def test_failed_search_falls_back_to_the_next_collection(walker: Walker) -> None:
+    collections = [{"name": "wiki", "description": "東京タワー 百科事典"}, {"name": "web", "description": "ウェブ"}]
+    first = walker.start(collections=collections)
+    assert first["collection"] == "wiki"
+    fallback = walker.search(error="vector store unavailable")
+    assert fallback["action"] == "SEARCH", fallback
+    event = next(e for e in fallback["events"] if e["type"] == "replanned")
+    assert event["strategy"] == "FALLBACK"
+    assert fallback["collection"] == "web"
+    assert fallback["query"] == first["query"]
+    assert fallback["step_id"] > first["step_id"]
+    final = walker.search(STRONG_TOWER_HITS)
+    assert final["action"] == "COMPLETE"
+    assert [h["status"] for h in final["history"]][0] == "failed"
+    assert final["history"][0]["error"] == "vector store unavailable"
+    assert final["history"][0]["detail"]["penalties"] == [{"name": "tool_failure", "multiplier": 0.6}]
+
+
+def test_failed_search_with_one_collection_falls_back_to_asking_the_user(walker: Walker) -> None:
+    walker.start()
+    question = walker.search(error="timeout")
+    assert question["action"] == "ASK_USER", question
+    assert question["kind"] == "QUESTION"
+    assert question["step"]["action"] == "ask_user"
+    assert "timeout" in question["question"]
+    final = walker.answer("PROCEED", "東京タワーの高さは333メートル。")
+    assert final["action"] == "COMPLETE"
+    assert "[U1]" in final["answer"]
+    assert final["history"][1]["action"] == "ask_user"
+    assert final["history"][1]["confidence"] == 1.0
+
+
+def test_a_search_that_finds_nothing_is_retried_with_key_terms(walker: Walker) -> None:
+    walker.start()
+    retry = walker.search([])
+    assert retry["action"] == "SEARCH"
+    event = next(e for e in retry["events"] if e["type"] == "replanned")
+    assert event["strategy"] == "PARTIAL"
+    assert retry["query"] == "東京 タワー 高 メートル"
+    first_result = retry["plan"]["steps"]  # the failed step is gone from the plan, kept in the history
+    assert all(s["query"] != TOWER_QUESTION for s in first_result if s["action"] == "rag_search")
+
+
+def test_replans_are_bounded_then_the_user_is_asked(walker: Walker) -> None:
+    walker.start()
+    for _ in range(2):  # replan.max_replans
+        assert walker.search([])["action"] == "SEARCH"
+    asked = walker.search([])
+    assert asked["action"] == "ASK_USER"
+    assert asked["kind"] == "ESCALATE"
+    assert asked["confidence"]["penalties"] == [{"name": "zero_hits", "multiplier": 0.5}]
+    assert asked["plan"]["revision"] == 2
+
+
+def test_failures_past_the_replan_limit_with_nothing_gathered_are_loop_limit(walker: Walker) -> None:
+    steps = [
+        {"step_id": 1, "action": "rag_search", "query": "東京タワー", "collection": "documents"},
+        {"step_id": 2, "action": "reasoning", "query": TOWER_QUESTION, "depends_on": [1]},
+    ]
+    walker.start(plan_steps=steps)
+    for _ in range(2):
+        assert walker.search(error="down")["action"] == "SEARCH"
+    final = walker.search(error="down")
+    assert final["action"] == "ERROR"
+    assert final["error_type"] == "LOOP_LIMIT"
+    assert final["state"]["agent"] == "grace"
+
+
+def test_failures_past_the_replan_limit_answer_with_what_was_gathered(walker: Walker) -> None:
+    steps = [
+        {"step_id": 1, "action": "rag_search", "query": "東京タワーの高さ", "collection": "documents"},
+        {"step_id": 2, "action": "rag_search", "query": "スカイツリーの高さ", "collection": "documents"},
+        {"step_id": 3, "action": "reasoning", "query": "東京タワーとスカイツリーの高さ", "depends_on": [1, 2]},
+    ]
+    walker.start("東京タワーとスカイツリーの高さの違いは？", plan_steps=steps)
+    walker.search(STRONG_TOWER_HITS)
+    retries = [walker.search(error="down") for _ in range(2)]
+    assert [r["action"] for r in retries] == ["SEARCH", "SEARCH"]
+    assert [r["plan"]["revision"] for r in retries] == [1, 2]
+    assert all(1 in s["depends_on"] for r in retries for s in r["plan"]["steps"] if s["action"] == "reasoning")
+    final = walker.search(error="down")
+    assert final["action"] == "COMPLETE", final
+    assert final["status"] == "partial"
+    assert "replan_limit" in event_types(final)
+    assert "333" in final["answer"]
+    assert {s["document_id"] for s in final["sources"]} <= {h["document_id"] for h in STRONG_TOWER_HITS}
+    assert [h["status"] for h in final["history"]] == ["success", "failed", "failed", "failed"]
+
+
+def test_plan_confirmation_is_asked_first_when_requested(walker: Walker) -> None:
+    ask = walker.start(confirm_plan=True)
+    assert ask["action"] == "ASK_USER"
+    assert ask["kind"] == "PLAN"
+    assert ask["step"] is None
+    assert ask["plan"]["requires_confirmation"] is True
+    search = walker.answer("PROCEED")
+    assert search["action"] == "SEARCH"
+
+
+def test_modifying_a_plan_that_needs_approval_asks_again(walker: Walker) -> None:
+    walker.start(confirm_plan=True)
+    again = walker.answer("MODIFY", "スカイツリーも")
+    assert again["action"] == "ASK_USER"
+    assert again["kind"] == "PLAN"
+    assert again["plan"]["revision"] == 1
+
+
+def test_feedback_moves_the_thresholds_within_bounds_and_keeps_their_order(walker: Walker) -> None:
+    walker.start()
+    walker.search(MIDDLING_TOWER_HITS)
+    after = walker.answer("PROCEED", feedback="correct")
+    adjusted = next(e for e in after["events"] if e["type"] == "thresholds_adjusted")
+    assert "0.88" in adjusted["message"]
+    t = after["state"]["data"]["thresholds"]
+    assert (t["silent"], t["notify"], t["confirm"]) == pytest.approx((0.88, 0.68, 0.38))
+
+
+def test_feedback_on_a_question_is_ignored(walker: Walker) -> None:
+    walker.start()
+    walker.search(error="timeout")
+    after = walker.answer("PROCEED", "333メートル", feedback="incorrect")
+    assert "thresholds_adjusted" not in event_types(after)
+
+
+def test_a_session_is_deterministic(client: TestClient[Litestar]) -> None:
+    runs = []
+    for _ in range(2):
+        walker = Walker(client)
+        walker.start("東京タワーとスカイツリーの高さの違いは？")
+        walker.search(STRONG_TOWER_HITS)
+        runs.append(walker.search(MIDDLING_TOWER_HITS))
+    assert runs[0] == runs[1]
+
+
+def test_step_ids_in_responses_come_from_the_plan(walker: Walker) -> None:
+    walker.start("東京タワーとスカイツリーの高さの違いは？")
+    walker.search(STRONG_TOWER_HITS)
+    asked = walker.search(MIDDLING_TOWER_HITS)
+    assert asked["action"] == "ASK_USER"
+    assert asked["step"]["step_id"] in {s["step_id"] for s in asked["plan"]["steps"]}
+    final = walker.answer("PROCEED")
+    if final["action"] == "ASK_USER":  # the answer, built on a weak second search, is up for confirmation too
+        assert final["step"]["action"] == "reasoning"
+        final = walker.answer("PROCEED")
+    assert final["action"] == "COMPLETE"
+    plan_ids = {s["step_id"] for s in final["plan"]["steps"]}
+    assert {h["step_id"] for h in final["history"]} <= plan_ids
+    assert {e["step_id"] for e in final["events"] if e["step_id"] is not None} <= plan_ids
+    assert {s["step_id"] for s in final["sources"]} <= plan_ids

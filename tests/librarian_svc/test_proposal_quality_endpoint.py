@@ -1,0 +1,305 @@
+"""The three proposal-quality endpoints over HTTP with the embedded engine: samples, verdicts and bad input."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from graphs.proposal_quality.validator import validate_advisor_report, validate_organizer_report
+from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES, Sample
+from tests.graphs.proposal_quality.support import client_for
+
+VALIDATE = "/api/proposal-quality/validate"
+ORGANIZER = "/api/organizer/run"
+ADVISOR = "/api/advisor/run"
+
+
+@pytest.fixture(name="pq_client")
+def fixture_pq_client(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient[Litestar]]:
+    yield from client_for(request, monkeypatch)
+
+
+def run_body(sample: Sample) -> dict[str, Any]:
+    body: dict[str, Any] = {"request_id": f"req-{sample.id}", "dashboard": sample.dashboard()}
+    if sample.focus:
+        body["focusNodeId"] = sample.focus
+    if sample.intent:
+        body["userIntent"] = sample.intent
+    return body
+
+
+# --- run endpoints, embedded engine -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", ORGANIZER_SAMPLES, ids=lambda s: s.id)
+def test_organizer_run_on_every_sample(pq_client: TestClient[Litestar], sample: Sample) -> None:
+    response = pq_client.post(ORGANIZER, json=run_body(sample))
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["ok"] is True
+    assert answer["errors"] == []
+    assert answer["attempts"] == 1
+    assert answer["request_id"] == f"req-{sample.id}"
+    assert answer["usage"] == {
+        "engine": "heuristic",
+        "model": None,
+        "llm_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "total_tokens": 0,
+    }
+    assert validate_organizer_report(answer["report"], sample.valid_ids).ok
+    assert answer["rendered"]["kind"] == "organizer"
+    assert answer["rendered"]["markdown"].startswith("## Organizer の整理提案")
+    assert response.headers["x-request-id"] == f"req-{sample.id}"
+
+
+def test_o4_decomposition_request_is_honoured(pq_client: TestClient[Litestar]) -> None:
+    o4 = next(s for s in ORGANIZER_SAMPLES if s.id == "O4")
+    answer = pq_client.post(ORGANIZER, json=run_body(o4)).json()
+    (proposal,) = answer["report"]["decomposition_proposals"]
+    assert proposal["target_node_id"] == "n4"
+    assert len(proposal["suggested_children"]) >= 2
+
+
+@pytest.mark.parametrize("sample", ADVISOR_SAMPLES, ids=lambda s: s.id)
+def test_advisor_run_on_every_sample(pq_client: TestClient[Litestar], sample: Sample) -> None:
+    answer = pq_client.post(ADVISOR, json=run_body(sample)).json()
+    assert answer["ok"] is True, answer
+    report = answer["report"]
+    assert validate_advisor_report(report, sample.valid_ids).ok
+    assert len(report["options"]) >= 2
+    assert report["target_node_id"] == (sample.focus or (sample.valid_ids[0] if sample.valid_ids else ""))
+    assert [s["key"] for s in answer["rendered"]["sections"]] == ["options", "criteria", "next_decision"]
+
+
+def test_request_id_is_generated_or_taken_from_the_header(pq_client: TestClient[Litestar]) -> None:
+    body: dict[str, Any] = {"dashboard": {"trays": {}}}
+    generated = pq_client.post(ORGANIZER, json=body)
+    assert generated.json()["request_id"] == generated.headers["x-request-id"]
+    assert len(generated.json()["request_id"]) == 32
+    from_header = pq_client.post(ORGANIZER, json=body, headers={"X-Request-ID": "hdr-1"})
+    assert from_header.json()["request_id"] == "hdr-1"
+
+
+def test_trays_as_a_list_of_arrays(pq_client: TestClient[Litestar]) -> None:
+    body = {"dashboard": {"trays": [[{"id": "a", "title": "見積もり作成"}], [{"id": "b", "title": "見積もり確認"}]]}}
+    answer = pq_client.post(ORGANIZER, json=body).json()
+    assert answer["ok"] is True
+    assert answer["report"]["relation_proposals"][0]["from_node_id"] == "a"
+
+
+# --- validate endpoint ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "sample"),
+    [("organizer", s) for s in ORGANIZER_SAMPLES] + [("advisor", s) for s in ADVISOR_SAMPLES],
+    ids=lambda v: v if isinstance(v, str) else v.id,
+)
+@pytest.mark.parametrize("ids_from", ["validNodeIds", "dashboard"])
+def test_validate_accepts_every_sample(
+    pq_client: TestClient[Litestar], kind: str, sample: Sample, ids_from: str
+) -> None:
+    ids: dict[str, Any] = (
+        {"validNodeIds": sample.valid_ids} if ids_from == "validNodeIds" else {"dashboard": sample.dashboard()}
+    )
+    response = pq_client.post(VALIDATE, json={"kind": kind, "report": sample.report, **ids})
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["ok"] is True
+    assert answer["errors"] == []
+    assert answer["warnings"] == []
+    assert answer["usage"]["engine"] == "heuristic"
+    assert answer["usage"]["llm_calls"] == 0
+
+
+def test_validate_reports_must_errors_and_should_warnings(pq_client: TestClient[Litestar]) -> None:
+    a1 = ADVISOR_SAMPLES[0].fresh_report()
+    a1["options"] = a1["options"][:1]
+    a1["options"][0]["label"] = "書き始める"
+    a1.pop("criteria")
+    answer = pq_client.post(
+        VALIDATE, json={"request_id": "v-1", "kind": "advisor", "report": a1, "validNodeIds": ["n1"]}
+    ).json()
+    assert answer == {
+        "ok": False,
+        "errors": ["options must have at least 2 items"],
+        "warnings": ["options[0].label should contain 案/パターン/候補", "criteria should have at least 2 items"],
+        "request_id": "v-1",
+        "usage": answer["usage"],
+    }
+
+
+def test_validate_a_report_with_missing_keys_and_wrong_types(pq_client: TestClient[Litestar]) -> None:
+    report = {"decomposition_proposals": "none", "summary": 3}
+    answer = pq_client.post(VALIDATE, json={"kind": "organizer", "report": report, "validNodeIds": []}).json()
+    assert answer["errors"] == [
+        "decomposition_proposals must be an array",
+        "grouping_proposals is required",
+        "relation_proposals is required",
+        "summary must be a string",
+    ]
+
+
+# --- bad input: 4xx INVALID_INPUT with the path ---------------------------------------------------
+
+
+def _error(response: Any, status: int, path: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    body: dict[str, Any] = response.json()
+    assert body["action"] == "ERROR"
+    assert body["error_type"] == "INVALID_INPUT"
+    assert path in [d["path"] for d in body["details"]], body["details"]
+    assert "Traceback" not in response.text
+    return body
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        pytest.param({"kind": "organizer", "report": [], "validNodeIds": []}, "$.report", id="report-array"),
+        pytest.param({"kind": "organizer", "report": "{}", "validNodeIds": []}, "$.report", id="report-string"),
+        pytest.param({"kind": "organizer", "validNodeIds": []}, "$", id="report-missing"),
+        pytest.param({"kind": "planner", "report": {}, "validNodeIds": []}, "$.kind", id="unknown-kind"),
+        pytest.param({"kind": "advisor", "report": {}, "validNodeIds": [1]}, "$.validNodeIds[0]", id="id-int"),
+        pytest.param({"kind": "advisor", "report": {}, "validNodeIds": [""]}, "$.validNodeIds[0]", id="id-empty"),
+        pytest.param({"kind": "advisor", "report": {}, "validNodeIds": "n1"}, "$.validNodeIds", id="ids-string"),
+        pytest.param({"kind": "advisor", "report": {}, "dashboard": {}}, "$.dashboard", id="dashboard-no-trays"),
+        pytest.param(
+            {"kind": "advisor", "report": {}, "dashboard": {"trays": {"t": [{"id": 7}]}}},
+            "$.dashboard.trays[...][0].id",
+            id="dashboard-id-int",
+        ),
+        pytest.param({"kind": "advisor", "report": {}}, "$.validNodeIds", id="no-ids"),
+        pytest.param(
+            {"kind": "advisor", "report": {}, "validNodeIds": [], "dashboard": {"trays": {}}},
+            "$.validNodeIds",
+            id="both-id-sources",
+        ),
+    ],
+)
+def test_validate_bad_input(pq_client: TestClient[Litestar], body: dict[str, Any], path: str) -> None:
+    _error(pq_client.post(VALIDATE, json=body), 422, path)
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        pytest.param({}, "$", id="no-dashboard"),
+        pytest.param({"dashboard": {}}, "$.dashboard", id="dashboard-no-trays"),
+        pytest.param({"dashboard": []}, "$.dashboard", id="dashboard-array"),
+        pytest.param({"dashboard": {"trays": "x"}}, "$.dashboard.trays", id="trays-string"),
+        pytest.param({"dashboard": {"trays": {"t": [{"title": "no id"}]}}}, "$.dashboard.trays[...][0]", id="no-id"),
+        pytest.param({"dashboard": {"trays": [[{"id": None}]]}}, "$.dashboard.trays[0][0].id", id="id-null"),
+        pytest.param({"dashboard": {"trays": {}}, "focusNodeId": 3}, "$.focusNodeId", id="focus-int"),
+        pytest.param({"dashboard": {"trays": {}}, "focusNodeId": "n9"}, "$.focusNodeId", id="focus-unknown"),
+        pytest.param({"dashboard": {"trays": {}}, "userIntent": ["x"]}, "$.userIntent", id="intent-array"),
+        pytest.param(
+            {"dashboard": {"trays": {}}, "constraints": {"max_corrections": 3}},
+            "$.constraints.max_corrections",
+            id="more-reasks-than-the-seed",
+        ),
+        pytest.param(
+            {"dashboard": {"trays": {}}, "constraints": {"timeout_ms": 0}}, "$.constraints.timeout_ms", id="timeout-0"
+        ),
+        pytest.param(
+            {"dashboard": {"trays": {f"t{t}": [{"id": f"{t}-{i}"} for i in range(2_600)] for t in range(4)}}},
+            "$.dashboard.trays",
+            id="too-many-nodes",
+        ),
+    ],
+)
+@pytest.mark.parametrize("path_", [ORGANIZER, ADVISOR])
+def test_run_bad_input(pq_client: TestClient[Litestar], body: dict[str, Any], path: str, path_: str) -> None:
+    _error(pq_client.post(path_, json=body), 422, path)
+
+
+def test_an_enormous_report_is_refused_with_its_path(pq_client: TestClient[Litestar]) -> None:
+    report = ORGANIZER_SAMPLES[0].fresh_report() | {"summary": "まず" + "あ" * 100_000}
+    body = {"kind": "organizer", "report": report, "validNodeIds": []}
+    error = _error(pq_client.post(VALIDATE, json=body), 413, "$.report")
+    assert "bytes as JSON" in error["message"]
+
+
+def test_a_deep_report_is_refused_with_its_path(pq_client: TestClient[Litestar]) -> None:
+    deep: Any = "x"
+    for _ in range(200):
+        deep = {"a": deep}
+    body = {"kind": "advisor", "report": deep, "validNodeIds": []}
+    _error(pq_client.post(VALIDATE, json=body), 413, "$.report")
+
+
+@pytest.mark.parametrize("endpoint", [VALIDATE, ORGANIZER, ADVISOR])
+def test_hostile_nesting_beyond_the_decoder_is_400(pq_client: TestClient[Litestar], endpoint: str) -> None:
+    n = 100_000
+    raw = '{"kind": "organizer", "validNodeIds": [], "dashboard": {"trays": {}}, "report": {"a": '
+    raw += "[" * n + "]" * n + "}}"
+    response = pq_client.post(endpoint, content=raw, headers={"Content-Type": "application/json"})
+    _error(response, 400, "$")
+
+
+@pytest.mark.parametrize(
+    ("raw", "status"),
+    [
+        pytest.param(b'{"kind": "organizer", "report": ', 400, id="malformed"),
+        pytest.param(b"", 400, id="empty"),
+        pytest.param(b"[1, 2]", 422, id="array-body"),
+        pytest.param(b'{"kind": "organizer", "report": {"summary": "\xff"}, "validNodeIds": []}', 400, id="bad-utf8"),
+    ],
+)
+def test_malformed_bodies(pq_client: TestClient[Litestar], raw: bytes, status: int) -> None:
+    response = pq_client.post(VALIDATE, content=raw, headers={"Content-Type": "application/json"})
+    _error(response, status, "$")
+
+
+def test_body_over_the_limit_is_413(pq_client: TestClient[Litestar]) -> None:
+    raw = b'{"dashboard": {"trays": {}}, "userIntent": "' + b"a" * 9_000_000 + b'"}'
+    response = pq_client.post(ORGANIZER, content=raw, headers={"Content-Type": "application/json"})
+    _error(response, 413, "$")
+
+
+def test_wrong_method_is_405(pq_client: TestClient[Litestar]) -> None:
+    response = pq_client.get(ORGANIZER)
+    assert response.status_code == 405
+    assert response.json()["error_type"] == "INVALID_INPUT"
+
+
+def test_routes_are_documented(pq_client: TestClient[Litestar]) -> None:
+    schema = pq_client.get("/schema/openapi.json").json()
+    operations = {op["operationId"] for item in schema["paths"].values() for op in item.values()}
+    assert {"proposalQualityValidate", "organizerRun", "advisorRun"} <= operations
+
+
+# --- property: any dashboard, through HTTP ----------------------------------------------------------
+
+titles = st.text(
+    alphabet=st.sampled_from(list("推奨ベスト正解すべきが必要ですしてくださいログイン画面、・ab")), max_size=12
+)
+dashboards = st.dictionaries(
+    st.sampled_from(["todo", "doing", "done", "保留"]),
+    st.lists(st.builds(lambda i, t: {"id": f"n{i}", "title": t}, st.integers(0, 20), titles), max_size=5),
+    max_size=4,
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(trays=dashboards, kind=st.sampled_from([ORGANIZER, ADVISOR]))
+def test_any_dashboard_gets_a_valid_grounded_report(
+    pq_client: TestClient[Litestar], trays: dict[str, Any], kind: str
+) -> None:
+    response = pq_client.post(kind, json={"dashboard": {"trays": trays}})
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["ok"] is True, answer["errors"]
+    ids = {node["id"] for tray in trays.values() for node in tray}
+    check = validate_organizer_report if kind == ORGANIZER else validate_advisor_report
+    assert check(answer["report"], ids).ok
