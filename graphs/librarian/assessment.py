@@ -60,7 +60,7 @@ class Assessment:
         return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
 
 
-def _longest_run(sequence: list[str], present: set[str]) -> int:
+def _longest_run(sequence: list[str], present: frozenset[str]) -> int:
     best = run = 0
     for token in sequence:
         run = run + 1 if token in present else 0

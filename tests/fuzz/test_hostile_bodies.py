@@ -7,7 +7,6 @@ encodings, odd content types) are handled partly by the server stack, not only b
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import httpx
 import pytest
