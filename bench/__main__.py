@@ -22,6 +22,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "framework_overhead": ["bench.framework_overhead"],
     "librarian_throughput": ["bench.librarian_throughput"],
     "librarian_quality": ["bench.librarian_quality", "--sample", "500"],
+    "librarian_prompt_size": ["bench.librarian_prompt_size"],
+    "librarian_concurrency": ["bench.librarian_concurrency"],
 }
 
 
