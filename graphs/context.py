@@ -11,23 +11,32 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
+from typing import TYPE_CHECKING, Any
 
 from contracts.common import Usage
 from graphs.config_files import GraceConfig, SectionDefinition
 from graphs.llm.config import LLMConfig
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models import BaseChatModel
+
+    ChatModel = BaseChatModel
+    Embedder = Embeddings
+else:
+    # LangGraph resolves the context's annotations at run time; `Any` there keeps start-up from importing
+    # LangChain's chat-model stack (tens of ms of cold start) just for a type hint.
+    ChatModel = Any
+    Embedder = Any
 
 
 @dataclass(frozen=True, kw_only=True)
 class AgentContext:
     """What a node may use: the chat model (None means the embedded heuristic engine), the embedder, config."""
 
-    llm: BaseChatModel | None
+    llm: ChatModel | None
     llm_config: LLMConfig
-    embeddings: Embeddings
+    embeddings: Embedder
     prompts_dir: Path
     config_dir: Path
     sections: dict[str, list[SectionDefinition]] = dataclasses.field(default_factory=dict)

@@ -15,14 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import json_repair
 import msgspec
 import msgspec.inspect as mi
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import Runnable
 
 from contracts.common import Usage
 from graphs.llm.config import LLMConfig
@@ -31,6 +28,10 @@ from graphs.llm.retry import call_with_retries
 from graphs.llm.usage import usage_from_message
 from graphs.llm.validation import collect_errors
 from graphs.prompt_files import render_prompt
+
+if TYPE_CHECKING:  # type-only: the chat-model stack is imported when a provider is configured
+    from langchain_core.language_models import BaseChatModel, LanguageModelInput
+    from langchain_core.runnables import Runnable
 
 T = TypeVar("T")
 
@@ -176,6 +177,8 @@ def _decode_json(text: str, want: JsonKind | None) -> tuple[object, list[str], l
 
 def _repair(broken: str, want: JsonKind | None) -> object:
     try:
+        import json_repair  # only needed for the rare malformed reply: not on the start-up path
+
         repaired = json_repair.repair_json(broken, return_objects=True)
     except Exception:  # a repair library failing just means "could not repair"
         return _NOTHING
