@@ -1,0 +1,135 @@
+"""Soak (issue 7 item 6): mixed traffic at a fixed rate for minutes; errors, memory and descriptors over time.
+
+One service process (embedded engine) receives a fixed request rate drawn round-robin from a mix
+of every agent's endpoints (whole Librarian loops with fresh, never-repeated questions so caches
+keep seeing new content, plus the other agents' calls). Sampled every `--sample-s` seconds from
+/proc: resident memory (VmRSS) and open file descriptors. Reported after a warm-up: RSS growth
+(target ≤ 10 %), descriptor growth (target 0), error count (target 0), latency percentiles; and
+the cache bounds the service runs with.
+
+    python -m bench.soak [--minutes 10] [--rate 40] [--warmup-s 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.soak_mix import MIX
+from bench.tools import PROJECT_ROOT
+from librarian_svc.settings import ENV_DEFAULTS
+from tests.support.live_service import start_service
+
+
+def proc_sample(pid: int) -> tuple[int, int]:
+    """(resident set size in KiB, open file descriptors) of a process."""
+    rss = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            rss = int(line.split()[1])
+    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def drive(
+    base_url: str, pid: int, *, seconds: float, rate: float, sample_s: float
+) -> tuple[list[dict[str, Any]], list[float], dict[str, int], list[str]]:
+    """Issue `rate` operations per second for `seconds`; sample the process meanwhile."""
+    samples: list[dict[str, Any]] = []
+    latencies: list[float] = []
+    counts: dict[str, int] = {}
+    errors: list[str] = []
+    rng = random.Random(11)
+    started = time.monotonic()
+    limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+    async with httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits) as client:
+
+        async def one(
+            index: int, operation: Callable[[httpx.AsyncClient, int, random.Random], Awaitable[None]]
+        ) -> None:
+            t0 = time.monotonic()
+            try:
+                await operation(client, index, rng)
+            except Exception as exc:
+                errors.append(f"{operation.__name__}: {exc!r}"[:300])
+            latencies.append(time.monotonic() - t0)
+
+        async def sampler() -> None:
+            while time.monotonic() - started < seconds:
+                rss, fds = proc_sample(pid)
+                samples.append({"t_s": round(time.monotonic() - started, 1), "rss_kib": rss, "fds": fds})
+                await asyncio.sleep(sample_s)
+
+        sampling = asyncio.create_task(sampler())
+        tasks: set[asyncio.Task[None]] = set()
+        index = 0
+        while (elapsed := time.monotonic() - started) < seconds:
+            name, operation = MIX[index % len(MIX)]
+            counts[name] = counts.get(name, 0) + 1
+            task = asyncio.create_task(one(index, operation))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            index += 1
+            await asyncio.sleep(max(0.0, index / rate - elapsed))
+        await asyncio.gather(*tasks)
+        await sampling
+    rss, fds = proc_sample(pid)
+    samples.append({"t_s": round(time.monotonic() - started, 1), "rss_kib": rss, "fds": fds})
+    return samples, latencies, counts, errors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--rate", type=float, default=40, help="operations started per second")
+    parser.add_argument("--warmup-s", type=float, default=60)
+    parser.add_argument("--sample-s", type=float, default=5)
+    args = parser.parse_args()
+    service = start_service({"LOG_LEVEL": "warning"}, log_dir=PROJECT_ROOT / "bench" / "results" / "logs")
+    try:
+        samples, latencies, counts, errors = asyncio.run(
+            drive(
+                service.base_url, service.process.pid, seconds=args.minutes * 60, rate=args.rate, sample_s=args.sample_s
+            )
+        )
+    finally:
+        service.stop()
+    after_warmup = [s for s in samples if s["t_s"] >= args.warmup_s] or samples
+    base, last = after_warmup[0], samples[-1]
+    peak = max(s["rss_kib"] for s in after_warmup)
+    latencies.sort()
+    report = {
+        "benchmark": "soak",
+        "command": "python -m bench.soak " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()),
+        "operations": sum(counts.values()),
+        "operations_by_kind": counts,
+        "errors": len(errors),
+        "error_examples": errors[:5],
+        "latency_p50_s": round(statistics.median(latencies), 4) if latencies else None,
+        "latency_p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 4) if latencies else None,
+        "rss_after_warmup_kib": base["rss_kib"],
+        "rss_end_kib": last["rss_kib"],
+        "rss_peak_after_warmup_kib": peak,
+        "ratio_rss_growth_after_warmup": round((last["rss_kib"] - base["rss_kib"]) / base["rss_kib"], 4),
+        "ratio_rss_peak_over_warmup": round(peak / base["rss_kib"], 4),
+        "fds_after_warmup": base["fds"],
+        "fds_end": last["fds"],
+        "targets": {"errors": 0, "ratio_rss_growth_after_warmup": "<= 0.10", "fd_growth": 0},
+        "cache_bounds": {"EMBEDDING_CACHE_SIZE": int(ENV_DEFAULTS["EMBEDDING_CACHE_SIZE"])},
+        "samples": samples,
+        "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
+    }
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
