@@ -53,9 +53,7 @@ async def drive(
     limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
     async with httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits) as client:
 
-        async def one(
-            index: int, operation: Callable[[httpx.AsyncClient, int, random.Random], Awaitable[None]]
-        ) -> None:
+        async def one(index: int, operation: Operation) -> None:
             t0 = time.monotonic()
             try:
                 await operation(client, index, rng)
