@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.soak_mix import MIX
+from bench.soak_mix import MIX, Operation
 from bench.tools import PROJECT_ROOT
 from librarian_svc.settings import ENV_DEFAULTS
 from tests.support.live_service import start_service
