@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_quality": ["bench.librarian_quality", "--sample", "500"],
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
     "librarian_concurrency": ["bench.librarian_concurrency"],
+    "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
 }
 
 

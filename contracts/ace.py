@@ -48,6 +48,7 @@ DatasetName = Annotated[
         description="Selects the section definitions, prompt overrides and (for /workflow/run) the stored playbook.",
     ),
 ]
+SectionTitle = Annotated[str, msgspec.Meta(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
 Counter = Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS)]
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT_CHARS)]
@@ -70,12 +71,13 @@ def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
-class Bullet(WireStruct, frozen=True):
+class Bullet(msgspec.Struct, frozen=True, kw_only=True):
     """One piece of learned guidance in a playbook.
 
     `confidence_score` is derived, never trusted: whatever a client sends for it is replaced with the
     value computed from `helpful` and `harmful` whenever a Bullet is built, decoded or replaced, so it
-    cannot disagree with the counters. The struct is frozen for the same reason.
+    cannot disagree with the counters. The struct is frozen for the same reason (and so derives from
+    `msgspec.Struct` directly: a frozen struct cannot extend the non-frozen `WireStruct`).
     """
 
     id: BulletId
@@ -107,9 +109,9 @@ class PlaybookMetadata(WireStruct):
     created_at: datetime.datetime = msgspec.field(default_factory=_utc_now)
     updated_at: datetime.datetime = msgspec.field(default_factory=_utc_now)
     last_bullet_number: Annotated[int, msgspec.Meta(ge=0, le=10**12)] = 0
-    section_titles: Annotated[
-        dict[SectionName, Annotated[str, msgspec.Meta(max_length=200)]], msgspec.Meta(max_length=200)
-    ] = msgspec.field(default_factory=dict)
+    section_titles: Annotated[dict[SectionName, SectionTitle], msgspec.Meta(max_length=200)] = msgspec.field(
+        default_factory=dict
+    )
 
 
 class Playbook(WireStruct):
@@ -187,7 +189,7 @@ class ReflectionResult(WireStruct):
     insights: Annotated[list[Insight], msgspec.Meta(max_length=50)]
     bullet_evaluations: Annotated[list[BulletEvaluation], msgspec.Meta(max_length=MAX_USED_BULLETS)]
     trajectory_query: Annotated[str, msgspec.Meta(max_length=8_000)]
-    trajectory_dataset: str
+    trajectory_dataset: DatasetName
     iteration_count: Annotated[int, msgspec.Meta(ge=0, le=100)] = 1
 
 

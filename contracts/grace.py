@@ -98,12 +98,16 @@ class ExecutionPlan(WireStruct):
 
 
 class ConfidenceFactors(WireStruct):
-    """The raw measurements a confidence score is computed from (seed 002 §4.4, §8.3)."""
+    """The raw measurements a confidence score is computed from (seed 002 §4.4, §8.3).
+
+    A factor that could not be measured is null (no hit carried a score; no self-evaluation) and
+    drops out of the weighted average instead of counting as zero.
+    """
 
     hit_count: Annotated[int, msgspec.Meta(ge=0)] = 0
-    max_score: Fraction = 0.0
-    mean_score: Fraction = 0.0
-    score_variance: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.0
+    max_score: Fraction | None = None
+    mean_score: Fraction | None = None
+    score_variance: Fraction | None = None
     source_agreement: Fraction = 0.0
     llm_self_eval: Fraction | None = None
 
@@ -151,7 +155,7 @@ class SearchCollection(WireStruct):
 
 
 class ToolResult(WireStruct):
-    """The caller's answer to a SEARCH: the hits for that step, or the error its search raised."""
+    """The caller's answer to a SEARCH: its hits, and `error` if the search failed (partly, when hits came back)."""
 
     step_id: StepId
     hits: Annotated[list[SearchHit], msgspec.Meta(max_length=MAX_HITS)] = msgspec.field(default_factory=list)
@@ -176,8 +180,9 @@ class GraceConstraints(WireStruct):
 class GraceRequest(WireStruct):
     """`POST /agent/grace/step` body.
 
-    First call: `query` (and optionally `collections`, `plan_steps`), `state: null`. Later calls: the
-    previous `state` verbatim plus `tool_result` (after SEARCH) or `user_response` (after ASK_USER).
+    First call: `query` (and optionally `collections` to choose from, your own `plan_steps` in
+    dependency order, `confirm_plan` to approve the plan before it runs), `state: null`. Later calls:
+    the previous `state` verbatim plus `tool_result` (after SEARCH) or `user_response` (after ASK_USER).
     """
 
     request_id: RequestId
@@ -189,6 +194,7 @@ class GraceRequest(WireStruct):
         default_factory=list
     )
     plan_steps: Annotated[list[PlanStep], msgspec.Meta(min_length=1, max_length=MAX_PLAN_STEPS)] | None = None
+    confirm_plan: bool = False
     constraints: GraceConstraints = msgspec.field(default_factory=GraceConstraints)
 
 
@@ -311,6 +317,13 @@ class Pending(msgspec.Struct, kw_only=True):
     turn: int
 
 
+class Citation(msgspec.Struct, kw_only=True):
+    """Which kept evidence (indices into `GraceState.evidence`) a reasoning step's answer cites."""
+
+    step_id: int
+    evidence: list[int]
+
+
 class ReplanRecord(msgspec.Struct, kw_only=True):
     """One replan: why, how, and from which step."""
 
@@ -333,6 +346,7 @@ class GraceState(msgspec.Struct, kw_only=True):
     plan: ExecutionPlan
     results: list[StepResult] = msgspec.field(default_factory=list)
     evidence: list[Evidence] = msgspec.field(default_factory=list)
+    citations: list[Citation] = msgspec.field(default_factory=list)
     user_inputs: list[UserInput] = msgspec.field(default_factory=list)
     thresholds: Thresholds
     replans: list[ReplanRecord] = msgspec.field(default_factory=list)

@@ -5,8 +5,8 @@ Flow: an Organizer or Advisor report (JSON) → validator (Must rules = `errors`
 the seed's field names (snake_case); the run request body is camelCase, as the seed defines it
 (`dashboard`, `focusNodeId`, `userIntent`, `constraints`).
 
-Endpoints: `POST /api/proposal-quality/validate` (`ValidateRequest` → `ValidateResponse`),
-`POST /api/organizer/run` and `POST /api/advisor/run` (`RunRequest` → `RunResponse`).
+Endpoints: `POST /api/proposal-quality/validate` (`ProposalValidateRequest` → `ProposalValidateResponse`),
+`POST /api/organizer/run` and `POST /api/advisor/run` (`ProposalRunRequest` → `ProposalRunResponse`).
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ class Dashboard(WireStruct):
 # --- requests and responses -----------------------------------------------------------------------
 
 
-class ValidateRequest(WireStruct, kw_only=True):
+class ProposalValidateRequest(WireStruct, kw_only=True):
     """`POST /api/proposal-quality/validate`: check a report produced anywhere against the same rules.
 
     The valid node ids come either as `validNodeIds` or from a `dashboard` (exactly one of them).
@@ -166,14 +166,14 @@ class ValidateRequest(WireStruct, kw_only=True):
     dashboard: Dashboard | None = None
 
 
-class ValidateResponse(ValidationResult):
+class ProposalValidateResponse(ValidationResult):
     """The `ValidationResult` plus the request id and usage (no model is called: `llm_calls` is 0)."""
 
     request_id: str
     usage: Usage
 
 
-class RunConstraints(WireStruct):
+class ProposalRunConstraints(WireStruct):
     """Limits for one run; they can lower the seed's retry count, never raise it."""
 
     timeout_ms: Annotated[int, msgspec.Meta(ge=100, le=600_000)] | None = None
@@ -186,14 +186,14 @@ class RunConstraints(WireStruct):
     ] = msgspec.field(default_factory=list)
 
 
-class RunRequest(WireStruct, kw_only=True):
+class ProposalRunRequest(WireStruct, kw_only=True):
     """`POST /api/organizer/run` and `POST /api/advisor/run` (camelCase, as the seed defines it)."""
 
     request_id: RequestId | None = None
     dashboard: Dashboard
     focus_node_id: NodeId | None = msgspec.field(default=None, name="focusNodeId")
     user_intent: Annotated[str, msgspec.Meta(max_length=4_000)] | None = msgspec.field(default=None, name="userIntent")
-    constraints: RunConstraints = msgspec.field(default_factory=RunConstraints)
+    constraints: ProposalRunConstraints = msgspec.field(default_factory=ProposalRunConstraints)
 
 
 class RenderedItem(WireStruct):
@@ -222,7 +222,7 @@ class Rendered(WireStruct):
     markdown: str
 
 
-class AttemptSummary(WireStruct):
+class ProposalAttempt(WireStruct):
     """One generation of the self-correction loop: its verdict, for the caller's logs."""
 
     attempt: int
@@ -231,7 +231,7 @@ class AttemptSummary(WireStruct):
     warnings: list[str]
 
 
-class RunResponse(WireStruct):
+class ProposalRunResponse(WireStruct):
     """`{ok, report, errors, warnings, rendered?, attempts}` (seed 004 §7), with request id and usage.
 
     `report` is the validated report when `ok`; otherwise the last rejected attempt (with any node id
@@ -245,6 +245,6 @@ class RunResponse(WireStruct):
     errors: list[str]
     warnings: list[str]
     attempts: int
-    attempt_log: list[AttemptSummary]
+    attempt_log: list[ProposalAttempt]
     usage: Usage
     rendered: Rendered | msgspec.UnsetType = msgspec.UNSET

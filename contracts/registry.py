@@ -10,6 +10,15 @@ from typing import Any
 
 from contracts.common import ErrorResponse, HealthResponse, ReadyResponse, Usage
 from contracts.librarian import LibrarianRequest, LibrarianResponse, LibrarianState
+from contracts.proposal_quality import (
+    AdvisorReport,
+    OrganizerReport,
+    ProposalRunRequest,
+    ProposalRunResponse,
+    ProposalValidateRequest,
+    ProposalValidateResponse,
+    ValidationResult,
+)
 from contracts.state import StateEnvelope
 
 EXPORTED: dict[str, Any] = {
@@ -20,5 +29,12 @@ EXPORTED: dict[str, Any] = {
     "LibrarianState": LibrarianState,
     "ReadyResponse": ReadyResponse,
     "StateEnvelope": StateEnvelope,
+    "AdvisorReport": AdvisorReport,
+    "OrganizerReport": OrganizerReport,
+    "ProposalRunRequest": ProposalRunRequest,
+    "ProposalRunResponse": ProposalRunResponse,
+    "ProposalValidateRequest": ProposalValidateRequest,
+    "ProposalValidateResponse": ProposalValidateResponse,
+    "ValidationResult": ValidationResult,
     "Usage": Usage,
 }

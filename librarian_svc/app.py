@@ -17,13 +17,14 @@ from litestar.types import ControllerRouterHandler
 from graphs.llm.providers import aclose_chat_model
 from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
+from librarian_svc.controllers.proposal_quality import ProposalQualityController
 from librarian_svc.errors import EXCEPTION_HANDLERS
 from librarian_svc.request_context import make_request_context_middleware
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import Settings, load_settings
 from librarian_svc.version import VERSION
 
-ROUTE_HANDLERS: list[ControllerRouterHandler] = [HealthController, LibrarianController]
+ROUTE_HANDLERS: list[ControllerRouterHandler] = [HealthController, LibrarianController, ProposalQualityController]
 
 OPENAPI_DESCRIPTION = (
     "Stateless agent microservice. Each agent endpoint runs one step; the agent's state travels in the "

@@ -16,6 +16,7 @@ import structlog
 from graphs.context import AgentContext
 from graphs.embeddings.factory import describe, make_embeddings
 from graphs.librarian import graph as librarian_graph
+from graphs.proposal_quality import graph as proposal_quality_graph
 from graphs.llm.providers import make_chat_model
 from librarian_svc.settings import Settings
 from librarian_svc.state_signing import StateCodec
@@ -27,6 +28,7 @@ GraphBuilder = Callable[[], Any]
 # Each agent's `build_graph`; every graph is compiled once, at start-up.
 GRAPH_BUILDERS: dict[str, GraphBuilder] = {
     "librarian": librarian_graph.build_graph,
+    "proposal_quality": proposal_quality_graph.build_graph,
 }
 
 

@@ -82,7 +82,10 @@ def extract_json_text(reply: str, *, want: JsonKind | None = None) -> str | None
     1. A Markdown fence (```json or bare ```) that wraps the whole stripped reply: its body, returned
        even when it is malformed, so truncated output can still be repaired.
     2. Otherwise the first balanced top-level object (or array) that decodes as JSON.
-    3. Otherwise the first balanced candidate at all (e.g. `{'a': 1}`), for the repair step to try.
+    3. Otherwise the first balanced top-level candidate (e.g. `{'a': 1}`), for the repair step to try.
+
+    "Top level" matters: the inside of a malformed object (a trailing comma, single quotes) is never
+    searched, because a valid inner object is a fragment, not the answer.
 
     An opening bracket that is never closed ends the search: what follows it is nested inside a
     value cut off mid-way (a truncated reply), not top level, so returning an inner object would
@@ -102,8 +105,9 @@ def extract_json_text(reply: str, *, want: JsonKind | None = None) -> str | None
         return body or None
     openers = _OPENERS[want]
     first_balanced: str | None = None
+    resume_at = 0
     for start, ch in enumerate(text):
-        if ch not in openers:
+        if start < resume_at or ch not in openers:
             continue
         end = _balanced_end(text, start)
         if end == _UNTERMINATED:
@@ -115,6 +119,7 @@ def extract_json_text(reply: str, *, want: JsonKind | None = None) -> str | None
             return candidate
         if first_balanced is None:
             first_balanced = candidate
+        resume_at = end
     return first_balanced
 
 

@@ -6,8 +6,9 @@ missing key, a wrong type or a report that is not an object at all must come bac
 self-correction prompt can quote, never as an exception. Every message names the exact JSON path
 (`decomposition_proposals[0].suggested_children must have at least 2 items`), in the seed's wording.
 
-Invariant (held by the tests): when the result is `ok`, `msgspec.convert(report, OrganizerReport)`
-(or `AdvisorReport`) succeeds, so a report that passed can be rendered as its type.
+Optional fields (`?` in the seed) may be absent or null. Invariant (held by the tests): when the
+result is `ok`, `msgspec.convert(without_null_optionals(kind, report), OrganizerReport)` (or
+`AdvisorReport`) succeeds, so a report that passed can be rendered as its type.
 """
 
 from __future__ import annotations
@@ -103,13 +104,15 @@ def _string(obj: dict[str, Any], key: str, parent: str, found: _Findings, *, non
 
 
 def _optional_string(obj: dict[str, Any], key: str, parent: str, found: _Findings) -> None:
-    if key in obj and not isinstance(obj[key], str):
+    """An optional string; null counts as absent (models write it for fields they leave out)."""
+    if obj.get(key) is not None and not isinstance(obj[key], str):
         found.errors.append(f"{_path(parent, key)} must be a string")
 
 
 def _array(obj: dict[str, Any], key: str, parent: str, found: _Findings, *, required: bool = True) -> list[Any] | None:
+    """A list field; an optional one may be absent or null."""
     path = _path(parent, key)
-    if key not in obj:
+    if key not in obj or (obj[key] is None and not required):
         if required:
             found.errors.append(f"{path} is required")
         return None
@@ -277,7 +280,9 @@ def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> Va
         value = _string(obj, key, "", found)
         if value is not None and not value.strip():
             found.errors.append(f"{key} must be non-empty")
-    for path, word in _forbidden_words(obj):
+    # The target id is the input's identifier, not wording the Advisor chose: a valid one is not scanned.
+    scanned = {k: v for k, v in obj.items() if not (k == "target_node_id" and isinstance(v, str) and v in valid)}
+    for path, word in _forbidden_words(scanned):
         found.errors.append(f"{path} contains forbidden word {_quote(word)} {_FORBIDDEN_WORD_NOTE}")
     return found.result()
 
@@ -323,6 +328,27 @@ def _forbidden_words(report: dict[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, list):
             stack.extend((_path(path, index), item) for index, item in reversed(list(enumerate(value))))
     return hits
+
+
+_OPTIONAL_OPTION_KEYS = ("description", "pros", "cons", "suggested_status")
+
+
+def without_null_optionals(kind: ReportKind, report: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a report that passed, with null optional fields removed, ready for `msgspec.convert`."""
+
+    def strip(item: object, keys: tuple[str, ...]) -> object:
+        return {k: v for k, v in item.items() if not (k in keys and v is None)} if isinstance(item, dict) else item
+
+    cleaned = dict(report)
+    if kind == "advisor":
+        cleaned = {k: v for k, v in cleaned.items() if not (k == "criteria" and v is None)}
+        cleaned["options"] = [strip(o, _OPTIONAL_OPTION_KEYS) for o in cleaned["options"]]
+        return cleaned
+    cleaned["decomposition_proposals"] = [
+        {**p, "suggested_children": [strip(c, ("suggested_status",)) for c in p["suggested_children"]]}
+        for p in cleaned["decomposition_proposals"]
+    ]
+    return cleaned
 
 
 VALIDATORS: dict[ReportKind, Callable[[object, Iterable[str]], ValidationResult]] = {

@@ -79,3 +79,15 @@ def test_fenced_object_is_found(obj: dict[str, object], lang: str) -> None:
     found = extract_json_text(f"```{lang}\n{json.dumps(obj, indent=2)}\n```")
     assert found is not None
     assert json.loads(found) == obj
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        pytest.param('{"a": [{"b": 1}], "c": 2,}', '{"a": [{"b": 1}], "c": 2,}', id="trailing-comma-not-inner"),
+        pytest.param("{'a': {\"b\": 1}}", "{'a': {\"b\": 1}}", id="single-quotes-not-inner"),
+        pytest.param('see {bad,} then {"ok": 1}', '{"ok": 1}', id="later-top-level-valid"),
+    ],
+)
+def test_never_returns_a_fragment_of_a_malformed_object(reply: str, expected: str) -> None:
+    assert extract_json_text(reply) == expected

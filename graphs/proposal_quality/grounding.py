@@ -1,0 +1,58 @@
+"""Keep node ids the input does not have out of a rejected report before it is returned.
+
+A report that never passed the validator is still returned (seed 004 §6: the caller may run its
+own correction loop on it), but the service never hands out an id that was not in its input
+(DESIGN.md §4): proposals that point at an unknown node are dropped, unknown ids are removed
+from `node_ids`, and an unknown Advisor target becomes the empty string. Whatever was removed is
+returned so the caller can log it. The rest of the report is left as the model wrote it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.proposal_quality import ReportKind
+
+_ORGANIZER_ID_FIELDS = {
+    "decomposition_proposals": ("target_node_id",),
+    "relation_proposals": ("from_node_id", "to_node_id"),
+}
+
+
+def ground_report(
+    kind: ReportKind, report: object, valid_ids: frozenset[str]
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The report without ids outside `valid_ids`, and the ids removed; None when it is not an object."""
+    if not isinstance(report, dict):
+        return None, []
+    grounded = dict(report)
+    dropped: list[str] = []
+    if kind == "advisor":
+        target = grounded.get("target_node_id")
+        if isinstance(target, str) and target and target not in valid_ids:
+            dropped.append(target)
+            grounded["target_node_id"] = ""
+        return grounded, dropped
+    for key, fields in _ORGANIZER_ID_FIELDS.items():
+        items = grounded.get(key)
+        if isinstance(items, list):
+            kept = []
+            for item in items:
+                ids = [item.get(field) for field in fields] if isinstance(item, dict) else []
+                unknown = [i for i in ids if isinstance(i, str) and i not in valid_ids]
+                dropped += unknown
+                if not unknown:
+                    kept.append(item)
+            grounded[key] = kept
+    groupings = grounded.get("grouping_proposals")
+    if isinstance(groupings, list):
+        grounded["grouping_proposals"] = [_ground_group(g, valid_ids, dropped) for g in groupings]
+    return grounded, dropped
+
+
+def _ground_group(group: object, valid_ids: frozenset[str], dropped: list[str]) -> object:
+    if not isinstance(group, dict) or not isinstance(group.get("node_ids"), list):
+        return group
+    node_ids = group["node_ids"]
+    dropped += [i for i in node_ids if isinstance(i, str) and i not in valid_ids]
+    return {**group, "node_ids": [i for i in node_ids if not isinstance(i, str) or i in valid_ids]}

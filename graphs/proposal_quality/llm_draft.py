@@ -1,0 +1,126 @@
+"""One generation of a report by the chat model: the prompt, the call and the parse (not the validation).
+
+The prompt asks for JSON only (seed 004 §4.1 step 1) and shows a bounded slice of the dashboard:
+at most `MAX_PROMPT_NODES` nodes (the focus node always among them), each title cut short, and
+untrusted text inside delimiters with angle brackets neutralised. The reply is parsed as raw JSON
+(`parse_reply` with `dict[str, Any]`: fences and chatter stripped, malformed JSON repaired as a last
+resort), because the validator, not a schema decoder, judges its shape and words in the seed's terms.
+Provider-native JSON mode is bound with the report's own schema where the provider supports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import structlog
+from langchain_core.messages import AIMessage, BaseMessage
+
+from contracts.common import Usage
+from contracts.proposal_quality import AdvisorReport, OrganizerReport, ReportKind
+from graphs.context import AgentContext
+from graphs.llm.retry import call_with_retries
+from graphs.llm.structured_output import bind_native_json, parse_reply
+from graphs.llm.usage import usage_from_message
+from graphs.prompt_files import render_prompt
+from graphs.proposal_quality.board import Board
+from graphs.proposal_quality.self_correction import NO_IDS, format_ids
+
+log = structlog.get_logger(__name__)
+
+MAX_PROMPT_NODES = 300
+"""Nodes shown to the model at most (bounds the prompt whatever the dashboard's size)."""
+TITLE_CHARS = 200
+"""Characters of a node title shown to the model."""
+NOT_GIVEN = "(指定なし)"
+TOO_DEEP_ERROR = "$: the reply's JSON is nested too deeply"
+
+REPORT_TYPES: dict[ReportKind, type[Any]] = {"organizer": OrganizerReport, "advisor": AdvisorReport}
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """One reply: the parsed JSON (None when unusable), its text, why it could not be parsed, and its cost."""
+
+    report: object | None
+    text: str
+    parse_errors: list[str]
+    usage: Usage
+
+
+def _data(text: str, limit: int) -> str:
+    """User text as one line of prompt data, bounded, unable to close the prompt's delimiters."""
+    flat = " ".join(text.split())[:limit]
+    return flat.replace("<", "＜").replace(">", "＞")
+
+
+def prompt_ids(board: Board, focus_id: str | None) -> list[str]:
+    """The ids shown to the model, in dashboard order, the focus node always included."""
+    ids = board.ids[:MAX_PROMPT_NODES]
+    if focus_id is not None and focus_id in board.valid_ids and focus_id not in ids:
+        ids = [*ids[:-1], focus_id] if len(ids) >= MAX_PROMPT_NODES else [*ids, focus_id]
+    return ids
+
+
+def generation_prompt(
+    context: AgentContext,
+    kind: ReportKind,
+    board: Board,
+    *,
+    focus_id: str | None,
+    intent: str | None,
+    notes: list[str],
+) -> str:
+    """The first human turn: the dashboard slice, the request and the report's shape and rules."""
+    ids = prompt_ids(board, focus_id)
+    lines = []
+    for node_id in ids:
+        node = board.by_id[node_id]
+        lines.append(
+            f"- id: {_data(node.id, 256)} | status: {_data(node.status_label, 100) or '(未設定)'}"
+            f" | title: {_data(node.title, TITLE_CHARS)}"
+        )
+    hidden = len(board.nodes) - len(ids)
+    if hidden > 0:
+        lines.append(f"（ほか {hidden} 件のノードは省略）")
+    focus = board.get(focus_id)
+    return render_prompt(
+        f"proposal_quality/{kind}",
+        context.prompts_dir,
+        nodes="\n".join(lines) or NO_IDS,
+        focus=f"id: {_data(focus.id, 256)} | title: {_data(focus.title, TITLE_CHARS)}" if focus else NOT_GIVEN,
+        user_intent=_data(intent, 2_000) if intent and intent.strip() else NOT_GIVEN,
+        notes="\n".join(f"- {_data(n, 500)}" for n in notes if n.strip()) or NO_IDS,
+        valid_ids=format_ids(ids),
+    )
+
+
+async def ask_model(context: AgentContext, kind: ReportKind, messages: list[BaseMessage]) -> Draft:
+    """Send the conversation so far and parse the reply into raw JSON.
+
+    Raises:
+        ModelFailure: The provider failed after the transport retries.
+        ModelTimeout: The call outlived its timeout or the request's deadline.
+    """
+    assert context.llm is not None, "the heuristic engine never asks a model"
+    cfg = context.llm_config
+    runnable = bind_native_json(context.llm, REPORT_TYPES[kind], cfg)
+    reply = await call_with_retries(
+        partial(runnable.ainvoke, list(messages)),
+        max_retries=cfg.max_retries,
+        timeout_s=cfg.timeout_s,
+        deadline=context.deadline,
+    )
+    if isinstance(reply, AIMessage):
+        usage = usage_from_message(reply, engine=cfg.provider, model=cfg.model)
+    else:  # pragma: no cover - chat models answer with AIMessage
+        usage = Usage(engine=cfg.provider, model=cfg.model, llm_calls=1)
+    text = str(reply.text)
+    try:
+        parsed = parse_reply(text, dict[str, Any])
+    except RecursionError:  # msgspec refuses JSON nested deeper than it can decode
+        return Draft(report=None, text=text, parse_errors=[TOO_DEEP_ERROR], usage=usage)
+    if parsed.warnings:
+        log.info("proposal_quality: reply needed repair", kind=kind, warnings=parsed.warnings)
+    return Draft(report=parsed.value, text=text, parse_errors=parsed.errors, usage=usage)

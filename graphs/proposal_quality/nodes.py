@@ -1,0 +1,177 @@
+"""The proposal-quality nodes: plain functions from the graph state (and run context) to an update.
+
+Seed 004 §4: generate → parse → validate → on errors re-ask with every error and the usable ids,
+at most `max_corrections` (≤ 2) times; never for warnings alone; render only a report without
+errors. Every attempt's verdict is logged, and so is the final retry count and outcome (§7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import structlog
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from contracts.common import ErrorDetail
+from contracts.proposal_quality import (
+    AdvisorReport,
+    OrganizerReport,
+    ProposalAttempt,
+    ProposalRunResponse,
+    ValidationResult,
+)
+from graphs.context import AgentContext
+from graphs.errors import InvalidInput
+from graphs.proposal_quality.advisor_heuristic import advisor_report
+from graphs.proposal_quality.board import board_from_dashboard
+from graphs.proposal_quality.grounding import ground_report
+from graphs.proposal_quality.llm_draft import ask_model, generation_prompt, prompt_ids
+from graphs.proposal_quality.organizer_heuristic import organizer_report
+from graphs.proposal_quality.render import render_advisor, render_organizer
+from graphs.proposal_quality.self_correction import build_correction_prompt
+from graphs.proposal_quality.state import ProposalGraphState
+from graphs.proposal_quality.validator import validate_report, without_null_optionals
+
+log = structlog.get_logger(__name__)
+
+
+def prepare(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+    """Flatten the dashboard, check the focus node exists, and fix how many generations are allowed.
+
+    Raises:
+        InvalidInput: The focus node is not on the dashboard, or the dashboard is too big.
+    """
+    request = state["request"]
+    board = board_from_dashboard(request.dashboard)
+    focus = request.focus_node_id
+    if focus is not None and board.get(focus) is None:
+        message = "focusNodeId is not a node of the dashboard"
+        raise InvalidInput(message, [ErrorDetail(path="$.focusNodeId", message=message)], status_code=422)
+    # Re-asking the deterministic engine would only repeat its answer.
+    corrections = request.constraints.max_corrections if runtime.context.llm is not None else 0
+    return {
+        "board": board,
+        "max_attempts": 1 + corrections,
+        "attempts": 0,
+        "messages": [],
+        "usage": runtime.context.empty_usage(),
+    }
+
+
+async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+    """One generation: the embedded engine's report, or the model's first answer or corrected answer."""
+    request, board, kind = state["request"], state["board"], state["kind"]
+    attempt = state["attempts"] + 1
+    context = runtime.context
+    if context.llm is None:
+        build = organizer_report if kind == "organizer" else advisor_report
+        options: dict[str, Any] = {} if kind == "organizer" else {"notes": request.constraints.notes}
+        report = build(board, focus_id=request.focus_node_id, intent=request.user_intent, **options)
+        return {"report": report, "parse_errors": [], "reply_text": "", "attempts": attempt}
+    if attempt == 1:
+        prompt = generation_prompt(
+            context,
+            kind,
+            board,
+            focus_id=request.focus_node_id,
+            intent=request.user_intent,
+            notes=request.constraints.notes,
+        )
+        messages: list[BaseMessage] = [HumanMessage(prompt)]
+    else:
+        correction = build_correction_prompt(
+            state["verdict"].errors, prompt_ids(board, request.focus_node_id), context.prompts_dir
+        )
+        messages = [*state["messages"], AIMessage(state["reply_text"]), HumanMessage(correction)]
+    draft = await ask_model(context, kind, messages)
+    return {
+        "messages": messages,
+        "report": draft.report,
+        "parse_errors": draft.parse_errors,
+        "reply_text": draft.text,
+        "attempts": attempt,
+        "usage": state["usage"].plus(draft.usage),
+    }
+
+
+def check(state: ProposalGraphState) -> ProposalGraphState:
+    """Validate the attempt (an unparseable reply fails with its parse errors) and log the verdict."""
+    if state["parse_errors"]:
+        verdict = ValidationResult(ok=False, errors=list(state["parse_errors"]), warnings=[])
+    else:
+        verdict = validate_report(state["kind"], state["report"], state["board"].valid_ids)
+    log.info(
+        "proposal_quality attempt",
+        kind=state["kind"],
+        attempt=state["attempts"],
+        ok=verdict.ok,
+        errors=verdict.errors,
+        warnings=verdict.warnings,
+    )
+    summary = ProposalAttempt(
+        attempt=state["attempts"], ok=verdict.ok, errors=verdict.errors, warnings=verdict.warnings
+    )
+    return {"verdict": verdict, "attempt_log": [summary]}
+
+
+def render(state: ProposalGraphState) -> ProposalGraphState:
+    """The accepted report, typed, with its display payload."""
+    kind, board, verdict = state["kind"], state["board"], state["verdict"]
+    assert isinstance(state["report"], dict), "only a report the validator accepted is rendered"
+    report = without_null_optionals(kind, state["report"])
+    if kind == "organizer":
+        organizer = msgspec.convert(report, OrganizerReport)
+        typed: OrganizerReport | AdvisorReport = organizer
+        rendered = render_organizer(organizer, board)
+    else:
+        advisor = msgspec.convert(report, AdvisorReport)
+        typed = advisor
+        rendered = render_advisor(advisor, board)
+    _log_final(state, ok=True)
+    return {
+        "outcome": ProposalRunResponse(
+            request_id=state["request_id"],
+            ok=True,
+            report=msgspec.to_builtins(typed),
+            errors=[],
+            warnings=verdict.warnings,
+            attempts=state["attempts"],
+            attempt_log=state["attempt_log"],
+            usage=state["usage"],
+            rendered=rendered,
+        )
+    }
+
+
+def reject(state: ProposalGraphState) -> ProposalGraphState:
+    """Not adopted (seed 004 §4.1 step 4): the last errors, and the last report without unknown ids."""
+    report, dropped = ground_report(state["kind"], state["report"], state["board"].valid_ids)
+    if dropped:
+        log.warning("proposal_quality: dropped ids the model invented", kind=state["kind"], dropped=dropped[:50])
+    _log_final(state, ok=False)
+    verdict = state["verdict"]
+    return {
+        "outcome": ProposalRunResponse(
+            request_id=state["request_id"],
+            ok=False,
+            report=report,
+            errors=verdict.errors,
+            warnings=verdict.warnings,
+            attempts=state["attempts"],
+            attempt_log=state["attempt_log"],
+            usage=state["usage"],
+        )
+    }
+
+
+def _log_final(state: ProposalGraphState, *, ok: bool) -> None:
+    log.info(
+        "proposal_quality result",
+        kind=state["kind"],
+        ok=ok,
+        attempts=state["attempts"],
+        retry_count=state["attempts"] - 1,
+        engine=state["usage"].engine,
+    )

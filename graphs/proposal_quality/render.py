@@ -1,0 +1,159 @@
+"""Render a report that passed the validator for the UI: structured sections plus the same as Markdown.
+
+Seed 004 §1: rendering happens only when `errors` is empty, so these functions take the typed
+report (the validator guarantees it converts). Node ids are shown with their dashboard titles. Text
+from the report is model or user output: the Markdown escapes it, so it cannot inject links, images
+or HTML into the UI.
+"""
+
+from __future__ import annotations
+
+import re
+
+from contracts.proposal_quality import (
+    AdvisorOption,
+    AdvisorReport,
+    OrganizerReport,
+    Rendered,
+    RenderedItem,
+    RenderedSection,
+)
+from graphs.proposal_quality.board import Board
+
+ORGANIZER_TITLE = "Organizer の整理提案"
+ADVISOR_TITLE = "Advisor の選択肢"
+NONE_YET = "（提案なし）"
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]{}<>()#+\-!|~])")
+_LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
+
+
+def escape_markdown(text: str) -> str:
+    """`text` on one line with every Markdown-significant character backslash-escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text).strip())
+
+
+def _node(board: Board, node_id: str) -> str:
+    return f"{board.title_of(node_id)}（{node_id}）"
+
+
+def render_organizer(report: OrganizerReport, board: Board) -> Rendered:
+    """The display payload of an Organizer report: decomposition, grouping and relation sections."""
+    decomposition = RenderedSection(
+        key="decomposition_proposals",
+        heading="分解の提案",
+        items=[
+            RenderedItem(
+                heading=f"{_node(board, p.target_node_id)} を分解",
+                lines=[
+                    f"理由: {p.reason}",
+                    *(
+                        f"子: {c.title} — {c.context}"
+                        + (f"（ステータス案: {c.suggested_status}）" if isinstance(c.suggested_status, str) else "")
+                        for c in p.suggested_children
+                    ),
+                ],
+                node_ids=[p.target_node_id],
+            )
+            for p in report.decomposition_proposals
+        ],
+    )
+    grouping = RenderedSection(
+        key="grouping_proposals",
+        heading="グルーピングの提案",
+        items=[
+            RenderedItem(
+                heading=g.group_label,
+                lines=[f"理由: {g.reason}", "対象: " + "、".join(_node(board, i) for i in g.node_ids)],
+                node_ids=list(g.node_ids),
+            )
+            for g in report.grouping_proposals
+        ],
+    )
+    relation = RenderedSection(
+        key="relation_proposals",
+        heading="関係の提案",
+        items=[
+            RenderedItem(
+                heading=f"{_node(board, r.from_node_id)} → {_node(board, r.to_node_id)}（{r.relation_type}）",
+                lines=[f"理由: {r.reason}"],
+                node_ids=[r.from_node_id, r.to_node_id],
+            )
+            for r in report.relation_proposals
+        ],
+    )
+    sections = [decomposition, grouping, relation]
+    return Rendered(
+        kind="organizer",
+        title=ORGANIZER_TITLE,
+        summary=report.summary,
+        sections=sections,
+        markdown=_markdown(ORGANIZER_TITLE, report.summary, sections),
+    )
+
+
+def _option_lines(option: AdvisorOption) -> list[str]:
+    lines = [option.description] if isinstance(option.description, str) and option.description.strip() else []
+    lines += [
+        f"次の一手: {option.next_action}",
+        f"必要な情報: {option.necessary_info}",
+        f"判断のめやす: {option.criteria_note}",
+        "リスク: " + " / ".join(option.risks),
+    ]
+    if isinstance(option.pros, list) and option.pros:
+        lines.append("良い点: " + " / ".join(option.pros))
+    if isinstance(option.cons, list) and option.cons:
+        lines.append("気になる点: " + " / ".join(option.cons))
+    if isinstance(option.suggested_status, str) and option.suggested_status.strip():
+        lines.append(f"ステータス案: {option.suggested_status}")
+    return lines
+
+
+def render_advisor(report: AdvisorReport, board: Board) -> Rendered:
+    """The display payload of an Advisor report: options, criteria and the decision to make next."""
+    target = [report.target_node_id] if report.target_node_id else []
+    title = f"{ADVISOR_TITLE}: {report.target_title}" if report.target_title.strip() else ADVISOR_TITLE
+    criteria = report.criteria if isinstance(report.criteria, list) else []
+    sections = [
+        RenderedSection(
+            key="options",
+            heading="選択肢",
+            items=[RenderedItem(heading=o.label, lines=_option_lines(o), node_ids=target) for o in report.options],
+        ),
+        RenderedSection(
+            key="criteria",
+            heading="判断基準",
+            items=[RenderedItem(heading=c.name, lines=[c.description]) for c in criteria],
+        ),
+        RenderedSection(
+            key="next_decision",
+            heading="次に決めること",
+            items=[RenderedItem(heading=report.next_decision, lines=[], node_ids=target)],
+        ),
+    ]
+    status = f"現在のステータス: {report.current_status}" if report.current_status.strip() else ""
+    summary = report.summary
+    return Rendered(
+        kind="advisor",
+        title=title,
+        summary=summary,
+        sections=sections,
+        markdown=_markdown(title, summary, sections, subtitle=status),
+    )
+
+
+def _markdown(title: str, summary: str, sections: list[RenderedSection], *, subtitle: str = "") -> str:
+    out = [f"## {escape_markdown(title)}", ""]
+    if subtitle:
+        out += [escape_markdown(subtitle), ""]
+    out += [escape_markdown(summary), ""]
+    for section in sections:
+        out += [f"### {escape_markdown(section.heading)}", ""]
+        if not section.items:
+            out += [NONE_YET, ""]
+            continue
+        for item in section.items:
+            out.append(f"- **{escape_markdown(item.heading)}**")
+            out += [f"  - {escape_markdown(line)}" for line in item.lines]
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

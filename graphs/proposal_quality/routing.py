@@ -1,0 +1,19 @@
+"""Where a run goes after the validator's verdict: plain functions, testable without a model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from graphs.proposal_quality.state import ProposalGraphState
+
+
+def route_after_check(state: ProposalGraphState) -> Literal["render", "generate", "reject"]:
+    """Render a report without errors; re-ask while attempts remain; otherwise reject with the last errors.
+
+    Warnings alone never cause a re-ask: they are information, not a gate (seed 004 §1, §2.3).
+    """
+    if state["verdict"].ok:
+        return "render"
+    if state["attempts"] < state["max_attempts"]:
+        return "generate"
+    return "reject"

@@ -1,0 +1,67 @@
+"""Text the embedded engine copies from the dashboard, made safe to quote, and the status vocabulary.
+
+The heuristic reports quote node titles, statuses and the user's intent. Those come from users and
+may contain exactly the phrases the validator forbids (a node called 「推奨設定の見直し」), which
+would make the engine's own report fail its gate. `neutral` rephrases them (推奨 → 推薦,
+すべき → する, ...) and bounds their length; the validator's NFKC view is applied first, so
+half-width or zero-width tricks cannot slip a forbidden phrase through.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Literal
+
+from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN, comparable
+from graphs.text.normalize import normalize
+
+FORBIDDEN = (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN)
+
+_REPHRASE = (
+    ("すべき", "する"),
+    ("べき", ""),
+    ("してください", "する"),
+    ("が必要です", "が要ります"),
+    ("ベスト", "最良"),
+    ("推奨", "推薦"),
+    ("正解", "正答"),
+)
+_WHITESPACE = re.compile(r"\s+")
+
+StatusCategory = Literal["done", "doing", "todo", "hold", "other"]
+
+_CATEGORY_WORDS: dict[StatusCategory, frozenset[str]] = {
+    "done": frozenset(
+        {"done", "complete", "completed", "closed", "finished", "resolved", "完了", "済", "済み", "終了"}
+    ),
+    "doing": frozenset({"doing", "in progress", "wip", "active", "started", "進行中", "作業中", "対応中", "着手中"}),
+    "todo": frozenset({"todo", "to do", "backlog", "open", "new", "inbox", "未着手", "未対応", "予定"}),
+    "hold": frozenset({"hold", "on hold", "blocked", "pending", "waiting", "保留", "待ち", "保留中"}),
+}
+
+
+def neutral(text: str, limit: int = 60) -> str:
+    """`text` on one line, at most `limit` characters, with no phrase either validator forbids."""
+    flat = _WHITESPACE.sub(" ", comparable(text)).strip()
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    for _ in range(4):
+        if not any(phrase in flat for phrase in FORBIDDEN):
+            return flat
+        for phrase, replacement in _REPHRASE:
+            flat = flat.replace(phrase, replacement)
+    # Replacements can join their neighbours into a new phrase; deleting always terminates.
+    while hit := next((phrase for phrase in FORBIDDEN if phrase in flat), None):
+        flat = flat.replace(hit, "")
+    return flat
+
+
+@lru_cache(maxsize=1024)
+def status_category(status: str) -> StatusCategory:
+    """Which kind of status this is (done, doing, todo, hold), from common English and Japanese words.
+
+    Cached: a board repeats a handful of statuses across all its nodes.
+    """
+    key = normalize(status).replace("_", " ").replace("-", " ")
+    return next((category for category, words in _CATEGORY_WORDS.items() if key in words), "other")

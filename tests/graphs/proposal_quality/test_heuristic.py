@@ -1,0 +1,224 @@
+"""The embedded engine: deterministic, grounded reports that pass their own validator, useful on the samples."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contracts.proposal_quality import Dashboard
+from graphs.proposal_quality.advisor_heuristic import advisor_report
+from graphs.proposal_quality.board import Board, BoardNode, board_from_dashboard
+from graphs.proposal_quality.organizer_heuristic import asks_for_decomposition, organizer_report
+from graphs.proposal_quality.validator import (
+    ADVISOR_FORBIDDEN,
+    ORGANIZER_FORBIDDEN,
+    comparable,
+    validate_advisor_report,
+    validate_organizer_report,
+)
+from graphs.proposal_quality.wording import neutral, status_category
+from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES, Sample
+
+
+def board_of(sample: Sample) -> Board:
+    return board_from_dashboard(msgspec.convert(sample.dashboard(), Dashboard))
+
+
+def node(node_id: str, title: str, status: str = "todo") -> BoardNode:
+    return BoardNode(id=node_id, title=title, status=status, tray=status)
+
+
+@pytest.mark.parametrize("sample", ORGANIZER_SAMPLES, ids=lambda s: s.id)
+def test_organizer_reports_pass_their_own_gate(sample: Sample) -> None:
+    board = board_of(sample)
+    report = organizer_report(board, focus_id=sample.focus, intent=sample.intent)
+    result = validate_organizer_report(report, board.valid_ids)
+    assert result.ok, result.errors
+    assert result.warnings == []
+    assert report == organizer_report(board, focus_id=sample.focus, intent=sample.intent)  # deterministic
+
+
+@pytest.mark.parametrize("sample", ADVISOR_SAMPLES, ids=lambda s: s.id)
+def test_advisor_reports_pass_their_own_gate(sample: Sample) -> None:
+    board = board_of(sample)
+    report = advisor_report(board, focus_id=sample.focus, intent=sample.intent, notes=[])
+    result = validate_advisor_report(report, board.valid_ids)
+    assert result.ok, result.errors
+    assert result.warnings == []
+    assert len(report["options"]) >= 2
+    if sample.focus:
+        assert report["target_node_id"] == sample.focus
+
+
+def test_o1_without_nodes_says_how_to_start() -> None:
+    report = organizer_report(Board.of([]), focus_id=None, intent=None)
+    assert report["decomposition_proposals"] == report["grouping_proposals"] == report["relation_proposals"] == []
+    assert "まず最初のノード" in report["summary"]
+
+
+def test_o4_decomposes_on_request_into_the_parts_the_title_lists() -> None:
+    sample = next(s for s in ORGANIZER_SAMPLES if s.id == "O4")
+    report = organizer_report(board_of(sample), focus_id=None, intent=sample.intent)
+    (proposal,) = report["decomposition_proposals"]
+    assert proposal["target_node_id"] == "n4"
+    assert [c["title"] for c in proposal["suggested_children"]] == ["リリース準備", "告知文の作成", "当日の連絡体制"]
+    assert all(c["suggested_status"] == "todo" for c in proposal["suggested_children"])
+    assert "ご依頼に沿って" in proposal["reason"]
+    assert report["summary"].count("まず") == 1
+
+
+def test_a_focus_node_without_listed_parts_gets_three_phases() -> None:
+    board = Board.of([node("a", "企画書の作成")])
+    (proposal,) = organizer_report(board, focus_id="a", intent=None)["decomposition_proposals"]
+    assert [c["title"] for c in proposal["suggested_children"]] == [
+        "企画書の作成：現状と目的の整理",
+        "企画書の作成：作業の洗い出し",
+        "企画書の作成：結果の確認",
+    ]
+
+
+def test_without_focus_or_request_nothing_is_decomposed() -> None:
+    board = Board.of([node("a", "企画書・見積もり")])
+    assert organizer_report(board, focus_id=None, intent="全体を見たい")["decomposition_proposals"] == []
+    assert asks_for_decomposition("もう少し細かくしたい")
+    assert not asks_for_decomposition(None)
+
+
+def test_groups_by_status_and_by_shared_title_terms() -> None:
+    board = Board.of(
+        [
+            node("a", "ログイン画面の設計", "todo"),
+            node("b", "ログイン機能の実装", "todo"),
+            node("c", "ログイン試験", "doing"),
+            node("d", "請求書の発行", "doing"),
+            node("e", "請求書の送付", "done"),
+        ]
+    )
+    report = organizer_report(board, focus_id=None, intent=None)
+    groups = {g["group_label"]: g["node_ids"] for g in report["grouping_proposals"]}
+    assert groups == {
+        "todoのノード": ["a", "b"],
+        "doingのノード": ["c", "d"],
+        "「ログイン」関連": ["a", "b", "c"],
+    }
+    relations = [(r["from_node_id"], r["to_node_id"]) for r in report["relation_proposals"]]
+    assert relations == [("d", "e")]  # 請求書 is shared by exactly two nodes
+    assert "請求書" in report["relation_proposals"][0]["reason"]
+
+
+def test_one_status_only_is_not_a_grouping() -> None:
+    board = Board.of([node("a", "資料A"), node("b", "資料B")])
+    assert organizer_report(board, focus_id=None, intent=None)["grouping_proposals"] == []
+
+
+@pytest.mark.parametrize(
+    ("status", "labels"),
+    [
+        ("todo", ["案A: すぐに着手する", "案B: 分解してから進める", "案C: いったん保留して情報を集める"]),
+        ("進行中", ["案A: このまま進める", "案B: 分解してから進める", "案C: いったん保留して情報を集める"]),
+        ("完了", ["案A: 完了として確定する", "案B: 見直してから再開する"]),
+    ],
+)
+def test_advisor_options_follow_the_status(status: str, labels: list[str]) -> None:
+    board = Board.of([node("a", "会場の予約", status)])
+    report = advisor_report(board, focus_id="a", intent=None, notes=[])
+    assert [o["label"] for o in report["options"]] == labels
+    assert report["current_status"] == status
+
+
+def test_advisor_suggests_only_statuses_the_board_uses() -> None:
+    board = Board.of([node("a", "会場の予約", "未着手"), node("b", "予算", "作業中")])
+    options = advisor_report(board, focus_id="a", intent=None, notes=[])["options"]
+    assert options[0]["suggested_status"] == "作業中"
+    assert "suggested_status" not in options[1]
+    assert "suggested_status" not in options[2]  # the board has no word for "on hold"
+
+
+def test_advisor_picks_the_node_the_intent_names_else_the_first_open_one() -> None:
+    board = Board.of([node("a", "予算の確認", "done"), node("b", "会場の予約"), node("c", "招待状の発送")])
+    assert advisor_report(board, focus_id=None, intent="招待状をどうするか", notes=[])["target_node_id"] == "c"
+    assert advisor_report(board, focus_id=None, intent=None, notes=[])["target_node_id"] == "b"
+
+
+def test_a4_has_no_target_and_options_for_starting() -> None:
+    report = advisor_report(Board.of([]), focus_id=None, intent=None, notes=[])
+    assert report["target_node_id"] == ""
+    assert len(report["options"]) == 2
+    assert validate_advisor_report(report, []).ok
+
+
+def test_intent_and_notes_become_criteria() -> None:
+    board = Board.of([node("a", "会場の予約")])
+    report = advisor_report(board, focus_id="a", intent="費用を抑えたい", notes=["今週中に決める", " "])
+    names = [c["name"] for c in report["criteria"]]
+    assert names == ["期限", "作業量", "不確実性", "ご意向との合致", "制約"]
+    assert "今週中に決める" in report["criteria"][-1]["description"]
+    assert "費用を抑えたい" in report["summary"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "推奨設定の見直し",
+        "やるべきこと",
+        "ﾍﾞｽﾄな方法",
+        "正解を探す",
+        "確認してください",
+        "対応が必要です",
+        "推\u200b奨",
+        "べべきき",
+    ],
+)
+def test_neutral_removes_every_forbidden_phrase(text: str) -> None:
+    assert not any(p in comparable(neutral(text)) for p in (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN))
+
+
+def test_neutral_bounds_and_flattens() -> None:
+    assert neutral("a\nb\t c") == "a b c"
+    assert neutral("x" * 100, 10) == "x" * 9 + "…"
+
+
+@pytest.mark.parametrize(
+    ("status", "category"),
+    [
+        ("Done", "done"),
+        ("in_progress", "doing"),
+        ("IN-PROGRESS", "doing"),
+        ("未着手", "todo"),
+        ("保留", "hold"),
+        ("x", "other"),
+    ],
+)
+def test_status_category(status: str, category: str) -> None:
+    assert status_category(status) == category
+
+
+# --- properties: any dashboard, hostile titles included -------------------------------------------
+
+HOSTILE = st.sampled_from(
+    ["推奨", "ベスト", "正解", "すべき", "べき", "してください", "が必要です", "ﾍﾞｽﾄ", "\u200b", "、", "・"]
+)
+titles = st.lists(st.one_of(HOSTILE, st.text(max_size=6)), max_size=6).map("".join)
+nodes = st.lists(
+    st.builds(
+        lambda i, title, status: node(f"id-{i}", title, status),
+        st.integers(0, 30),
+        titles,
+        st.sampled_from(["todo", "doing", "done", "保留", "", "推奨"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes=nodes, focus=st.integers(0, 30), intent=st.one_of(st.none(), titles, st.just("分解して")))
+def test_any_dashboard_gives_valid_grounded_reports(nodes: list[BoardNode], focus: int, intent: str | None) -> None:
+    board = Board.of(nodes)
+    focus_id = f"id-{focus}" if board.get(f"id-{focus}") else None
+    organizer = organizer_report(board, focus_id=focus_id, intent=intent)
+    assert validate_organizer_report(organizer, board.valid_ids).errors == []
+    advisor = advisor_report(board, focus_id=focus_id, intent=intent, notes=[intent or ""])
+    assert validate_advisor_report(advisor, board.valid_ids).errors == []
+    assert advisor["target_node_id"] in (board.valid_ids if board.nodes else {""})

@@ -1,0 +1,168 @@
+"""The pieces around the validator: correction prompt, routing, board, grounding and rendering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ValidationResult
+from graphs.errors import InvalidInput
+from graphs.proposal_quality.board import MAX_BOARD_NODES, Board, BoardNode, board_from_dashboard
+from graphs.proposal_quality.grounding import ground_report
+from graphs.proposal_quality.render import escape_markdown, render_advisor, render_organizer
+from graphs.proposal_quality.routing import route_after_check
+from graphs.proposal_quality.self_correction import build_correction_prompt, format_ids
+from graphs.proposal_quality.state import ProposalGraphState
+from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES
+
+# --- the correction prompt (seed 004 §4.1–4.2) ----------------------------------------------------
+
+
+def test_correction_prompt_has_the_seed_wording_every_error_and_the_ids() -> None:
+    errors = ["summary must be non-empty", "decomposition_proposals[0].suggested_children must have at least 2 items"]
+    prompt = build_correction_prompt(errors, ["n1", "n2", "n3"])
+    assert prompt == (
+        "以下の Must 条件を満たしていません。これらをすべて満たす JSON だけを再度出力してください。\n"
+        "\n"
+        "【検証エラー】以下の項目を満たすように、同じ形式の JSON だけを再出力してください。\n"
+        "- summary must be non-empty\n"
+        "- decomposition_proposals[0].suggested_children must have at least 2 items\n"
+        "- すべての node_id（target_node_id, from_node_id, to_node_id, node_ids）は、"
+        "入力に存在する ID のみ使用してください。利用可能な ID: n1, n2, n3"
+    )
+
+
+def test_correction_prompt_without_ids_leaves_the_id_line_out() -> None:
+    prompt = build_correction_prompt(["options must have at least 2 items"])
+    assert prompt.endswith("- options must have at least 2 items")
+    assert "利用可能な ID" not in prompt
+    assert build_correction_prompt(["x"], []).endswith("利用可能な ID: (なし)")
+
+
+def test_id_list_is_bounded() -> None:
+    assert format_ids([f"n{i}" for i in range(5)], limit=3) == "n0, n1, n2（ほか 2 件）"
+
+
+# --- routing (no model) ---------------------------------------------------------------------------
+
+
+def _state(ok: bool, attempts: int, max_attempts: int, warnings: list[str] | None = None) -> ProposalGraphState:
+    verdict = ValidationResult(ok=ok, errors=[] if ok else ["summary is required"], warnings=warnings or [])
+    return {"verdict": verdict, "attempts": attempts, "max_attempts": max_attempts}
+
+
+@pytest.mark.parametrize(
+    ("state", "route"),
+    [
+        (_state(True, 1, 3), "render"),
+        (_state(True, 1, 3, warnings=["criteria should have at least 2 items"]), "render"),  # warnings alone
+        (_state(False, 1, 3), "generate"),
+        (_state(False, 2, 3), "generate"),
+        (_state(False, 3, 3), "reject"),  # two re-asks used
+        (_state(False, 1, 1), "reject"),  # embedded engine / max_corrections 0
+        (_state(True, 3, 3), "render"),
+    ],
+)
+def test_route_after_check(state: ProposalGraphState, route: str) -> None:
+    assert route_after_check(state) == route
+
+
+# --- the board --------------------------------------------------------------------------------------
+
+
+def test_board_flattens_named_and_listed_trays() -> None:
+    named = msgspec.convert({"trays": {"todo": [{"id": "a"}, {"id": "b", "status": "doing"}], "done": []}}, Dashboard)
+    board = board_from_dashboard(named)
+    assert board.ids == ["a", "b"]
+    assert [n.status_label for n in board.nodes] == ["todo", "doing"]
+    listed = msgspec.convert({"trays": [[{"id": "a", "title": "A"}], [{"id": "a"}, {"id": "c"}]]}, Dashboard)
+    board = board_from_dashboard(listed)
+    assert board.ids == ["a", "c"]  # a repeated id counts once
+    assert board.title_of("a") == "A"
+    assert board.title_of("c") == "c"
+    assert board.nodes[1].tray == "トレイ2"
+
+
+def test_board_size_is_capped_with_a_path() -> None:
+    per_tray = MAX_BOARD_NODES // 4
+    trays = {"trays": {f"t{t}": [{"id": f"n{t}-{i}"} for i in range(per_tray + (t == 0))] for t in range(4)}}
+    with pytest.raises(InvalidInput) as caught:
+        board_from_dashboard(msgspec.convert(trays, Dashboard))
+    assert caught.value.details[0].path == "$.dashboard.trays"
+    assert caught.value.status_code == 422
+
+
+# --- grounding of rejected reports ----------------------------------------------------------------
+
+
+def test_unknown_ids_are_removed_from_a_rejected_organizer_report() -> None:
+    report: dict[str, Any] = {
+        "decomposition_proposals": [{"target_node_id": "ghost"}, {"target_node_id": "n1"}],
+        "grouping_proposals": [{"node_ids": ["n1", "ghost2", 3]}, "junk"],
+        "relation_proposals": [{"from_node_id": "n1", "to_node_id": "ghost3"}],
+        "summary": "",
+    }
+    grounded, dropped = ground_report("organizer", report, frozenset({"n1"}))
+    assert grounded == {
+        "decomposition_proposals": [{"target_node_id": "n1"}],
+        "grouping_proposals": [{"node_ids": ["n1", 3]}, "junk"],
+        "relation_proposals": [],
+        "summary": "",
+    }
+    assert dropped == ["ghost", "ghost3", "ghost2"]
+    assert report["relation_proposals"]  # the input is not modified
+
+
+def test_unknown_advisor_target_becomes_empty() -> None:
+    grounded, dropped = ground_report("advisor", {"target_node_id": "ghost", "options": []}, frozenset({"n1"}))
+    assert grounded == {"target_node_id": "", "options": []}
+    assert dropped == ["ghost"]
+    assert ground_report("advisor", ["not", "an", "object"], frozenset()) == (None, [])
+
+
+# --- rendering --------------------------------------------------------------------------------------
+
+
+def test_organizer_render_has_sections_titles_and_markdown() -> None:
+    sample = next(s for s in ORGANIZER_SAMPLES if s.id == "O5")
+    board = Board.of([BoardNode(id=n["id"], title=n["title"], status=n["status"], tray="") for n in sample.nodes])
+    rendered = render_organizer(msgspec.convert(sample.report, OrganizerReport), board)
+    assert [s.key for s in rendered.sections] == ["decomposition_proposals", "grouping_proposals", "relation_proposals"]
+    assert rendered.sections[0].items == []
+    relation = rendered.sections[2].items[0]
+    assert relation.heading == "予算の確認（n5） → 会場の予約（n6）（前提）"
+    assert relation.node_ids == ["n5", "n6"]
+    assert rendered.markdown.startswith("## Organizer の整理提案\n")
+    assert "### 分解の提案\n\n（提案なし）" in rendered.markdown
+    assert "- **イベント準備**" in rendered.markdown
+
+
+def test_advisor_render_lists_the_four_items_of_every_option() -> None:
+    sample = next(s for s in ADVISOR_SAMPLES if s.id == "A3")
+    rendered = render_advisor(msgspec.convert(sample.report, AdvisorReport), Board.of([]))
+    options = rendered.sections[0]
+    assert [i.heading for i in options.items] == ["候補A: 今週中にレビューする", "候補B: 検討の完了を待つ"]
+    lines = options.items[0].lines
+    assert lines[:4] == [
+        "次の一手: 次の作業を1つ決める",
+        "必要な情報: 残っている作業の一覧",
+        "判断のめやす: 期限に間に合うかどうか",
+        "リスク: 手戻りが出るかもしれない",
+    ]
+    assert "良い点: 早く次に進める" in lines
+    assert rendered.title == "Advisor の選択肢: 画面デザインのレビュー"
+    assert [s.key for s in rendered.sections] == ["options", "criteria", "next_decision"]
+    assert "現在のステータス: todo" in rendered.markdown
+
+
+def test_markdown_cannot_be_injected() -> None:
+    assert escape_markdown("[click](http://x) <img src=x>\n# title *b*") == (
+        r"\[click\]\(http://x\) \<img src=x\> \# title \*b\*"
+    )
+    report = ADVISOR_SAMPLES[0].fresh_report()
+    report["summary"] = "![x](http://evil)\n## injected"
+    rendered = render_advisor(msgspec.convert(report, AdvisorReport), Board.of([]))
+    assert "![x]" not in rendered.markdown
+    assert "\n## injected" not in rendered.markdown
