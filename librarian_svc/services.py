@@ -16,8 +16,8 @@ import structlog
 from graphs.context import AgentContext
 from graphs.embeddings.factory import describe, make_embeddings
 from graphs.librarian import graph as librarian_graph
-from graphs.proposal_quality import graph as proposal_quality_graph
 from graphs.llm.providers import make_chat_model
+from graphs.proposal_quality import graph as proposal_quality_graph
 from librarian_svc.settings import Settings
 from librarian_svc.state_signing import StateCodec
 
