@@ -83,7 +83,8 @@ async def run_question(
         }
         if constraints:
             body["constraints"] = constraints
-        response = await client.post(THINK_PATH, json=body)
+        # X-Session-Id lets a load balancer (or the scale-out test's rotating transport) see the session.
+        response = await client.post(THINK_PATH, json=body, headers={"X-Session-Id": request_id})
         answer = response.json()
         steps.append(answer)
         if on_step:

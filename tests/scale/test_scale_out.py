@@ -1,0 +1,112 @@
+"""Scale-out proof (issue 7 item 2): any instance serves any step, and losing one loses nothing.
+
+Two real service processes share only their configuration (the same STATE_SIGNING_KEY, as Cloud
+Run revisions do). Every step of every session goes to a different instance than the step before;
+then one instance is SIGKILLed mid-run and the sessions continue on the other. Outcomes must equal
+those of a single in-process instance (the embedded engine is deterministic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from litestar import Litestar
+
+from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator.loop import run_question
+from reference_orchestrator.rotating_transport import RotatingTransport
+from tests.support.live_service import LiveService
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
+KEY = {"STATE_SIGNING_KEY": "scale-out-shared-signing-key-0123456789"}
+DASHBOARD = {
+    "trays": {
+        "todo": [{"id": "n1", "title": "告知文の作成と当日の連絡体制", "status": "todo"}],
+        "doing": [{"id": "n2", "title": "会場の予約", "status": "doing"}],
+    }
+}
+
+
+def _corpus_and_questions() -> tuple[Corpus, list[str]]:
+    chunks, questions = [], []
+    for chunk, qas in jsquad_chunks(SLICE):
+        chunks.append(chunk)
+        questions += [q for _, q in qas]
+    return Corpus(chunks), questions[::11][:12]
+
+
+def _outcome(steps: list[dict[str, Any]]) -> list[Any]:
+    """What must not depend on which instance answered: actions, queries, evidence (not request ids or state)."""
+    return [
+        (s["action"], s.get("queries_text"), s.get("queries_vector"), s.get("evidence"), s.get("error_type"))
+        for s in steps
+    ]
+
+
+async def _librarian_sessions(client: httpx.AsyncClient, corpus: Corpus, questions: list[str]) -> list[list[Any]]:
+    results = await asyncio.gather(
+        *(run_question(client, corpus, q, request_id=f"scale-{i}", vector=True) for i, q in enumerate(questions))
+    )
+    return [_outcome(r.steps) for r in results]
+
+
+async def _proposal_calls(client: httpx.AsyncClient) -> list[Any]:
+    outcomes = []
+    for path in ("/api/organizer/run", "/api/advisor/run"):
+        response = await client.post(path, json={"request_id": "pq", "dashboard": DASHBOARD, "focusNodeId": "n1"})
+        body = response.json()
+        outcomes.append((response.status_code, body["ok"], body["report"]))
+    return outcomes
+
+
+async def _single_instance(app: Litestar, corpus: Corpus, questions: list[str]) -> tuple[list[Any], list[Any]]:
+    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(transport=transport, base_url="http://one") as client:
+        return await _librarian_sessions(client, corpus, questions), await _proposal_calls(client)
+
+
+def test_every_step_on_another_instance_then_one_is_killed(
+    app: Litestar, start_live_service: Callable[..., LiveService]
+) -> None:
+    corpus, questions = _corpus_and_questions()
+    expected_librarian, expected_proposals = asyncio.run(_single_instance(app, corpus, questions))
+    instances = [start_live_service(KEY), start_live_service(KEY)]
+
+    async def rotate() -> tuple[list[Any], list[Any], RotatingTransport]:
+        transport = RotatingTransport([i.base_url for i in instances])
+        async with httpx.AsyncClient(transport=transport, base_url="http://cluster", timeout=30) as client:
+            return await _librarian_sessions(client, corpus, questions), await _proposal_calls(client), transport
+
+    librarian, proposals, transport = asyncio.run(rotate())
+    assert librarian == expected_librarian
+    assert proposals == expected_proposals
+    assert {index for _, index in transport.sent_to} == {0, 1}
+    by_session: dict[str, list[int]] = {}
+    for session, index in transport.sent_to:
+        by_session.setdefault(session, []).append(index)
+    for session, order in by_session.items():
+        if session:
+            assert all(a != b for a, b in itertools.pairwise(order)), (session, order)
+
+    async def kill_midway() -> tuple[list[Any], RotatingTransport]:
+        transport = RotatingTransport([i.base_url for i in instances])
+        async with httpx.AsyncClient(transport=transport, base_url="http://cluster", timeout=30) as client:
+            first = asyncio.create_task(_librarian_sessions(client, corpus, questions))
+            while len(transport.sent_to) < len(questions):  # noqa: ASYNC110 - wait until every session has stepped
+                await asyncio.sleep(0.01)
+            instances[0].process.send_signal(signal.SIGKILL)
+            return await first, transport
+
+    after_kill, transport = asyncio.run(kill_midway())
+    assert after_kill == expected_librarian, "sessions finish with the same outcome after losing an instance"
+    assert transport.alive == [1]
+    assert transport.failovers >= 1
