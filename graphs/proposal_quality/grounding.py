@@ -4,14 +4,60 @@ A report that never passed the validator is still returned (seed 004 §6: the ca
 own correction loop on it), but the service never hands out an id that was not in its input
 (DESIGN.md §4): proposals that point at an unknown node are dropped, unknown ids are removed
 from `node_ids`, and an unknown Advisor target becomes the empty string. Whatever was removed is
-returned so the caller can log it. The rest of the report is left as the model wrote it.
+returned so the caller can log it. Keys the report schema does not define (at the top level and
+inside proposals) are dropped too, since nothing checked the ids they might carry; the rest of the
+report is left as the model wrote it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from contracts.proposal_quality import ReportKind
+import msgspec
+
+from contracts.proposal_quality import (
+    AdvisorCriterion,
+    AdvisorOption,
+    AdvisorReport,
+    OrganizerDecompositionProposal,
+    OrganizerGroupingProposal,
+    OrganizerRelationProposal,
+    OrganizerReport,
+    OrganizerReportChild,
+    ReportKind,
+)
+
+
+def _names(struct: type[msgspec.Struct]) -> frozenset[str]:
+    return frozenset(f.encode_name for f in msgspec.structs.fields(struct))
+
+
+_TOP_LEVEL = {"organizer": _names(OrganizerReport), "advisor": _names(AdvisorReport)}
+_ITEM_FIELDS = {
+    "organizer": {
+        "decomposition_proposals": _names(OrganizerDecompositionProposal),
+        "grouping_proposals": _names(OrganizerGroupingProposal),
+        "relation_proposals": _names(OrganizerRelationProposal),
+    },
+    "advisor": {"options": _names(AdvisorOption), "criteria": _names(AdvisorCriterion)},
+}
+_CHILD_FIELDS = _names(OrganizerReportChild)
+
+
+def _keep(item: object, fields: frozenset[str]) -> object:
+    return {k: v for k, v in item.items() if k in fields} if isinstance(item, dict) else item
+
+
+def _only_known(kind: ReportKind, report: dict[str, Any]) -> dict[str, Any]:
+    known = {k: v for k, v in report.items() if k in _TOP_LEVEL[kind]}
+    for key, fields in _ITEM_FIELDS[kind].items():
+        if isinstance(known.get(key), list):
+            known[key] = [_keep(item, fields) for item in known[key]]
+    for item in known.get("decomposition_proposals", []) if kind == "organizer" else []:
+        if isinstance(item, dict) and isinstance(item.get("suggested_children"), list):
+            item["suggested_children"] = [_keep(c, _CHILD_FIELDS) for c in item["suggested_children"]]
+    return known
+
 
 _ORGANIZER_ID_FIELDS = {
     "decomposition_proposals": ("target_node_id",),
@@ -25,7 +71,7 @@ def ground_report(
     """The report without ids outside `valid_ids`, and the ids removed; None when it is not an object."""
     if not isinstance(report, dict):
         return None, []
-    grounded = dict(report)
+    grounded = _only_known(kind, report)
     dropped: list[str] = []
     if kind == "advisor":
         target = grounded.get("target_node_id")
