@@ -25,6 +25,8 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
     "librarian_concurrency": ["bench.librarian_concurrency"],
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
+    "ace_search": ["bench.ace_search"],
+    "grace_throughput": ["bench.grace_throughput"],
 }
 
 

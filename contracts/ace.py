@@ -258,7 +258,10 @@ class AceCurateRequest(WireStruct):
     trajectory: Trajectory | None = None
     deltas: Annotated[list[DeltaContextItem], msgspec.Meta(max_length=500)] = msgspec.field(default_factory=list)
     max_bullets: (
-        Annotated[int, msgspec.Meta(ge=1, le=MAX_BULLETS, description="size budget; prunes lowest confidence")] | None
+        Annotated[
+            int, msgspec.Meta(ge=1, le=MAX_BULLETS, description="size budget, default 20000; prunes lowest confidence")
+        ]
+        | None
     ) = None
     dedup_threshold: (
         Annotated[float, msgspec.Meta(gt=0.0, le=1.0, description="default ACE_DEDUP_THRESHOLD")] | None
@@ -271,7 +274,8 @@ class WorkflowRequest(WireStruct):
     """`POST /workflow/run` (seed 000 §11): load the stored playbook → search → generate.
 
     With `ground_truth` or `test_report` the run goes on to reflect and curate; with `save: true` the
-    curated playbook replaces the stored one (atomically).
+    curated playbook replaces the stored one (atomically). Only a dataset that is already stored can be
+    saved into: requests update playbooks, they never create files.
     """
 
     query: QueryText

@@ -29,6 +29,12 @@ MAX_COLLECTIONS = 50
 StepId = Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="A step's id, unique within a session.")]
 Text = Annotated[str, msgspec.Meta(max_length=2_000)]
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+Turn = Annotated[
+    int,
+    msgspec.Meta(
+        ge=1, le=1_000_000, description="The `turn` of the action this answers (optional; checked when sent)."
+    ),
+]
 
 StepAction = Literal["rag_search", "reasoning", "ask_user"]
 """What a plan step does: a search the caller runs, an answer from the gathered sources, a question to the user."""
@@ -160,6 +166,7 @@ class ToolResult(WireStruct):
     step_id: StepId
     hits: Annotated[list[SearchHit], msgspec.Meta(max_length=MAX_HITS)] = msgspec.field(default_factory=list)
     error: Text | None = None
+    turn: Turn | None = None
 
 
 class InterventionResponse(WireStruct):
@@ -169,6 +176,7 @@ class InterventionResponse(WireStruct):
     input: Annotated[str, msgspec.Meta(max_length=8_000)] | None = None
     feedback: Feedback | None = None
     step_id: StepId | None = None
+    turn: Turn | None = None
 
 
 class GraceConstraints(WireStruct):
@@ -230,9 +238,14 @@ class GraceAction(WireStruct, tag_field="action"):
 
 
 class GraceSearchAction(GraceAction, tag="SEARCH"):
-    """Run `query` on `collection` (top `top_k`) and call back with `tool_result.step_id = step_id`."""
+    """Run `query` on `collection` (top `top_k`) and call back with `tool_result.step_id = step_id`.
+
+    `turn` numbers the actions of a session; echoing it as `tool_result.turn` makes the server refuse
+    an answer sent with any other state than this action's.
+    """
 
     request_id: str
+    turn: int
     step_id: int
     query: str
     collection: str
@@ -246,9 +259,13 @@ class GraceSearchAction(GraceAction, tag="SEARCH"):
 
 
 class GraceAskUserAction(GraceAction, tag="ASK_USER"):
-    """Ask the user; call back with `user_response` (one of `options`; `input` required for ESCALATE/QUESTION)."""
+    """Ask the user; call back with `user_response` (one of `options`; `input` required for ESCALATE/QUESTION).
+
+    Echo `turn` (and `step.step_id`) in `user_response` to bind the answer to this question.
+    """
 
     request_id: str
+    turn: int
     kind: AskKind
     question: str
     options: list[InterventionDecision]

@@ -8,7 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from contracts.ace import (
+    AceCurateRequest,
+    AceCurateResponse,
+    AceGenerateRequest,
+    AceGenerateResponse,
+    AceReflectRequest,
+    AceReflectResponse,
+    AceSearchRequest,
+    AceSearchResponse,
+    Playbook,
+    WorkflowRequest,
+    WorkflowRunResponse,
+)
 from contracts.common import ErrorResponse, HealthResponse, ReadyResponse, Usage
+from contracts.grace import GraceRequest, GraceResponse, GraceState
 from contracts.librarian import LibrarianRequest, LibrarianResponse, LibrarianState
 from contracts.proposal_quality import (
     AdvisorReport,
@@ -22,6 +36,20 @@ from contracts.proposal_quality import (
 from contracts.state import StateEnvelope
 
 EXPORTED: dict[str, Any] = {
+    "AceSearchRequest": AceSearchRequest,
+    "AceSearchResponse": AceSearchResponse,
+    "AceGenerateRequest": AceGenerateRequest,
+    "AceGenerateResponse": AceGenerateResponse,
+    "AceReflectRequest": AceReflectRequest,
+    "AceReflectResponse": AceReflectResponse,
+    "AceCurateRequest": AceCurateRequest,
+    "AceCurateResponse": AceCurateResponse,
+    "Playbook": Playbook,
+    "GraceRequest": GraceRequest,
+    "GraceResponse": GraceResponse,
+    "GraceState": GraceState,
+    "WorkflowRequest": WorkflowRequest,
+    "WorkflowRunResponse": WorkflowRunResponse,
     "ErrorResponse": ErrorResponse,
     "HealthResponse": HealthResponse,
     "LibrarianRequest": LibrarianRequest,

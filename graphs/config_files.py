@@ -45,16 +45,16 @@ class GraceFeedback(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class GraceLLM(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Model settings specific to GRACE."""
+    """Model settings specific to GRACE (the model itself is the service's `LLM_PROVIDER` / `LLM_MODEL`)."""
 
-    temperature: float = 0.0
+    temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0
 
 
 class GracePenalties(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Multipliers applied to confidence on bad outcomes."""
 
-    zero_hits: float = 0.5
-    tool_failure: float = 0.6
+    zero_hits: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+    tool_failure: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.6
 
 
 class GraceReplan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -201,7 +201,7 @@ def load_grace_config(config_dir: Path, env: Mapping[str, str]) -> GraceConfig:
             f"(got confirm={t.confirm}, notify={t.notify}, silent={t.silent})"
         )
     f = config.feedback
-    if not (0.0 < f.step <= 0.2 and 0.0 <= f.min_confirm and f.max_silent <= 1.0):
+    if not (0.0 < f.step <= 0.2 and f.min_confirm >= 0.0 and f.max_silent <= 1.0):
         raise ConfigError(f"{path}: feedback needs 0 < step <= 0.2, min_confirm >= 0 and max_silent <= 1")
     return msgspec.structs.replace(config, confidence_weights=_normalised_weights(path, config.confidence_weights))
 

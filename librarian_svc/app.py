@@ -14,7 +14,10 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
 from litestar.types import ControllerRouterHandler
 
+from graphs.embeddings.factory import aclose_embeddings
 from graphs.llm.providers import aclose_chat_model
+from librarian_svc.controllers.ace import AceController, WorkflowController
+from librarian_svc.controllers.grace import GraceController
 from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
 from librarian_svc.controllers.proposal_quality import ProposalQualityController
@@ -24,7 +27,14 @@ from librarian_svc.services import Services, build_services
 from librarian_svc.settings import Settings, load_settings
 from librarian_svc.version import VERSION
 
-ROUTE_HANDLERS: list[ControllerRouterHandler] = [HealthController, LibrarianController, ProposalQualityController]
+ROUTE_HANDLERS: list[ControllerRouterHandler] = [
+    HealthController,
+    LibrarianController,
+    AceController,
+    WorkflowController,
+    GraceController,
+    ProposalQualityController,
+]
 
 OPENAPI_DESCRIPTION = (
     "Stateless agent microservice. Each agent endpoint runs one step; the agent's state travels in the "
@@ -49,6 +59,7 @@ def create_app(
     async def close_model_clients() -> None:
         # The provider clients hold connection pools bound to the serving event loop.
         await aclose_chat_model(services.context.llm)
+        await aclose_embeddings(services.context.embeddings)
 
     app = Litestar(
         route_handlers=[*ROUTE_HANDLERS, *extra_route_handlers],

@@ -134,7 +134,11 @@ def handle_too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Res
     """JSON nested deeper than the decoder will follow (msgspec stops instead of overflowing the stack)."""
     message = "request body is nested too deeply"
     return error_response(
-        current_request_id(request.scope), "INVALID_INPUT", message, HTTP_400_BAD_REQUEST, [ErrorDetail(message=message)]
+        current_request_id(request.scope),
+        "INVALID_INPUT",
+        message,
+        HTTP_400_BAD_REQUEST,
+        [ErrorDetail(message=message)],
     )
 
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import structlog
 
+from graphs.ace.graph import GRAPH_BUILDERS as ACE_GRAPH_BUILDERS
 from graphs.context import AgentContext
 from graphs.embeddings.factory import describe, make_embeddings
+from graphs.grace import graph as grace_graph
 from graphs.librarian import graph as librarian_graph
 from graphs.llm.providers import make_chat_model
 from graphs.proposal_quality import graph as proposal_quality_graph
@@ -28,7 +30,9 @@ GraphBuilder = Callable[[], Any]
 # Each agent's `build_graph`; every graph is compiled once, at start-up.
 GRAPH_BUILDERS: dict[str, GraphBuilder] = {
     "librarian": librarian_graph.build_graph,
+    "grace": grace_graph.build_graph,
     "proposal_quality": proposal_quality_graph.build_graph,
+    **ACE_GRAPH_BUILDERS,  # ace_generator, ace_reflector, ace_curator, ace_workflow
 }
 
 
@@ -68,7 +72,12 @@ def build_services(settings: Settings) -> Services:
         config_dir=settings.config_dir,
         sections=settings.sections,
         grace=settings.grace,
-        options={"near_dup_threshold": settings.librarian_near_dup_threshold},
+        options={
+            "near_dup_threshold": settings.librarian_near_dup_threshold,
+            "playbook_data_dir": settings.playbook_data_dir,
+            "ace_dedup_threshold": settings.ace_dedup_threshold,
+            "search_alpha": settings.search_alpha,
+        },
     )
     graphs = {name: build() for name, build in GRAPH_BUILDERS.items()}
     codec = StateCodec(signing_key=settings.state_signing_key, max_state_bytes=settings.max_state_bytes)

@@ -53,6 +53,9 @@ ENV_DEFAULTS: dict[str, str] = {
     "GOOGLE_CLOUD_PROJECT": "",
     "SHUTDOWN_GRACE_S": "8",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
+    "PLAYBOOK_DATA_DIR": str(PROJECT_ROOT / "data" / "playbooks"),
+    "ACE_DEDUP_THRESHOLD": "0.85",
+    "SEARCH_ALPHA": "0.5",
 }
 
 
@@ -74,6 +77,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     google_cloud_project: str | None
     shutdown_grace_s: float
     librarian_near_dup_threshold: float
+    playbook_data_dir: Path
+    ace_dedup_threshold: float
+    search_alpha: float
     sections: dict[str, list[SectionDefinition]]
     grace: GraceConfig
 
@@ -165,6 +171,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         google_cloud_project=project or None,
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
+        playbook_data_dir=Path(_str(env, "PLAYBOOK_DATA_DIR")),  # created on first save
+        ace_dedup_threshold=_float(env, "ACE_DEDUP_THRESHOLD", low=0.01, high=1.0),
+        search_alpha=_float(env, "SEARCH_ALPHA", low=0.0, high=1.0),
         sections=load_sections(config_dir),
         grace=load_grace_config(config_dir, env),
     )

@@ -71,3 +71,20 @@ def make_embeddings(cfg: EmbeddingConfig) -> CachedEmbeddings:
 def _secret(value: str | None) -> SecretStr | None:
     """Wrap a key so the SDK models keep it out of their repr."""
     return None if value is None else SecretStr(value)
+
+
+async def aclose_embeddings(embeddings: object) -> None:
+    """Close the HTTP connections a provider embedder holds (at shutdown, on the loop that used them).
+
+    Duck-typed like `aclose_chat_model`, so no provider SDK is imported to close another provider's client.
+    """
+    inner = getattr(embeddings, "inner", embeddings)
+    client = getattr(inner, "client", None)  # GoogleGenerativeAIEmbeddings: a google-genai Client
+    aio = getattr(client, "aio", None)
+    if client is not None and aio is not None and hasattr(aio, "aclose"):
+        client.close()
+        await aio.aclose()
+    async_client = getattr(inner, "async_client", None)  # OpenAIEmbeddings: openai's resource wrapper
+    root = getattr(async_client, "_client", None)
+    if root is not None and hasattr(root, "close"):
+        await root.close()

@@ -28,7 +28,7 @@ answer_user() {
 # --- SEARCH: the first step -------------------------------------------------------------------
 request POST $STEP "{\"request_id\":\"g-1\",\"query\":\"$Q\",\"state\":null}"
 check "first call plans and returns SEARCH for the first rag_search step" 200 \
-  '.action == "SEARCH" and .request_id == "g-1" and .step_id == .plan.steps[0].step_id and .collection == "documents"
+  '.action == "SEARCH" and .request_id == "g-1" and .turn == 1 and .step_id == .plan.steps[0].step_id and .collection == "documents"
    and (.plan.steps | map(.action)) == ["rag_search", "reasoning"] and .state.schema_version == 1 and .state.agent == "grace"'
 check "every response carries events and usage" 200 \
   '(.events | map(.type)) == ["plan_created", "step_started"] and .usage.engine == "heuristic"'
@@ -90,6 +90,8 @@ request POST $STEP "$(answer_user "$FIRST" PROCEED)"
 check "user_response when nothing was asked" 400 "$ERROR_SHAPE and .details[0].path == \"\$.user_response\""
 request POST $STEP "$(jq -c --argjson prev "$FIRST" -n '{request_id: "g-4", state: $prev.state, tool_result: {step_id: 99, hits: []}}')"
 check "a tool_result for another step (replayed state)" 400 "$ERROR_SHAPE and .details[0].path == \"\$.tool_result.step_id\""
+request POST $STEP "$(answer_search "$FIRST" "$STRONG" | jq -c '.tool_result.turn = 5')"
+check "an answer bound to another turn (replayed state)" 400 "$ERROR_SHAPE and .details[0].path == \"\$.tool_result.turn\""
 request POST $STEP "$(answer_search "$FIRST" '[{"document_id":"d","snippet":"x","score":7.5}]')"
 check "an out-of-range score" 400 "$ERROR_SHAPE and .details[0].path == \"\$.tool_result.hits[0].score\""
 request POST $STEP "$(answer_search "$FIRST" "$STRONG" | jq -c '.state.data.replans = [{"trigger":"USER_MODIFY","strategy":"FULL","step_id":null,"turn":1}]')"

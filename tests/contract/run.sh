@@ -3,7 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 status=0
-for script in health.sh librarian.sh proposal_quality.sh; do
+for script in health.sh librarian.sh ace.sh grace.sh proposal_quality.sh; do
   bash "$script" || status=1
 done
 exit $status

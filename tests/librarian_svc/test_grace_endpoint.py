@@ -1,4 +1,4 @@
-"""`POST /agent/grace/step` end to end with the embedded engine: whole sessions walked over HTTP (issue 5's scenarios)."""
+"""`POST /agent/grace/step` end to end on the embedded engine: whole sessions walked over HTTP (issue 5's scenarios)."""
 
 from __future__ import annotations
 
@@ -227,9 +227,23 @@ def test_failed_search_falls_back_to_the_next_collection(walker: Walker) -> None
     assert fallback["step_id"] > first["step_id"]
     final = walker.search(STRONG_TOWER_HITS)
     assert final["action"] == "COMPLETE"
-    assert [h["status"] for h in final["history"]][0] == "failed"
+    assert final["history"][0]["status"] == "failed"
     assert final["history"][0]["error"] == "vector store unavailable"
-    assert final["history"][0]["detail"]["penalties"] == [{"name": "tool_failure", "multiplier": 0.6}]
+    assert final["history"][0]["detail"]["penalties"] == [
+        {"name": "tool_failure", "multiplier": 0.6},
+        {"name": "zero_hits", "multiplier": 0.5},
+    ]
+
+
+def test_a_partly_failed_search_uses_its_hits_with_the_tool_failure_penalty(walker: Walker) -> None:
+    walker.start()
+    ask = walker.search(STRONG_TOWER_HITS, error="one shard timed out")
+    assert ask["action"] == "ASK_USER", ask  # 0.88 x 0.6: confirm before going on
+    assert ask["kind"] == "CONFIRM"
+    assert ask["result"]["status"] == "success"
+    assert ask["result"]["error"] == "one shard timed out"
+    assert ask["confidence"]["penalties"] == [{"name": "tool_failure", "multiplier": 0.6}]
+    assert "replanned" not in event_types(ask)
 
 
 def test_failed_search_with_one_collection_falls_back_to_asking_the_user(walker: Walker) -> None:

@@ -1,0 +1,111 @@
+"""Okapi BM25 with an inverted index, scoring any subset of the corpus without rebuilding it.
+
+The seed builds `rank_bm25.BM25Okapi` over the filtered candidates on every query. This index is built
+once per playbook (and cached with it) and gives the *same* scores as `BM25Okapi` built over just the
+candidates (`mask`): document frequencies, average length and the epsilon floor for negative IDF are
+taken over the masked documents. Scoring touches only the postings of the query's tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+K1 = 1.5
+B = 0.75
+EPSILON = 0.25
+"""rank_bm25's defaults, so the scores match the seed's `BM25Okapi()`."""
+
+Mask = npt.NDArray[np.bool_]
+Scores = npt.NDArray[np.float64]
+
+
+class Bm25Index:
+    """Postings grouped by term: `docs[starts[t]:starts[t+1]]` hold term t, with its frequencies in `tfs`."""
+
+    def __init__(self, corpus: Sequence[Sequence[str]]) -> None:
+        """Index tokenised documents (one token list per document, duplicates meaning frequency)."""
+        vocabulary: dict[str, int] = {}
+        term_ids: list[int] = []
+        doc_ids: list[int] = []
+        frequencies: list[int] = []
+        for doc, tokens in enumerate(corpus):
+            for token, tf in Counter(tokens).items():
+                term_ids.append(vocabulary.setdefault(token, len(vocabulary)))
+                doc_ids.append(doc)
+                frequencies.append(tf)
+        terms = np.asarray(term_ids, dtype=np.int64)
+        order = np.argsort(terms, kind="stable")
+        self.vocabulary = vocabulary
+        self.size = len(corpus)
+        self.doc_len = np.asarray([len(tokens) for tokens in corpus], dtype=np.float64)
+        self.posting_terms = terms[order]
+        self.posting_docs = np.asarray(doc_ids, dtype=np.int64)[order]
+        self.posting_tfs = np.asarray(frequencies, dtype=np.float64)[order]
+        self.starts = np.searchsorted(self.posting_terms, np.arange(len(vocabulary) + 1))
+        self._df_all = np.diff(self.starts).astype(np.float64)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the arrays (the vocabulary dict is extra)."""
+        arrays = (self.doc_len, self.posting_terms, self.posting_docs, self.posting_tfs, self.starts, self._df_all)
+        return sum(a.nbytes for a in arrays)
+
+    def scores(self, query: Sequence[str], mask: Mask | None = None) -> Scores:
+        """BM25 scores of every document (0 outside `mask`), as `BM25Okapi(masked corpus).get_scores(query)`.
+
+        Args:
+            query: Query tokens; a repeated token counts once per occurrence, as in rank_bm25.
+            mask: Which documents form the corpus; None for all of them.
+
+        Returns:
+            One score per indexed document.
+        """
+        scores = np.zeros(self.size, dtype=np.float64)
+        if self.size == 0:
+            return scores
+        in_corpus = np.ones(self.size, dtype=np.bool_) if mask is None else mask
+        corpus_size = int(in_corpus.sum())
+        if corpus_size == 0:
+            return scores
+        avgdl = float(self.doc_len[in_corpus].sum()) / corpus_size
+        if avgdl == 0.0:
+            return scores  # every candidate is empty: nothing can match
+        if mask is None:
+            df = self._df_all
+        else:
+            df = np.bincount(self.posting_terms[mask[self.posting_docs]], minlength=len(self.vocabulary)).astype(
+                np.float64
+            )
+        idf = self._idf(df, corpus_size)
+        norm = K1 * (1.0 - B + B * self.doc_len / avgdl)
+        for token, count in Counter(query).items():
+            term = self.vocabulary.get(token)
+            if term is None or df[term] == 0:
+                continue
+            start, end = self.starts[term], self.starts[term + 1]
+            docs = self.posting_docs[start:end]
+            tfs = self.posting_tfs[start:end]
+            if mask is not None:
+                keep = mask[docs]
+                docs, tfs = docs[keep], tfs[keep]
+            contribution = idf[term] * (tfs * (K1 + 1.0) / (tfs + norm[docs]))
+            for _ in range(count):  # repeated query tokens add up one by one, in rank_bm25's order
+                scores[docs] += contribution
+        return scores
+
+    @staticmethod
+    def _idf(df: npt.NDArray[np.float64], corpus_size: int) -> npt.NDArray[np.float64]:
+        """rank_bm25's BM25Okapi IDF: log((N − n + 0.5) / (n + 0.5)), negatives floored at ε × mean IDF."""
+        present = df > 0
+        idf = np.zeros_like(df)
+        idf[present] = np.log(corpus_size - df[present] + 0.5) - np.log(df[present] + 0.5)
+        count = int(present.sum())
+        if count:
+            average = math.fsum(idf[present].tolist()) / count
+            idf[present & (idf < 0)] = EPSILON * average
+        return idf

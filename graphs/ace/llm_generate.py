@@ -1,0 +1,96 @@
+"""The model's generator: one structured call that answers from the retrieved bullets and names the ones it used.
+
+Only retrieved bullets are shown (top_k, best first), so the prompt is bounded whatever the playbook size.
+Ids the model names that were not shown are re-asked once, then dropped and logged (grounding). An
+unusable reply gives None and the caller falls back to the extractive answer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+import structlog
+from langchain_core.messages import HumanMessage
+
+from contracts.ace import Trajectory
+from contracts.common import Usage
+from graphs.ace.heuristic_generate import GeneratedAnswer
+from graphs.ace.hybrid_search import Hit
+from graphs.ace.prompts import dataset_prompt
+from graphs.context import AgentContext
+from graphs.llm.structured_output import ainvoke_structured
+
+log = structlog.get_logger(__name__)
+
+MAX_PROMPT_HITS = 50
+"""Retrieved bullets shown to the model (top_k may be up to 200); the prompt stays bounded."""
+MAX_BULLET_CHARS = 2_000
+MAX_ANSWER_CHARS = 100_000
+MAX_STEPS = 200
+MAX_STEP_CHARS = 20_000
+"""The Trajectory contract's limits: a reply is cut to them so the trajectory can be sent back to /reflect."""
+
+
+class GeneratorReply(msgspec.Struct, kw_only=True):
+    """What the generator prompt asks the model for."""
+
+    answer: Annotated[str, msgspec.Meta(min_length=1)]
+    reasoning_steps: list[str] = msgspec.field(default_factory=list)
+    used_bullet_ids: list[str] = msgspec.field(default_factory=list)
+
+
+def render_hits(hits: list[Hit]) -> str:
+    """One `[id] (section) content` line per retrieved bullet."""
+    lines = [f"[{h.bullet.id}] ({h.bullet.section}) {h.bullet.content[:MAX_BULLET_CHARS]}" for h in hits]
+    return "\n".join(lines) or "(no bullet matched)"
+
+
+async def generate_with_llm(
+    context: AgentContext, query: str, dataset: str, hits: list[Hit]
+) -> tuple[GeneratedAnswer | None, Usage]:
+    """Ask the model once (plus one re-ask for unusable output); None when it gave nothing usable.
+
+    Raises:
+        ModelFailure: The provider failed.
+        ModelTimeout: The model did not answer within the deadline.
+    """
+    assert context.llm is not None
+    hits = hits[:MAX_PROMPT_HITS]
+    shown = [h.bullet.id for h in hits]
+    prompt = dataset_prompt("generator", dataset, context.prompts_dir).format(
+        query=query, dataset=dataset, bullets=render_hits(hits)
+    )
+
+    def unknown_ids(reply: GeneratorReply) -> list[str]:
+        return [
+            f"$.used_bullet_ids[{i}]: {bullet_id!r} is not one of the listed bullet ids"
+            for i, bullet_id in enumerate(reply.used_bullet_ids)
+            if bullet_id not in shown
+        ]
+
+    result = await ainvoke_structured(
+        context.llm,
+        [HumanMessage(prompt)],
+        GeneratorReply,
+        cfg=context.llm_config,
+        deadline=context.deadline,
+        max_reasks=1,
+        check=unknown_ids,
+    )
+    reply = result.value
+    if reply is None:
+        log.warning("ace: generator reply unusable, answering with the heuristic engine", errors=result.errors[:5])
+        return None, result.usage
+    dropped = [i for i in reply.used_bullet_ids if i not in shown]
+    if dropped:
+        log.warning("ace: dropped bullet ids the generator invented", dropped=dropped[:20])
+    used = list(dict.fromkeys(i for i in reply.used_bullet_ids if i in shown))
+    trajectory = Trajectory(
+        query=query,
+        dataset=dataset,
+        generated_answer=reply.answer[:MAX_ANSWER_CHARS],
+        reasoning_steps=[step[:MAX_STEP_CHARS] for step in reply.reasoning_steps[:MAX_STEPS]],
+        used_bullet_ids=used,
+    )
+    return GeneratedAnswer(answer=trajectory.generated_answer, trajectory=trajectory), result.usage

@@ -1,0 +1,393 @@
+"""The ACE nodes: plain functions from the graph state (and run context) to an update.
+
+`prepare_*` nodes validate one endpoint's request and turn it into the common keys; the others are shared
+by the generator, reflector, curator and workflow graphs (see `graph.py`). Each engine decision is the
+same: with no chat model configured (`context.llm is None`) the embedded heuristic engine answers; with
+one, the model does, and an unusable reply falls back to the heuristic (the response's `produced_by`
+says which). Provider failures propagate as `ModelFailure`/`ModelTimeout` (HTTP 200 ERROR), except in
+the reflector, which seed 001 makes return an empty result instead.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import structlog
+from langgraph.runtime import Runtime
+
+from contracts.ace import (
+    MAX_BULLETS,
+    AceCurateRequest,
+    AceGenerateRequest,
+    AceReflectRequest,
+    AnswerAction,
+    BulletEvaluation,
+    CuratedAction,
+    ModelProblem,
+    ReflectionAction,
+    ReflectionResult,
+    SearchQuery,
+    WorkflowRequest,
+    WorkflowResponse,
+)
+from contracts.common import ErrorDetail
+from graphs.ace.heuristic_curate import propose_deltas as heuristic_deltas
+from graphs.ace.heuristic_generate import generate_extractive
+from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
+from graphs.ace.hybrid_search import HybridSearch
+from graphs.ace.llm_curate import curate_with_llm
+from graphs.ace.llm_generate import generate_with_llm
+from graphs.ace.llm_reflect import reflect_with_llm
+from graphs.ace.merge import apply_evaluations, delta_problems, merge
+from graphs.ace.options import AceOptions
+from graphs.ace.playbook_checks import check_playbook, check_sections, playbook_problems, raise_if_problems
+from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
+from graphs.ace.reflector_prompt import ReflectorPromptBuilder
+from graphs.ace.sections import section_rules
+from graphs.ace.state import AceGraphState
+from graphs.context import AgentContext
+from graphs.errors import InvalidInput
+from graphs.llm.errors import ModelFailure, ModelTimeout
+
+log = structlog.get_logger(__name__)
+
+MAX_INSIGHTS = 50
+
+
+def _options(runtime: Runtime[AgentContext]) -> AceOptions:
+    return AceOptions.from_mapping(runtime.context.options)
+
+
+def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
+    return HybridSearch(runtime.context.embeddings, alpha=_options(runtime).search_alpha)
+
+
+# --- request preparation ----------------------------------------------------------------------------
+
+
+def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Validate a generate request (playbook, section filter) and set the search up."""
+    request = state["request"]
+    assert isinstance(request, AceGenerateRequest)
+    rules = section_rules(runtime.context.sections, request.dataset)
+    check_playbook(request.playbook, rules)
+    check_sections(request.section_filter, rules, "$.section_filter")
+    query = SearchQuery(
+        query_text=request.query,
+        top_k=request.top_k,
+        section_filter=request.section_filter,
+        min_confidence=request.min_confidence,
+    )
+    return {
+        "dataset": request.dataset,
+        "rules": rules,
+        "playbook": request.playbook,
+        "query": query,
+        "usage": runtime.context.empty_usage(),
+    }
+
+
+def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Validate a reflect request; the dataset defaults to the trajectory's."""
+    request = state["request"]
+    assert isinstance(request, AceReflectRequest)
+    dataset = request.dataset or request.trajectory.dataset
+    rules = section_rules(runtime.context.sections, dataset)
+    check_playbook(request.playbook, rules)
+    return {
+        "dataset": dataset,
+        "rules": rules,
+        "playbook": request.playbook,
+        "trajectory": request.trajectory,
+        "ground_truth": request.ground_truth,
+        "test_report": request.test_report,
+        "max_iterations": request.max_iterations,
+        "usage": runtime.context.empty_usage(),
+    }
+
+
+def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Validate a curate request: the playbook, every evaluation's bullet and the caller's deltas."""
+    request = state["request"]
+    assert isinstance(request, AceCurateRequest)
+    dataset = request.dataset or (request.trajectory.dataset if request.trajectory else None)
+    dataset = dataset or request.reflection.trajectory_dataset
+    rules = section_rules(runtime.context.sections, dataset)
+    problems = playbook_problems(request.playbook, rules)
+    problems += _evaluation_problems(request)
+    problems += delta_problems(request.deltas, request.playbook, rules)
+    raise_if_problems(problems, "invalid curate request")
+    return {
+        "dataset": dataset,
+        "rules": rules,
+        "playbook": request.playbook,
+        "reflection": request.reflection,
+        "client_deltas": request.deltas,
+        "max_bullets": request.max_bullets or MAX_BULLETS,  # the result must fit the contract to come back
+        "dedup_threshold": request.dedup_threshold or _options(runtime).dedup_threshold,
+        "usage": runtime.context.empty_usage(),
+    }
+
+
+def _evaluation_problems(request: AceCurateRequest) -> list[ErrorDetail]:
+    """Evaluations must name bullets of the playbook (and, given the trajectory, ones it used), once each."""
+    existing = {b.id for b in request.playbook.bullets}
+    used = set(request.trajectory.used_bullet_ids) if request.trajectory else None
+    problems: list[ErrorDetail] = []
+    seen: set[str] = set()
+    for i, evaluation in enumerate(request.reflection.bullet_evaluations):
+        path = f"$.reflection.bullet_evaluations[{i}].bullet_id"
+        if evaluation.bullet_id not in existing:
+            problems.append(ErrorDetail(path=path, message=f"no bullet {evaluation.bullet_id!r} in the playbook"))
+        elif used is not None and evaluation.bullet_id not in used:
+            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} was not used"))
+        elif evaluation.bullet_id in seen:
+            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} is evaluated twice"))
+        seen.add(evaluation.bullet_id)
+    return problems
+
+
+def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Seed 000 §10: read the dataset's playbook from the store (missing → empty; corrupt → PlaybookCorrupt)."""
+    request = state["request"]
+    assert isinstance(request, WorkflowRequest)
+    options = _options(runtime)
+    store = PlaybookStore(options.playbook_data_dir)
+    if request.save and not store.path_for(request.dataset).is_file():
+        # Requests may update a stored playbook, never create files: datasets are imported by an operator.
+        message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"
+        raise InvalidInput(message, [ErrorDetail(path="$.save", message=message)])
+    playbook = store.load(request.dataset)
+    rules = section_rules(runtime.context.sections, request.dataset)
+    problems = playbook_problems(playbook, rules, "$")
+    if problems:
+        raise PlaybookCorrupt(f"stored playbook {request.dataset!r} breaks the section rules: {problems[0].message}")
+    return {
+        "dataset": request.dataset,
+        "rules": rules,
+        "playbook": playbook,
+        "query": SearchQuery(query_text=request.query),
+        "ground_truth": request.ground_truth or "",
+        "test_report": request.test_report or "",
+        "max_iterations": 1,
+        "client_deltas": [],
+        "max_bullets": MAX_BULLETS,
+        "dedup_threshold": options.dedup_threshold,
+        "save": request.save,
+        "saved": False,
+        "usage": runtime.context.empty_usage(),
+    }
+
+
+# --- generator ----------------------------------------------------------------------------------------
+
+
+async def search(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Hybrid search of the playbook for the query."""
+    return {"hits": await _search(runtime).asearch(state["query"], state["playbook"])}
+
+
+async def generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Answer from the hits: the model when configured (extractive fallback), else extractively."""
+    query, dataset, hits = state["query"].query_text, state["dataset"], state["hits"]
+    size = len(state["playbook"].bullets)
+    context = runtime.context
+    usage = state["usage"]
+    if context.llm is not None:
+        generated, model_usage = await generate_with_llm(context, query, dataset, hits)
+        usage = usage.plus(model_usage)
+        if generated is not None:
+            return {
+                "generated": generated,
+                "trajectory": generated.trajectory,
+                "generated_by": context.llm_config.provider,
+                "usage": usage,
+            }
+    generated = generate_extractive(query, dataset, size, hits)
+    return {"generated": generated, "trajectory": generated.trajectory, "generated_by": "heuristic", "usage": usage}
+
+
+def respond_answer(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """ANSWER: the answer, its trajectory and the search results it was built from."""
+    generated = state["generated"]
+    outcome = AnswerAction(
+        request_id=state["request_id"],
+        answer=generated.answer,
+        trajectory=generated.trajectory,
+        search_results=[hit.to_result() for hit in state["hits"]],
+        produced_by=state["generated_by"],
+        usage=state["usage"],
+    )
+    return {"outcome": outcome}
+
+
+# --- reflector ----------------------------------------------------------------------------------------
+
+
+def resolve_bullets(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Seed 001: the used ids' bullets from the playbook; unknown ids are skipped (and logged)."""
+    by_id = {b.id: b for b in state["playbook"].bullets}
+    wanted = list(dict.fromkeys(state["trajectory"].used_bullet_ids))
+    skipped = [i for i in wanted if i not in by_id]
+    if skipped:
+        log.warning("ace: trajectory names bullets the playbook does not have; skipped", skipped=skipped[:20])
+    return {
+        "used": [by_id[i] for i in wanted if i in by_id],
+        "skipped": skipped,
+        "iteration": 0,
+        "insights": [],
+        "evaluations": [],
+        "converged": False,
+        "model_problem": None,
+        "reflected_by": "heuristic",
+    }
+
+
+async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """One reflection iteration: insights and one evaluation per used bullet."""
+    trajectory, used = state["trajectory"], state["used"]
+    ground_truth, test_report = state["ground_truth"], state["test_report"]
+    verdict = judge(trajectory, ground_truth, test_report)
+    rule_evaluations = evaluate_bullets(trajectory, ground_truth, verdict, used)
+    context = runtime.context
+    iteration = state["iteration"] + 1
+    if context.llm is None:
+        insights = derive_insights(trajectory, ground_truth, verdict, used, rule_evaluations)
+        # The rules do not refine: a second pass would repeat the first.
+        return {"insights": insights, "evaluations": rule_evaluations, "iteration": iteration, "converged": True}
+    prompt = ReflectorPromptBuilder(context.prompts_dir).build(
+        trajectory,
+        ground_truth,
+        test_report,
+        used,
+        state["dataset"],
+        previous_insights=state["insights"] if state["iteration"] else None,
+    )
+    try:
+        reply, usage = await reflect_with_llm(context, prompt, [b.id for b in used])
+    except ModelFailure as exc:
+        kind: Literal["TIMEOUT", "MODEL_FAILURE"] = "TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_FAILURE"
+        log.warning("ace: reflection model failed; returning what earlier iterations found", error_type=kind)
+        return {"model_problem": ModelProblem(error_type=kind, message=str(exc)), "converged": True}
+    if reply is None:  # seed 001: an unparsable reply gives no insights; the rules still evaluate the bullets
+        if state["iteration"]:
+            return {"usage": state["usage"].plus(usage), "converged": True}  # keep the last good iteration
+        return {"evaluations": rule_evaluations, "usage": state["usage"].plus(usage), "converged": True, "iteration": 1}
+    by_id = {e.bullet_id: e for e in reply.bullet_evaluations}
+    evaluations: list[BulletEvaluation] = [by_id.get(rule.bullet_id, rule) for rule in rule_evaluations]
+    return {
+        "insights": reply.insights[:MAX_INSIGHTS],
+        "evaluations": evaluations,
+        "iteration": iteration,
+        "converged": state["iteration"] > 0 and reply.insights == state["insights"],
+        "reflected_by": context.llm_config.provider,
+        "usage": state["usage"].plus(usage),
+    }
+
+
+def finish_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """The ReflectionResult; empty when the model failed before any iteration completed (seed 001)."""
+    failed_first = state.get("model_problem") is not None and state["iteration"] == 0
+    reflection = ReflectionResult(
+        insights=[] if failed_first else state["insights"],
+        bullet_evaluations=[] if failed_first else state["evaluations"],
+        trajectory_query=state["trajectory"].query,
+        trajectory_dataset=state["dataset"],
+        iteration_count=state["iteration"],
+    )
+    return {"reflection": reflection}
+
+
+def respond_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """REFLECTION: the result, the skipped ids and any model problem."""
+    outcome = ReflectionAction(
+        request_id=state["request_id"],
+        reflection=state["reflection"],
+        skipped_bullet_ids=state["skipped"],
+        model_problem=state.get("model_problem"),
+        produced_by=state["reflected_by"],
+        usage=state["usage"],
+    )
+    return {"outcome": outcome}
+
+
+# --- curator -----------------------------------------------------------------------------------------
+
+
+def update_counters(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """One helpful/harmful vote per evaluation."""
+    before = state["playbook"]
+    after = apply_evaluations(before, state["reflection"].bullet_evaluations)
+    return {"playbook": after, "counters_changed": after is not before}
+
+
+async def propose_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """The curator's own deltas: the model's when configured (heuristic fallback), else the heuristic's."""
+    context = runtime.context
+    reflection, playbook, rules = state["reflection"], state["playbook"], state["rules"]
+    usage = state["usage"]
+    if context.llm is not None:
+        deltas, model_usage = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
+        usage = usage.plus(model_usage)
+        if deltas is not None:
+            return {"proposed": deltas, "curated_by": context.llm_config.provider, "usage": usage}
+    proposed = await heuristic_deltas(reflection, playbook, rules, _search(runtime))
+    return {"proposed": proposed, "curated_by": "heuristic", "usage": usage}
+
+
+async def merge_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """The caller's deltas first (validated against its playbook), then the curator's; then the budget."""
+    query = state["reflection"].trajectory_query
+    merged = await merge(
+        state["playbook"],
+        [*state["client_deltas"], *state["proposed"]],
+        rules=state["rules"],
+        embeddings=runtime.context.embeddings,
+        dedup_threshold=state["dedup_threshold"],
+        max_bullets=state["max_bullets"],
+        source=f"{state['request_id']}: {query[:200]}",
+        counters_changed=state.get("counters_changed", False),
+    )
+    return {"merged": merged}
+
+
+def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """CURATED: the applied deltas and the new playbook."""
+    merged = state["merged"]
+    outcome = CuratedAction(
+        request_id=state["request_id"],
+        deltas=merged.applied,
+        playbook=merged.playbook,
+        pruned_bullet_ids=merged.pruned,
+        notes=merged.notes,
+        produced_by=state["curated_by"],
+        usage=state["usage"],
+    )
+    return {"outcome": outcome}
+
+
+# --- workflow ----------------------------------------------------------------------------------------
+
+
+def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Replace the stored playbook with the curated one (atomically)."""
+    PlaybookStore(_options(runtime).playbook_data_dir).save(state["dataset"], state["merged"].playbook)
+    return {"saved": True}
+
+
+def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Seed 000 §11's response, plus the reflection and deltas of a learning run."""
+    generated = state["generated"]
+    merged = state.get("merged")
+    outcome = WorkflowResponse(
+        request_id=state["request_id"],
+        llm_response=generated.answer,
+        search_results_count=len(state["hits"]),
+        used_bullet_ids=generated.trajectory.used_bullet_ids,
+        reflection=state.get("reflection"),
+        deltas=merged.applied if merged else [],
+        playbook_saved=state.get("saved", False),
+        produced_by=state["generated_by"],
+        usage=state["usage"],
+    )
+    return {"outcome": outcome}

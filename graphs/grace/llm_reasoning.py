@@ -1,0 +1,125 @@
+"""The model's `reasoning` call (prompts/grace/reason.txt): an answer with citations and a self-evaluation.
+
+The sources are labelled S1…Sn (best first, bounded in number and length whatever the session
+gathered) and the user's inputs U1…Un; the model cites labels, never document ids, so it cannot name
+a document that is not in the input. Labels it invents are re-asked once, then dropped and logged.
+An unusable reply returns None and the caller uses the extractive answer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import msgspec
+import structlog
+from langchain_core.messages import HumanMessage
+
+from contracts.common import Usage
+from contracts.grace import Evidence, PlanStep
+from graphs.context import AgentContext
+from graphs.grace.chat_model import grace_model
+from graphs.grace.reasoning import Answer, Material
+from graphs.llm.structured_output import ainvoke_structured
+from graphs.prompt_files import render_prompt
+
+_INLINE_LABEL = re.compile(r"\[([SU]\d+)\]")
+
+log = structlog.get_logger(__name__)
+
+PROMPT_SOURCES = 12
+"""Sources shown to the model, best score first (bounds the prompt)."""
+SOURCE_CHARS = 700
+"""Characters of each source shown."""
+ACCURACY_WEIGHT = 0.7
+"""Share of the self-evaluation that is accuracy (the rest is style): a wrong answer is worse than a terse one."""
+
+Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class SelfEvaluation(msgspec.Struct, kw_only=True):
+    """The model's judgement of its own answer (seed 002 §4.4 "LLM自己評価（Accuracy/Style）")."""
+
+    accuracy: Fraction
+    style: Fraction = 1.0
+
+
+class ModelAnswer(msgspec.Struct, kw_only=True):
+    """The reasoning reply."""
+
+    answer: Annotated[str, msgspec.Meta(min_length=1, max_length=8_000)]
+    citations: list[str] = msgspec.field(default_factory=list)
+    self_evaluation: SelfEvaluation
+
+
+def _shown(material: Material) -> list[Evidence]:
+    order = sorted(range(len(material.evidence)), key=lambda i: (-(material.evidence[i].score or 0.0), i))
+    return [material.evidence[i] for i in order[:PROMPT_SOURCES]]
+
+
+def _render_sources(shown: list[Evidence]) -> str:
+    lines = []
+    for n, e in enumerate(shown, start=1):
+        where = e.document_id + (f" (p.{e.page})" if e.page is not None else "")
+        text = e.snippet[:SOURCE_CHARS].replace("</source>", "</ source>")
+        lines.append(f"[S{n}] {where}\n<source>\n{text}\n</source>")
+    return "\n".join(lines) or "(none)"
+
+
+async def answer_with_llm(
+    context: AgentContext, query: str, step: PlanStep, material: Material
+) -> tuple[Answer | None, Usage]:
+    """Ask the model for the step's answer; None when the reply was unusable after one re-ask."""
+    assert context.llm is not None
+    shown = _shown(material)
+    labels = {f"S{n}": e for n, e in enumerate(shown, start=1)}
+    inputs = {f"U{n}": u for n, u in enumerate(material.user_inputs, start=1)}
+    prompt = render_prompt(
+        "grace/reason.txt",
+        context.prompts_dir,
+        query=query,
+        task=f"{step.description} {step.query}".strip(),
+        context="\n".join(f"[step {sid}] {out[:500]}" for sid, out in material.context) or "(none)",
+        user_inputs="\n".join(
+            f"[{label}] <user_input>{u.text[:1000].replace('</user_input>', '</ user_input>')}</user_input>"
+            for label, u in inputs.items()
+        )
+        or "(none)",
+        sources=_render_sources(shown),
+    )
+    known = labels.keys() | inputs.keys()
+
+    def unknown_labels(reply: ModelAnswer) -> list[str]:
+        return [
+            f"$.citations[{i}]: {c!r} is not one of the source labels shown"
+            for i, c in enumerate(reply.citations)
+            if c not in known
+        ]
+
+    result = await ainvoke_structured(
+        grace_model(context),
+        [HumanMessage(prompt)],
+        ModelAnswer,
+        cfg=context.llm_config,
+        deadline=context.deadline,
+        max_reasks=1,
+        check=unknown_labels,
+    )
+    reply = result.value
+    if reply is None:
+        log.warning("grace: model answer unusable, using the extractive answer", errors=result.errors[:10])
+        return None, result.usage
+    dropped = [c for c in reply.citations if c not in known]
+    if dropped:
+        log.warning("grace: dropped citations the model invented", dropped=dropped)
+    cited_labels = list(dict.fromkeys(c for c in reply.citations if c in known))
+    evaluation = reply.self_evaluation
+    text = _INLINE_LABEL.sub(lambda m: m.group(0) if m.group(1) in known else "", reply.answer)
+    answer = Answer(
+        text=text,
+        cited=[labels[c] for c in cited_labels if c in labels],
+        cited_inputs=[inputs[c] for c in cited_labels if c in inputs],
+        self_eval=round(ACCURACY_WEIGHT * evaluation.accuracy + (1 - ACCURACY_WEIGHT) * evaluation.style, 4),
+        support=[labels[c] for c in cited_labels if c in labels],
+    )
+    return answer, result.usage

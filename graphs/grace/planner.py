@@ -1,0 +1,168 @@
+"""The Planner (seed 002 §4.1, §8.1): question → complexity → ExecutionPlan, with the safe template as fallback.
+
+Flow: estimate complexity (keywords; with a model, the mean of the keyword and the model's estimate);
+a simple question gets the template (search → answer); a complex one gets the model's plan after
+validation, or, on the embedded engine, a small multi-search plan from `decompose`. A model plan that
+fails validation (after one re-ask naming every problem) is replaced by the template. A plan the
+caller supplied (`plan_steps`) is validated by the protocol check and used as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import msgspec
+
+from contracts.common import Usage
+from contracts.grace import ExecutionPlan, PlanStep, SearchCollection
+from graphs.context import AgentContext
+from graphs.grace.complexity import keyword_complexity
+from graphs.grace.decompose import sub_questions
+from graphs.grace.llm_planning import plan_with_llm
+from graphs.grace.plan_rules import normalize_steps
+from graphs.grace.wording import say
+from graphs.text.tokenize import is_function_token, tokenize
+
+PlanSource = Literal["template", "heuristic", "model", "caller"]
+
+
+@dataclass(frozen=True)
+class PlanOutcome:
+    """A plan and where it came from (for events and logs), with the model usage it cost."""
+
+    plan: ExecutionPlan
+    source: PlanSource
+    usage: Usage | None = None
+    rejected: list[str] = field(default_factory=list)
+
+
+def plan_id_for(query: str, revision: int) -> str:
+    """A deterministic plan id: the same question and revision always get the same id."""
+    return f"plan-{hashlib.sha256(query.encode()).hexdigest()[:12]}-r{revision}"
+
+
+def choose_collection(query: str, collections: Sequence[SearchCollection]) -> str:
+    """The collection whose name and description share the most content tokens with the query (first on ties)."""
+    wanted = {t for t in tokenize(query) if not is_function_token(t)}
+    best, best_score = collections[0].name, 0.0
+    for collection in collections:
+        offered = {t for t in tokenize(f"{collection.name} {collection.description}") if not is_function_token(t)}
+        score = len(wanted & offered) / math.sqrt(len(offered)) if offered else 0.0
+        if score > best_score:
+            best, best_score = collection.name, score
+    return best
+
+
+def ranked_collections(query: str, collections: Sequence[SearchCollection]) -> list[str]:
+    """Collection names best first for the query (the chosen one, then the rest in the caller's order)."""
+    first = choose_collection(query, collections)
+    return [first, *(c.name for c in collections if c.name != first)]
+
+
+def search_step(step_id: int, query: str, collections: Sequence[SearchCollection], original: str) -> PlanStep:
+    """A `rag_search` step on the best collection; its fallback: another collection if there is one, else the user."""
+    collection = choose_collection(query, collections)
+    return PlanStep(
+        step_id=step_id,
+        action="rag_search",
+        description=say("search_step", original, collection=collection, query=query),
+        query=query,
+        collection=collection,
+        fallback="rag_search" if len(collections) > 1 else "ask_user",
+    )
+
+
+def answer_step(step_id: int, query: str, depends_on: list[int]) -> PlanStep:
+    """The closing `reasoning` step that answers `query` from the outputs of `depends_on`."""
+    return PlanStep(
+        step_id=step_id,
+        action="reasoning",
+        description=say("answer_step", query),
+        query=query,
+        depends_on=depends_on,
+    )
+
+
+def template_steps(query: str, collections: Sequence[SearchCollection], *, first_id: int = 1) -> list[PlanStep]:
+    """The seed's safe plan: search the best collection, then answer from what it found."""
+    return [search_step(first_id, query, collections, query), answer_step(first_id + 1, query, [first_id])]
+
+
+def heuristic_steps(
+    query: str, collections: Sequence[SearchCollection], *, max_searches: int, first_id: int = 1
+) -> list[PlanStep]:
+    """The embedded engine's plan for a complex question: one search per sub-question, then one answer."""
+    parts = sub_questions(query, limit=max_searches)
+    searches = [search_step(first_id + i, part, collections, query) for i, part in enumerate(parts)]
+    return [*searches, answer_step(first_id + len(searches), query, [s.step_id for s in searches])]
+
+
+def build_plan(
+    query: str, steps: list[PlanStep], *, complexity: float, revision: int = 0, requires_confirmation: bool = False
+) -> ExecutionPlan:
+    """Wrap validated steps into an ExecutionPlan."""
+    return ExecutionPlan(
+        plan_id=plan_id_for(query, revision),
+        original_query=query,
+        complexity=round(min(1.0, max(0.0, complexity)), 4),
+        steps=steps,
+        requires_confirmation=requires_confirmation,
+        revision=revision,
+    )
+
+
+def fill_collections(steps: Sequence[PlanStep], collections: Sequence[SearchCollection]) -> list[PlanStep]:
+    """Give every search step without a collection the best one for its query."""
+    return [
+        msgspec.structs.replace(s, collection=choose_collection(s.query, collections))
+        if s.action == "rag_search" and s.collection is None
+        else s
+        for s in steps
+    ]
+
+
+async def create_plan(
+    context: AgentContext,
+    query: str,
+    collections: Sequence[SearchCollection],
+    *,
+    caller_steps: Sequence[PlanStep] | None = None,
+    confirm: bool = False,
+) -> PlanOutcome:
+    """The first plan of a session (seed 002 §8.1)."""
+    keywords = keyword_complexity(query)
+    cfg = context.grace.planner
+    if caller_steps is not None:
+        steps = fill_collections(normalize_steps(caller_steps), collections)
+        return PlanOutcome(build_plan(query, steps, complexity=keywords, requires_confirmation=confirm), "caller")
+    if context.llm is None:
+        if keywords < cfg.complexity_threshold:
+            return PlanOutcome(
+                build_plan(
+                    query, template_steps(query, collections), complexity=keywords, requires_confirmation=confirm
+                ),
+                "template",
+            )
+        steps = heuristic_steps(query, collections, max_searches=cfg.max_searches)
+        return PlanOutcome(build_plan(query, steps, complexity=keywords, requires_confirmation=confirm), "heuristic")
+    proposal = await plan_with_llm(context, query, collections, keyword_complexity=keywords)
+    if proposal.plan is None:
+        plan = build_plan(query, template_steps(query, collections), complexity=keywords, requires_confirmation=confirm)
+        return PlanOutcome(plan, "template", proposal.usage, proposal.errors)
+    complexity = (keywords + proposal.plan.complexity) / 2
+    if complexity < cfg.complexity_threshold:
+        plan = build_plan(
+            query, template_steps(query, collections), complexity=complexity, requires_confirmation=confirm
+        )
+        return PlanOutcome(plan, "template", proposal.usage)
+    plan = build_plan(
+        query,
+        proposal.plan.steps,
+        complexity=complexity,
+        requires_confirmation=confirm or proposal.plan.requires_confirmation,
+    )
+    return PlanOutcome(plan, "model", proposal.usage)

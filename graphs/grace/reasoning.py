@@ -1,0 +1,198 @@
+"""The `reasoning` action (seed 002 §4.3 ReasoningTool): answer from the gathered sources, with citations.
+
+`gather` collects what a reasoning step may use: the evidence of the searches it depends on
+(transitively; a step with no dependencies uses everything gathered so far), the outputs of the
+earlier steps, and what the user supplied. The embedded engine's answer is extractive: the sentences
+that cover the most of the question's weighted terms, at least one from each search it depends on
+when that search found something relevant, each followed by its citation ([S1] for a document,
+[U1] for the user's words). Its self-evaluation is the share of the question's term weight the chosen
+sentences cover.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from contracts.grace import Evidence, GraceState, PlanStep, UserInput
+from graphs.grace.complexity import is_japanese
+from graphs.grace.wording import say
+from graphs.text.normalize import normalize
+from graphs.text.shingles import jaccard, shingles
+from graphs.text.tokenize import is_function_token, terms, tokenize
+
+MAX_SENTENCE_CHARS = 400
+MIN_SENTENCE_CHARS = 4
+NEAR_DUPLICATE = 0.8
+SUPPORT_SHARE = 0.5
+"""A source that covers this share of the question's term weight corroborates the answer."""
+_SENTENCE_BREAK = re.compile(r"(?<=[。！？!?])|(?<=[.;])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Material:
+    """Everything one reasoning step may draw on."""
+
+    evidence: list[Evidence]
+    user_inputs: list[UserInput]
+    context: list[tuple[int, str]]
+    groups: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An answer and what it rests on: the evidence and user inputs it cites, and its self-evaluation.
+
+    `support` is the evidence confidence is measured on: the cited sources plus, for the extractive
+    answer, other sources that cover at least half of the question's term weight (they corroborate
+    what the answer says even when one sentence was enough to say it).
+    """
+
+    text: str
+    cited: list[Evidence]
+    cited_inputs: list[UserInput]
+    self_eval: float
+    support: list[Evidence] = field(default_factory=list)
+
+
+def ancestors(step: PlanStep, steps_by_id: dict[int, PlanStep]) -> list[int]:
+    """Every step `step` depends on, directly or through other steps, nearest first."""
+    found: list[int] = []
+    frontier = list(step.depends_on)
+    while frontier:
+        current = frontier.pop(0)
+        if current in found:
+            continue
+        found.append(current)
+        if current in steps_by_id:
+            frontier += steps_by_id[current].depends_on
+    return found
+
+
+def gather(step: PlanStep, session: GraceState) -> Material:
+    """The evidence, user inputs and earlier outputs a reasoning step uses."""
+    by_id = {s.step_id: s for s in session.plan.steps}
+    results = {r.step_id: r for r in session.results if r.status == "success"}
+    upstream = ancestors(step, by_id) if step.depends_on else [s.step_id for s in session.plan.steps]
+    searched = [sid for sid in upstream if sid in results and results[sid].action == "rag_search"]
+    evidence = [e for e in session.evidence if e.step_id in searched]
+    context = [
+        (sid, results[sid].output)
+        for sid in upstream
+        if sid in results and results[sid].action != "rag_search" and results[sid].output
+    ]
+    return Material(evidence=evidence, user_inputs=list(session.user_inputs), context=context, groups=searched)
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    text: str
+    mentions: frozenset[str]
+    weight: float
+    origin: Evidence | UserInput
+    group: int | None
+
+
+def _sentences(text: str) -> list[str]:
+    parts = (p.strip() for p in _SENTENCE_BREAK.split(text))
+    return [p[:MAX_SENTENCE_CHARS] for p in parts if len(p) >= MIN_SENTENCE_CHARS]
+
+
+def _mentions(text: str, wanted: Sequence[str]) -> frozenset[str]:
+    """The query terms a text mentions: Japanese terms as substrings (高 in 高さ), words as whole tokens."""
+    normalized = normalize(text)
+    words = set(tokenize(normalized))
+    return frozenset(t for t in wanted if (t in normalized if is_japanese(t) else t in words))
+
+
+def query_terms(query: str) -> list[str]:
+    """The content terms of the question (question words and particles dropped)."""
+    return terms(query) or [t for t in tokenize(query) if not is_function_token(t)]
+
+
+def _candidates(material: Material, wanted: Sequence[str]) -> list[_Sentence]:
+    found: list[_Sentence] = []
+    for user_input in material.user_inputs:
+        found += [_Sentence(s, _mentions(s, wanted), 1.0, user_input, None) for s in _sentences(user_input.text)]
+    for item in material.evidence:
+        weight = 0.75 if item.score is None else 0.5 + 0.5 * max(0.0, min(1.0, item.score))
+        found += [_Sentence(s, _mentions(s, wanted), weight, item, item.step_id) for s in _sentences(item.snippet)]
+    return found
+
+
+def _term_weights(wanted: Sequence[str], candidates: Sequence[_Sentence]) -> dict[str, float]:
+    """Query terms weighted by rarity among the candidate sentences (a term every sentence has says little)."""
+    total = len(candidates) or 1
+    return {t: math.log(1 + total / (1 + sum(t in c.mentions for c in candidates))) for t in wanted}
+
+
+def extractive_answer(query: str, material: Material, *, max_sentences: int) -> Answer:
+    """The embedded engine's answer: the best-covering sentences of the sources, each with its citation."""
+    wanted = query_terms(query)
+    candidates = _candidates(material, wanted)
+    weights = _term_weights(wanted, candidates)
+    total_weight = sum(weights.values())
+    nothing = Answer(text=say("no_evidence", query), cited=[], cited_inputs=[], self_eval=0.0)
+    if not candidates or total_weight == 0:
+        return nothing
+
+    def gain(sentence: _Sentence, covered: set[str]) -> float:
+        return sum(weights[t] for t in sentence.mentions - covered) * sentence.weight
+
+    chosen: list[_Sentence] = []
+    covered: set[str] = set()
+
+    def take(pool: Sequence[_Sentence]) -> bool:
+        """Choose the pool's best sentence that adds coverage and repeats no chosen one; False when none does."""
+        for sentence in sorted(pool, key=lambda s: -gain(s, covered)):
+            if gain(sentence, covered) <= 0:
+                return False
+            if all(jaccard(shingles(sentence.text), shingles(c.text)) < NEAR_DUPLICATE for c in chosen):
+                chosen.append(sentence)
+                covered.update(sentence.mentions)
+                return True
+        return False
+
+    for group in material.groups if len(material.groups) > 1 else []:
+        if len(chosen) < max_sentences:
+            take([c for c in candidates if c.group == group and c not in chosen])
+    while len(chosen) < max_sentences and take([c for c in candidates if c not in chosen]):
+        pass
+    if not chosen:
+        return nothing
+    answer = _cite(query, chosen, round(sum(weights[t] for t in covered) / total_weight, 4))
+    corroborating = [
+        e
+        for e in material.evidence
+        if e not in answer.cited
+        and sum(weights[t] for t in _mentions(e.snippet, wanted)) >= SUPPORT_SHARE * total_weight
+    ]
+    return Answer(
+        text=answer.text,
+        cited=answer.cited,
+        cited_inputs=answer.cited_inputs,
+        self_eval=answer.self_eval,
+        support=[*answer.cited, *corroborating],
+    )
+
+
+def _cite(query: str, chosen: list[_Sentence], self_eval: float) -> Answer:
+    """Number the cited sources in order of first use and append the label to each sentence."""
+    cited: list[Evidence] = []
+    inputs: list[UserInput] = []
+    parts: list[str] = []
+    for sentence in chosen:
+        origin = sentence.origin
+        if isinstance(origin, UserInput):
+            if origin not in inputs:
+                inputs.append(origin)
+            label = f"U{inputs.index(origin) + 1}"
+        else:
+            if origin not in cited:
+                cited.append(origin)
+            label = f"S{cited.index(origin) + 1}"
+        parts.append(f"{sentence.text}[{label}]")
+    joiner = "" if is_japanese(query) else " "
+    return Answer(text=joiner.join(parts), cited=cited, cited_inputs=inputs, self_eval=self_eval, support=cited)

@@ -1,0 +1,402 @@
+"""ACE's LLM paths through the real OpenAI and Gemini clients, over HTTP to the loopback fake provider.
+
+Generator, reflector and curator: valid output is used; fenced or chatty JSON is accepted; prose and
+wrong-schema replies are re-asked once, then fall back (generator, curator) or give an empty reflection
+(seed 001); invented ids are re-asked, then dropped; provider failure → MODEL_FAILURE and slowness →
+TIMEOUT (ERROR bodies, except the reflector, which reports them in `model_problem` with an empty result).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
+from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, ace_client, as_json, real_playbook
+
+pytestmark = pytest.mark.llm
+
+GENERATE = "/agent/ace/generate"
+REFLECT = "/agent/ace/reflect"
+CURATE = "/agent/ace/curate"
+WORKFLOW = "/workflow/run"
+MIXED = as_json(JAPANESE_PLAYBOOK)
+APPWORLD = as_json(real_playbook())
+INSIGHT = {
+    "reasoning": "compared the answer with the ground truth",
+    "error_identification": "said 300 instead of 333",
+    "root_cause_analysis": "gen-00001 was outdated",
+    "correct_approach": "use the official height",
+    "key_insight": "Tokyo Tower is 333 m tall",
+}
+TRAJECTORY = {
+    "query": "東京タワーの高さは？",
+    "generated_answer": "300メートル",
+    "reasoning_steps": ["looked up gen-00001"],
+    "used_bullet_ids": ["gen-00001", "gen-00004"],
+}
+
+ClientFor = Callable[..., TestClient[Litestar]]
+
+
+def env_for(server: FakeLLMServer, provider: str, **extra: str) -> dict[str, str]:
+    common = {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0", **extra}
+    if provider == "gemini":
+        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": server.gemini_url} | common
+    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"} | common
+
+
+@pytest.fixture(name="client_for")
+def fixture_client_for(llm_server: FakeLLMServer) -> Iterator[ClientFor]:
+    with ExitStack() as stack:
+
+        def build(provider: str = "openai", **extra: str) -> TestClient[Litestar]:
+            return stack.enter_context(ace_client(env_for(llm_server, provider, **extra)))
+
+        yield build
+
+
+def post(client: TestClient[Litestar], path: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(path, json=body)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+# --- generator -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_generate_uses_the_models_answer(client_for: ClientFor, llm_server: FakeLLMServer, provider: str) -> None:
+    client = client_for(provider)
+    llm_server.script(
+        dumps({"answer": "333メートル", "reasoning_steps": ["read gen-00001"], "used_bullet_ids": ["gen-00001"]})
+    )
+    answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
+    assert answer["answer"] == "333メートル"
+    assert answer["trajectory"]["used_bullet_ids"] == ["gen-00001"]
+    assert answer["trajectory"]["reasoning_steps"] == ["read gen-00001"]
+    assert answer["produced_by"] == ("gemini" if provider == "gemini" else "openai-compatible")
+    assert answer["usage"]["llm_calls"] == 1
+    assert answer["usage"]["total_tokens"] > 0
+    (request,) = llm_server.chat_requests
+    prompt = request_text(request)
+    assert "[gen-00001]" in prompt
+    assert "東京タワーの高さは？" in prompt
+
+
+def test_generate_drops_ids_the_model_invented(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for()
+    invented = dumps({"answer": "333m", "used_bullet_ids": ["gen-00001", "gen-77777", "admin"]})
+    llm_server.script(invented, invented)
+    answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
+    assert answer["trajectory"]["used_bullet_ids"] == ["gen-00001"]
+    assert answer["answer"] == "333m"
+    assert "gen-77777" in request_text(llm_server.chat_requests[-1])  # the re-ask named it
+    assert answer["usage"]["llm_calls"] == 2
+
+
+@pytest.mark.parametrize(
+    ("replies", "produced_by"),
+    [
+        pytest.param(["```json\n" + dumps({"answer": "fenced"}) + "\n```"], "openai-compatible", id="fenced"),
+        pytest.param(["Sure! " + dumps({"answer": "chatty"}) + " Hope that helps."], "openai-compatible", id="chatty"),
+        pytest.param(["I think it is 333 m.", "Still prose."], "heuristic", id="prose"),
+        pytest.param([dumps({"answer": 333}), dumps({"text": "x"})], "heuristic", id="wrong-schema"),
+        pytest.param(['{"answer": "truncated', '{"answer": "truncated'], "openai-compatible", id="repairable"),
+    ],
+)
+def test_generate_handles_malformed_output(
+    client_for: ClientFor, llm_server: FakeLLMServer, replies: list[str], produced_by: str
+) -> None:
+    client = client_for()
+    llm_server.script(*replies)
+    answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
+    assert answer["produced_by"] == produced_by
+    if produced_by == "heuristic":
+        assert answer["trajectory"]["used_bullet_ids"] == ["gen-00001"]  # the extractive answer
+        assert answer["usage"]["llm_calls"] == 2  # one re-ask, then the fallback
+    else:
+        assert answer["answer"] in {"fenced", "chatty", "truncated"}
+
+
+def test_provider_failure_is_model_failure(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for(LLM_MAX_RETRIES="1")
+    llm_server.default_reply = Reply(status=500, content="boom")
+    for path, body in [
+        (GENERATE, {"query": "x", "playbook": MIXED}),
+        (
+            CURATE,
+            {
+                "reflection": {
+                    "insights": [INSIGHT],
+                    "bullet_evaluations": [],
+                    "trajectory_query": "q",
+                    "trajectory_dataset": "default",
+                },
+                "playbook": MIXED,
+            },
+        ),
+        (WORKFLOW, {"query": "x", "dataset": "nothing-stored"}),
+    ]:
+        answer = post(client, path, {**body, "request_id": "r-mf"})
+        assert answer["action"] == "ERROR", path
+        assert answer["error_type"] == "MODEL_FAILURE"
+        assert answer["request_id"] == "r-mf"
+    assert len(llm_server.chat_requests) == 6  # one retry per call, then give up
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        (GENERATE, {"query": "x", "playbook": MIXED}),
+        (
+            CURATE,
+            {
+                "reflection": {
+                    "insights": [INSIGHT],
+                    "bullet_evaluations": [],
+                    "trajectory_query": "q",
+                    "trajectory_dataset": "default",
+                },
+                "playbook": MIXED,
+            },
+        ),
+    ],
+    ids=["generate", "curate"],
+)
+def test_a_slow_model_is_timeout_within_the_budget(
+    client_for: ClientFor, llm_server: FakeLLMServer, path: str, body: dict[str, Any]
+) -> None:
+    client = client_for()
+    llm_server.default_reply = Reply(content=dumps({"answer": "late", "deltas": []}), delay_s=5)
+    started = time.monotonic()
+    answer = post(client, path, {**body, "constraints": {"timeout_ms": 400}})
+    assert time.monotonic() - started < 0.4 + 0.5
+    assert answer["action"] == "ERROR"
+    assert answer["error_type"] == "TIMEOUT"
+
+
+# --- reflector -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_reflect_uses_the_models_insights_and_evaluations(
+    client_for: ClientFor, llm_server: FakeLLMServer, provider: str
+) -> None:
+    client = client_for(provider)
+    reply = {
+        "insights": [INSIGHT],
+        "bullet_evaluations": [
+            {"bullet_id": "gen-00001", "tag": "harmful", "reason": "outdated height"},
+            {"bullet_id": "gen-00999", "tag": "helpful", "reason": "invented"},
+        ],
+    }
+    llm_server.script(dumps(reply), dumps(reply))
+    answer = post(client, REFLECT, {"trajectory": TRAJECTORY, "playbook": MIXED, "ground_truth": "333メートル"})
+    reflection = answer["reflection"]
+    assert reflection["insights"] == [INSIGHT]
+    assert [(e["bullet_id"], e["tag"]) for e in reflection["bullet_evaluations"]] == [
+        ("gen-00001", "harmful"),  # the model's
+        ("gen-00004", "neutral"),  # the model skipped it: the rules fill in
+    ]
+    assert answer["produced_by"] == ("gemini" if provider == "gemini" else "openai-compatible")
+    first_prompt = request_text(llm_server.chat_requests[0])
+    for part in ("300メートル", "333メートル", "[gen-00001]", "looked up gen-00001"):
+        assert part in first_prompt
+    assert "gen-00999" in request_text(llm_server.chat_requests[1])  # re-asked about the invented id
+
+
+def test_reflection_iterates_with_the_previous_insights_until_nothing_changes(
+    client_for: ClientFor, llm_server: FakeLLMServer
+) -> None:
+    client = client_for()
+    refined = {**INSIGHT, "key_insight": "Tokyo Tower is 333 m tall (since 1958)"}
+    llm_server.script(dumps({"insights": [INSIGHT]}), dumps({"insights": [refined]}), dumps({"insights": [refined]}))
+    body = {"trajectory": TRAJECTORY, "playbook": MIXED, "ground_truth": "333メートル", "max_iterations": 5}
+    answer = post(client, REFLECT, body)
+    assert answer["reflection"]["insights"] == [refined]
+    assert answer["reflection"]["iteration_count"] == 3  # the third reply repeated the second
+    assert answer["usage"]["llm_calls"] == 3
+    assert "Tokyo Tower is 333 m tall" in request_text(llm_server.chat_requests[1])  # previous insights shown
+    assert "<previous_insights>\n\n</previous_insights>" in request_text(llm_server.chat_requests[0])
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param("The answer was wrong.", id="prose"),
+        pytest.param('{"insights": [{"reasoning": 5}]}', id="wrong-schema"),
+    ],
+)
+def test_an_unusable_reflection_has_no_insights(client_for: ClientFor, llm_server: FakeLLMServer, reply: str) -> None:
+    client = client_for()
+    llm_server.default_reply = Reply(content=reply)
+    answer = post(
+        client,
+        REFLECT,
+        {"trajectory": TRAJECTORY, "playbook": MIXED, "ground_truth": "333メートル", "max_iterations": 3},
+    )
+    assert answer["reflection"]["insights"] == []
+    assert [e["bullet_id"] for e in answer["reflection"]["bullet_evaluations"]] == ["gen-00001", "gen-00004"]
+    assert answer["produced_by"] == "heuristic"
+    assert answer["model_problem"] is None
+    assert len(llm_server.chat_requests) == 2  # one call and its re-ask; no further iterations
+
+
+@pytest.mark.parametrize(
+    ("reply", "error_type"),
+    [(Reply(status=500, content="boom"), "MODEL_FAILURE"), (Reply(content="{}", delay_s=5), "TIMEOUT")],
+    ids=["provider-500", "slow"],
+)
+def test_model_failure_gives_an_empty_reflection_not_an_error(
+    client_for: ClientFor, llm_server: FakeLLMServer, reply: Reply, error_type: str
+) -> None:
+    client = client_for()
+    llm_server.default_reply = reply
+    started = time.monotonic()
+    body = {"trajectory": TRAJECTORY, "playbook": MIXED, "ground_truth": "333", "constraints": {"timeout_ms": 1000}}
+    answer = post(client, REFLECT, body)
+    assert time.monotonic() - started < 1.0 + 0.5
+    assert answer["action"] == "REFLECTION"
+    assert answer["reflection"]["insights"] == []
+    assert answer["reflection"]["bullet_evaluations"] == []
+    assert answer["reflection"]["iteration_count"] == 0
+    assert answer["model_problem"]["error_type"] == error_type
+
+
+# --- curator -------------------------------------------------------------------------------------------
+
+REFLECTION = {
+    "insights": [INSIGHT],
+    "bullet_evaluations": [{"bullet_id": "gen-00001", "tag": "harmful", "reason": "outdated"}],
+    "trajectory_query": "東京タワーの高さは？",
+    "trajectory_dataset": "default",
+}
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_curate_merges_the_models_deltas(client_for: ClientFor, llm_server: FakeLLMServer, provider: str) -> None:
+    client = client_for(provider)
+    deltas = [
+        {
+            "type": "UPDATE",
+            "section": "wrong-section",
+            "bullet_id": "gen-00001",
+            "content": "東京タワーの高さは333メートル。",
+            "reasoning": "fix",
+        },
+        {
+            "type": "ADD",
+            "section": "general",
+            "bullet_id": "gen-00001",
+            "content": "Check official sources for heights.",
+            "reasoning": "new",
+        },
+        {"type": "DELETE", "section": "general", "bullet_id": "gen-00002", "content": "", "reasoning": "off topic"},
+    ]
+    llm_server.script(dumps({"deltas": deltas}))
+    answer = post(client, CURATE, {"reflection": REFLECTION, "playbook": MIXED})
+    assert [(d["type"], d["bullet_id"], d["section"]) for d in answer["deltas"]] == [
+        ("UPDATE", "gen-00001", "general"),  # the bullet's own section
+        ("ADD", "general-00005", "general"),  # a fresh id, not the one the model wrote
+        ("DELETE", "gen-00002", "general"),
+    ]
+    bullets = {b["id"]: b for b in answer["playbook"]["bullets"]}
+    assert bullets["gen-00001"]["content"] == "東京タワーの高さは333メートル。"
+    assert bullets["gen-00001"]["harmful"] == 1  # the evaluation counted
+    assert "gen-00002" not in bullets
+    assert answer["produced_by"] == ("gemini" if provider == "gemini" else "openai-compatible")
+    prompt = request_text(llm_server.chat_requests[0])
+    assert "[gen-00001]" in prompt
+    assert "Tokyo Tower is 333 m tall" in prompt
+
+
+def test_curate_drops_deltas_naming_bullets_that_do_not_exist(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for()
+    invented = dumps(
+        {
+            "deltas": [
+                {"type": "DELETE", "section": "general", "bullet_id": "gen-55555"},
+                {"type": "UPDATE", "section": "general", "bullet_id": "admin", "content": "x"},
+                {"type": "ADD", "section": "general", "content": "Keep heights up to date."},
+            ]
+        }
+    )
+    llm_server.script(invented, invented)
+    answer = post(client, CURATE, {"reflection": REFLECTION, "playbook": MIXED})
+    assert [(d["type"], d["bullet_id"]) for d in answer["deltas"]] == [("ADD", "general-00005")]
+    reask = request_text(llm_server.chat_requests[-1])
+    assert "gen-55555" in reask
+    assert "admin" in reask
+    assert len(answer["playbook"]["bullets"]) == 5
+
+
+def test_an_unusable_curation_falls_back_to_the_heuristic(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for()
+    llm_server.default_reply = Reply(content="Add a bullet about the tower.")
+    answer = post(client, CURATE, {"reflection": REFLECTION, "playbook": MIXED})
+    assert answer["produced_by"] == "heuristic"
+    assert [(d["type"], d["content"]) for d in answer["deltas"]] == [("ADD", "Tokyo Tower is 333 m tall")]
+    assert answer["usage"]["llm_calls"] == 2
+
+
+def test_curate_with_appworld_sections_refuses_unknown_ones(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for()
+    bad = dumps({"deltas": [{"type": "ADD", "section": "random_notes", "content": "x"}]})
+    good = dumps(
+        {"deltas": [{"type": "ADD", "section": "verification_checklist", "content": "Count before answering."}]}
+    )
+    llm_server.script(bad, good)
+    reflection = {**REFLECTION, "bullet_evaluations": [], "trajectory_dataset": "appworld"}
+    answer = post(client, CURATE, {"reflection": reflection, "playbook": APPWORLD})
+    assert [(d["type"], d["bullet_id"]) for d in answer["deltas"]] == [("ADD", "vc-00360")]
+    assert "random_notes" in request_text(llm_server.chat_requests[-1])
+    assert "- verification_checklist:" in request_text(llm_server.chat_requests[0])
+
+
+def test_workflow_answers_with_the_model(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for()
+    llm_server.script(dumps({"answer": "Loop over page_index.", "used_bullet_ids": []}))
+    answer = post(client, WORKFLOW, {"query": "paginate", "dataset": "nothing-stored"})
+    assert answer["llm_response"] == "Loop over page_index."
+    assert answer["search_results_count"] == 0
+    assert answer["produced_by"] == "openai-compatible"
+
+
+def test_prompts_stay_bounded_whatever_the_input(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
+    client = client_for()
+    llm_server.default_reply = Reply(content=dumps({"answer": "ok", "deltas": []}))
+    post(
+        client,
+        GENERATE,
+        {
+            "query": "venmo payment balance",
+            "playbook": APPWORLD,
+            "dataset": "appworld",
+            "top_k": 200,
+            "min_confidence": 0,
+        },
+    )
+    generate_prompt = request_text(llm_server.chat_requests[-1])
+    assert generate_prompt.count("\n[") <= 50
+    huge = {**INSIGHT, "key_insight": "k" * 20_000, "reasoning": "r" * 20_000}
+    reflection = {
+        "insights": [huge] * 50,
+        "bullet_evaluations": [],
+        "trajectory_query": "q",
+        "trajectory_dataset": "appworld",
+    }
+    post(client, CURATE, {"reflection": reflection, "playbook": APPWORLD})
+    assert len(request_text(llm_server.chat_requests[-1])) < 150_000

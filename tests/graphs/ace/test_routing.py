@@ -1,0 +1,76 @@
+"""ACE routing: pure functions of the state, no model, plus the shape of the compiled graphs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graphs.ace.graph import GRAPH_BUILDERS
+from graphs.ace.routing import route_after_generate, route_after_merge, route_after_reflect
+from graphs.ace.state import AceGraphState
+
+
+@pytest.mark.parametrize(
+    ("iteration", "max_iterations", "converged", "expected"),
+    [
+        (1, 1, False, "finish_reflection"),
+        (1, 3, False, "reflect"),
+        (2, 3, False, "reflect"),
+        (3, 3, False, "finish_reflection"),
+        (1, 3, True, "finish_reflection"),
+        (0, 3, True, "finish_reflection"),  # the model failed on the first call
+    ],
+)
+def test_reflection_repeats_while_iterations_remain_and_it_changes(
+    iteration: int, max_iterations: int, converged: bool, expected: str
+) -> None:
+    state: AceGraphState = {"iteration": iteration, "max_iterations": max_iterations, "converged": converged}
+    assert route_after_reflect(state) == expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({}, "respond_workflow"),
+        ({"ground_truth": "", "test_report": "  "}, "respond_workflow"),
+        ({"ground_truth": "333"}, "resolve_bullets"),
+        ({"test_report": "FAILED"}, "resolve_bullets"),
+    ],
+)
+def test_the_workflow_learns_only_from_feedback(fields: dict[str, Any], expected: str) -> None:
+    assert route_after_generate(fields) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("save", "expected"), [(True, "save_playbook"), (False, "respond_workflow")])
+def test_the_workflow_saves_only_when_asked(save: bool, expected: str) -> None:
+    assert route_after_merge({"save": save}) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "nodes"),
+    [
+        ("ace_generator", {"prepare_generate", "search", "generate", "respond_answer"}),
+        ("ace_reflector", {"prepare_reflect", "resolve_bullets", "reflect", "finish_reflection", "respond_reflection"}),
+        ("ace_curator", {"prepare_curate", "update_counters", "propose_deltas", "merge_deltas", "respond_curated"}),
+        (
+            "ace_workflow",
+            {
+                "load_playbook",
+                "search",
+                "generate",
+                "resolve_bullets",
+                "reflect",
+                "finish_reflection",
+                "update_counters",
+                "propose_deltas",
+                "merge_deltas",
+                "save_playbook",
+                "respond_workflow",
+            },
+        ),
+    ],
+)
+def test_each_graph_compiles_with_its_nodes(name: str, nodes: set[str]) -> None:
+    graph = GRAPH_BUILDERS[name]()
+    assert set(graph.get_graph().nodes) - {"__start__", "__end__"} == nodes

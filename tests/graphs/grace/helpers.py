@@ -1,0 +1,183 @@
+"""Builders, an app factory and an HTTP session walker shared by the GRACE tests.
+
+`grace_app` works before and after GRACE is registered in the shared app: it adds the controller
+and the graph builder only when `librarian_svc.app` / `services` do not have them yet.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import uvicorn
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from graphs.grace.graph import build_graph
+from librarian_svc.app import ROUTE_HANDLERS, create_app
+from librarian_svc.controllers.grace import GraceController
+from librarian_svc.services import GRAPH_BUILDERS
+from librarian_svc.settings import load_settings
+
+STEP = "/agent/grace/step"
+STREAM = "/agent/grace/step/stream"
+TOWER_QUESTION = "東京タワーの高さは何メートルですか"
+
+
+def grace_registered() -> bool:
+    """Whether the shared app already serves GRACE (after the lead's integration)."""
+    return GraceController in ROUTE_HANDLERS
+
+
+@contextmanager
+def grace_builders() -> Iterator[None]:
+    """GRACE's graph builder in GRAPH_BUILDERS for as long as the context lasts (a no-op once registered)."""
+    with pytest.MonkeyPatch.context() as patch:
+        if "grace" not in GRAPH_BUILDERS:
+            patch.setitem(GRAPH_BUILDERS, "grace", build_graph)
+        yield
+
+
+def grace_route_handlers() -> list[type[GraceController]]:
+    """What `create_app(extra_route_handlers=...)` needs for GRACE: its controller until it is registered."""
+    return [] if grace_registered() else [GraceController]
+
+
+@contextmanager
+def grace_app(env: Mapping[str, str] | None = None) -> Iterator[Litestar]:
+    """The service app with GRACE, on the test environment plus `env`."""
+    with grace_builders():
+        settings = load_settings({**os.environ, **(env or {})})
+        yield create_app(settings, extra_route_handlers=grace_route_handlers())
+
+
+@contextmanager
+def grace_client(env: Mapping[str, str] | None = None) -> Iterator[TestClient[Litestar]]:
+    """An in-process client for `grace_app(env)`."""
+    with grace_app(env) as app, TestClient(app=app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def hit(document_id: str, snippet: str, score: float | None, **extra: Any) -> dict[str, Any]:
+    """A search hit as the caller sends it (the Librarian's SearchHit shape)."""
+    return {"document_id": document_id, "snippet": snippet, "score": score, **extra}
+
+
+STRONG_TOWER_HITS = [
+    hit(
+        "tower",
+        "東京タワーの高さは333メートルである。東京タワーは東京都港区にある電波塔。",
+        0.95,
+        page=3,
+        chunk_id="t#3",
+    ),
+    hit("encyclopedia", "東京タワーは高さ333メートルの電波塔で、1958年に完成した。", 0.93),
+    hit("guidebook", "東京タワー（高さ333メートル）は港区芝公園にあるタワーである。", 0.92),
+]
+"""Three agreeing, high-scoring sources: the high-confidence path."""
+
+MIDDLING_TOWER_HITS = [
+    hit("blog", "東京タワーの高さは333メートルだと言われている。", 0.6),
+    hit("forum", "東京タワーは高さが333メートルあるらしい。", 0.55),
+]
+"""Relevant but weakly scored sources: a search result at CONFIRM."""
+
+WEAK_HITS = [
+    hit("noise-1", "富士山の標高は3776メートルである。", 0.15),
+    hit("noise-2", "大阪城は大阪市中央区にある城である。", 0.1),
+]
+"""Poor matches: a search result at ESCALATE (not empty, so no automatic replan)."""
+
+
+@dataclass
+class Walker:
+    """Walks one GRACE session over HTTP, sending back the state and what each action asked for."""
+
+    client: TestClient[Litestar]
+    path: str = STEP
+    last: dict[str, Any] = field(default_factory=dict)
+    calls: int = 0
+
+    def post(self, body: dict[str, Any], expect: int = 200) -> dict[str, Any]:
+        self.calls += 1
+        response = self.client.post(self.path, json={"request_id": f"req-{self.calls}", **body})
+        assert response.status_code == expect, response.text
+        answer: dict[str, Any] = response.json()
+        if expect == 200:
+            self.last = answer
+        return answer
+
+    def start(self, query: str = TOWER_QUESTION, **extra: Any) -> dict[str, Any]:
+        return self.post({"query": query, "state": None, **extra})
+
+    def search(
+        self, hits: list[dict[str, Any]] | None = None, *, error: str | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        assert self.last["action"] == "SEARCH", self.last
+        result: dict[str, Any] = {"step_id": self.last["step_id"], "hits": hits or [], "turn": self.last["turn"]}
+        if error is not None:
+            result["error"] = error
+        return self.post({"state": self.last["state"], "tool_result": result, **extra})
+
+    def answer(self, decision: str, text: str | None = None, feedback: str | None = None) -> dict[str, Any]:
+        assert self.last["action"] == "ASK_USER", self.last
+        response: dict[str, Any] = {"decision": decision, "turn": self.last["turn"]}
+        if text is not None:
+            response["input"] = text
+        if feedback is not None:
+            response["feedback"] = feedback
+        return self.post({"state": self.last["state"], "user_response": response})
+
+
+def event_types(answer: dict[str, Any]) -> list[str]:
+    """The `type` of every event in a response, in order."""
+    return [e["type"] for e in answer["events"]]
+
+
+@contextmanager
+def serve_in_thread(app: Litestar) -> Iterator[str]:
+    """Serve `app` with uvicorn on a loopback port in a daemon thread; yields its base URL.
+
+    For tests that need a real socket (curl contract scripts, live SSE) before GRACE is part of the
+    `python -m librarian_svc` process that `live_service` starts.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the GRACE test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def parse_sse(text: str) -> list[dict[str, str]]:
+    """Server-Sent Events as dicts of their fields (`event`, `id`, `data`), in order."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.split("\n"):
+            if ": " in line and not line.startswith(":"):
+                name, value = line.split(": ", 1)
+                fields[name] = fields[name] + "\n" + value if name in fields else value
+        if fields:
+            events.append(fields)
+    return events

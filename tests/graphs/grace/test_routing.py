@@ -1,0 +1,89 @@
+"""GRACE's routing: pure functions of the graph state, checked with plain states and no model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+
+from contracts.grace import ConfidenceFactors, ConfidenceScore, GraceRequest, Pending, StepResult
+from graphs.grace.replan import Trigger
+from graphs.grace.routing import (
+    route_after_advance,
+    route_after_judge,
+    route_after_replan,
+    route_after_user_response,
+    route_entry,
+)
+from graphs.grace.state import Cursor
+from tests.graphs.grace.test_replan import PLAN, session
+
+
+def result(decision: str) -> StepResult:
+    detail = ConfidenceScore(
+        score=0.5,
+        decision=decision,  # type: ignore[arg-type]
+        step_type="rag_search",
+        factors=ConfidenceFactors(),
+        normalized={},
+        weights={},
+    )
+    return StepResult(step_id=1, action="rag_search", status="success", detail=detail)
+
+
+def request(**fields: Any) -> GraceRequest:
+    return msgspec.convert({"request_id": "r", **fields}, GraceRequest)
+
+
+@pytest.mark.parametrize(
+    ("pending", "node"),
+    [
+        (None, "make_plan"),
+        (Pending(kind="SEARCH", step_id=1, turn=1), "take_tool_result"),
+        (Pending(kind="ASK_USER", step_id=1, ask_kind="CONFIRM", turn=1), "take_user_response"),
+        (Pending(kind="ASK_USER", step_id=None, ask_kind="PLAN", turn=1), "take_user_response"),
+    ],
+)
+def test_route_entry(pending: Pending | None, node: str) -> None:
+    prior = None if pending is None else msgspec.structs.replace(session(PLAN, []), pending=pending)
+    assert route_entry({"prior": prior}) == node
+
+
+@pytest.mark.parametrize(
+    ("trigger", "decision", "node"),
+    [
+        (Trigger("STEP_FAILURE", PLAN[0]), "ESCALATE", "replan"),
+        (Trigger("LOW_CONFIDENCE", PLAN[0]), "ESCALATE", "replan"),
+        (None, "ESCALATE", "ask_intervention"),
+        (None, "CONFIRM", "ask_intervention"),
+        (None, "NOTIFY", "advance"),
+        (None, "SILENT", "advance"),
+    ],
+)
+def test_route_after_judge(trigger: Trigger | None, decision: str, node: str) -> None:
+    assert route_after_judge({"trigger": trigger, "result": result(decision)}) == node
+
+
+@pytest.mark.parametrize(("decision", "node"), [("PROCEED", "advance"), ("MODIFY", "replan"), ("CANCEL", "finish")])
+def test_route_after_user_response(decision: str, node: str) -> None:
+    assert route_after_user_response({"request": request(user_response={"decision": decision})}) == node
+
+
+@pytest.mark.parametrize(("replanned", "node"), [(True, "advance"), (False, "finish")])
+def test_route_after_replan(replanned: bool, node: str) -> None:
+    assert route_after_replan({"replanned": replanned}) == node
+
+
+@pytest.mark.parametrize(
+    ("kind", "node"),
+    [
+        ("search", "emit_search"),
+        ("question", "ask_question"),
+        ("plan", "ask_question"),
+        ("reason", "reason"),
+        ("done", "finish"),
+    ],
+)
+def test_route_after_advance(kind: str, node: str) -> None:
+    assert route_after_advance({"cursor": Cursor(kind=kind)}) == node  # type: ignore[arg-type]
