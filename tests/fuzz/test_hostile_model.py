@@ -19,7 +19,9 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.ace import AceCurateResponse, AceGenerateResponse, AceReflectResponse
 from contracts.common import ErrorResponse
+from contracts.grace import GraceResponse
 from contracts.librarian import LibrarianResponse
 from contracts.proposal_quality import ProposalRunResponse
 from tests.fakes.llm_server import FakeLLMServer, Reply
@@ -42,6 +44,8 @@ class Endpoint:
     invented_reply: str
     ids_in_response: Callable[[dict[str, Any]], set[str]]
     ids_in_input: set[str]
+    failure_is_empty_result: bool = False
+    """Seed 001: the reflector answers a model failure with an empty reflection, not an ERROR."""
 
 
 DASHBOARD = {
@@ -57,7 +61,7 @@ def _report_ids(body: dict[str, Any]) -> set[str]:
     return {token for token in ("n1", "n2", "ghost-1", "ghost-2") if f'"{token}"' in text}
 
 
-ENDPOINTS = [
+ENDPOINTS: list[Endpoint] = [
     Endpoint(
         name="librarian",
         path="/agent/librarian/think",
@@ -96,6 +100,94 @@ ENDPOINTS = [
             ids_in_input={"n1", "n2"},
         )
         for kind in ("organizer", "advisor")
+    ),
+]
+
+
+PLAYBOOK = {
+    "bullets": [
+        {"id": "gen-00001", "section": "general", "content": "東京タワーの高さは300メートルである。"},
+        {"id": "gen-00002", "section": "general", "content": "Always paginate until an API returns an empty page."},
+    ]
+}
+TRAJECTORY = {
+    "query": "東京タワーの高さは？",
+    "dataset": "default",
+    "generated_answer": "300メートル",
+    "reasoning_steps": ["gen-00001 says 300 m"],
+    "used_bullet_ids": ["gen-00001"],
+}
+PLAYBOOK_IDS = {"gen-00001", "gen-00002"}
+
+
+def _curated_ids(body: dict[str, Any]) -> set[str]:
+    """Ids a curate response names for existing bullets (UPDATE/DELETE): must all be in the input playbook."""
+    return {d["bullet_id"] for d in body.get("deltas", []) if d.get("type") in {"UPDATE", "DELETE"}}
+
+
+ENDPOINTS += [
+    Endpoint(
+        name="ace-generate",
+        path="/agent/ace/generate",
+        body={"request_id": "h", "query": "東京タワーの高さは？", "playbook": PLAYBOOK},
+        response_type=AceGenerateResponse,
+        invented_reply=json.dumps({"answer": "333", "used_bullet_ids": ["ghost-1", "gen-00001"]}),
+        ids_in_response=lambda b: set((b.get("trajectory") or {}).get("used_bullet_ids", [])),
+        ids_in_input=PLAYBOOK_IDS,
+    ),
+    Endpoint(
+        name="ace-reflect",
+        path="/agent/ace/reflect",
+        body={"request_id": "h", "trajectory": TRAJECTORY, "playbook": PLAYBOOK, "ground_truth": "333メートル"},
+        response_type=AceReflectResponse,
+        invented_reply=json.dumps(
+            {"insights": [], "bullet_evaluations": [{"bullet_id": "ghost-1", "tag": "harmful", "reason": "r"}]}
+        ),
+        ids_in_response=lambda b: {e["bullet_id"] for e in (b.get("reflection") or {}).get("bullet_evaluations", [])},
+        ids_in_input={"gen-00001"},  # only bullets the trajectory used may be evaluated
+        failure_is_empty_result=True,
+    ),
+    Endpoint(
+        name="ace-curate",
+        path="/agent/ace/curate",
+        body={
+            "request_id": "h",
+            "playbook": PLAYBOOK,
+            "reflection": {
+                "insights": [],
+                "bullet_evaluations": [{"bullet_id": "gen-00001", "tag": "harmful", "reason": "wrong height"}],
+                "trajectory_query": "東京タワーの高さは？",
+                "trajectory_dataset": "default",
+                "iteration_count": 1,
+            },
+        },
+        response_type=AceCurateResponse,
+        invented_reply=json.dumps({"deltas": [{"type": "DELETE", "bullet_id": "ghost-1", "reasoning": "r"}]}),
+        ids_in_response=_curated_ids,
+        ids_in_input=PLAYBOOK_IDS,
+    ),
+    Endpoint(
+        name="grace-step",
+        path="/agent/grace/step",
+        body={"request_id": "h", "query": "東京タワーとスカイツリーの高さの違いを比較して理由も説明して"},
+        response_type=GraceResponse,
+        invented_reply=json.dumps(
+            {
+                "complexity": 0.9,
+                "steps": [
+                    {
+                        "step_id": 1,
+                        "action": "rag_search",
+                        "query": "q",
+                        "collection": "ghost-collection",
+                        "depends_on": [7],
+                    },
+                    {"step_id": 2, "action": "launch_missiles", "depends_on": [1]},
+                ],
+            }
+        ),
+        ids_in_response=lambda b: {b["collection"]} if b.get("action") == "SEARCH" else set(),
+        ids_in_input={"documents"},  # the configured default collection is the only one the caller offered
     ),
 ]
 
@@ -163,9 +255,10 @@ def test_hostile_model(
     msgspec.convert(body, ErrorResponse if body.get("action") == "ERROR" else endpoint.response_type)
     assert endpoint.ids_in_response(body) <= endpoint.ids_in_input, body
     assert elapsed <= REQUEST_TIMEOUT_MS / 1000 + MARGIN_S, elapsed
-    if mode == "slower-than-deadline":
+    expected = {"slower-than-deadline": "TIMEOUT", "500-persistent": "MODEL_FAILURE"}.get(mode)
+    if expected and endpoint.failure_is_empty_result:
+        assert body["model_problem"]["error_type"] == expected
+        assert body["reflection"]["bullet_evaluations"] == []
+    elif expected:
         assert body.get("action") == "ERROR"
-        assert body["error_type"] == "TIMEOUT"
-    if mode == "500-persistent":
-        assert body.get("action") == "ERROR"
-        assert body["error_type"] == "MODEL_FAILURE"
+        assert body["error_type"] == expected

@@ -1,7 +1,8 @@
 """Scale-out proof (issue 7 item 2): any instance serves any step, and losing one loses nothing.
 
 Two real service processes share only their configuration (the same STATE_SIGNING_KEY, as Cloud
-Run revisions do). Every step of every session goes to a different instance than the step before;
+Run revisions do). Every step of every session of all four agents (Librarian loops, GRACE step
+loops, ACE learning turns, proposal runs) goes to a different instance than the step before;
 then one instance is SIGKILLed mid-run and the sessions continue on the other. Outcomes must equal
 those of a single in-process instance (the embedded engine is deterministic).
 """
@@ -19,6 +20,7 @@ import httpx
 import pytest
 from litestar import Litestar
 
+from reference_orchestrator.agent_sessions import run_ace, run_grace
 from reference_orchestrator.corpus import Corpus, jsquad_chunks
 from reference_orchestrator.loop import run_question
 from reference_orchestrator.rotating_transport import RotatingTransport
@@ -59,6 +61,43 @@ async def _librarian_sessions(client: httpx.AsyncClient, corpus: Corpus, questio
     return [_outcome(r.steps) for r in results]
 
 
+PLAYBOOK = {
+    "bullets": [
+        {"id": "gen-00001", "section": "general", "content": "東京タワーの高さは300メートルである。"},
+        {"id": "gen-00002", "section": "general", "content": "Always paginate until an API returns an empty page."},
+    ]
+}
+
+
+def _grace_outcome(steps: list[dict[str, Any]]) -> list[Any]:
+    return [
+        (s["action"], s.get("kind"), s.get("query"), s.get("answer"), s.get("sources"), s.get("error_type"))
+        for s in steps
+    ]
+
+
+def _ace_outcome(bodies: list[dict[str, Any]]) -> list[Any]:
+    search, generate, reflect, curate = bodies
+    return [
+        [r["bullet"]["id"] for r in search["results"]],
+        generate["answer"],
+        generate["trajectory"],
+        reflect["reflection"],
+        curate["deltas"],
+        [(b["id"], b["content"], b["helpful"], b["harmful"]) for b in curate["playbook"]["bullets"]],
+    ]
+
+
+async def _grace_and_ace_sessions(client: httpx.AsyncClient, corpus: Corpus, questions: list[str]) -> list[Any]:
+    grace = await asyncio.gather(
+        *(run_grace(client, corpus, q, request_id=f"grace-{i}") for i, q in enumerate(questions[:6]))
+    )
+    ace = await asyncio.gather(
+        *(run_ace(client, PLAYBOOK, q, "333メートル", request_id=f"ace-{i}") for i, q in enumerate(questions[:4]))
+    )
+    return [_grace_outcome(s) for s in grace] + [_ace_outcome(b) for b in ace]
+
+
 async def _proposal_calls(client: httpx.AsyncClient) -> list[Any]:
     outcomes = []
     for path in ("/api/organizer/run", "/api/advisor/run"):
@@ -71,24 +110,30 @@ async def _proposal_calls(client: httpx.AsyncClient) -> list[Any]:
 async def _single_instance(app: Litestar, corpus: Corpus, questions: list[str]) -> tuple[list[Any], list[Any]]:
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
     async with httpx.AsyncClient(transport=transport, base_url="http://one") as client:
-        return await _librarian_sessions(client, corpus, questions), await _proposal_calls(client)
+        librarian = await _librarian_sessions(client, corpus, questions)
+        others = await _grace_and_ace_sessions(client, corpus, questions) + await _proposal_calls(client)
+        return librarian, others
 
 
 def test_every_step_on_another_instance_then_one_is_killed(
     app: Litestar, start_live_service: Callable[..., LiveService]
 ) -> None:
     corpus, questions = _corpus_and_questions()
-    expected_librarian, expected_proposals = asyncio.run(_single_instance(app, corpus, questions))
+    expected_librarian, expected_others = asyncio.run(_single_instance(app, corpus, questions))
     instances = [start_live_service(KEY), start_live_service(KEY)]
 
     async def rotate() -> tuple[list[Any], list[Any], RotatingTransport]:
         transport = RotatingTransport([i.base_url for i in instances])
         async with httpx.AsyncClient(transport=transport, base_url="http://cluster", timeout=30) as client:
-            return await _librarian_sessions(client, corpus, questions), await _proposal_calls(client), transport
+            librarian = await _librarian_sessions(client, corpus, questions)
+            others = await _grace_and_ace_sessions(client, corpus, questions) + await _proposal_calls(client)
+            return librarian, others, transport
 
-    librarian, proposals, transport = asyncio.run(rotate())
+    librarian, others, transport = asyncio.run(rotate())
+    grace_runs = expected_others[:6]
+    assert all(run[-1][0] == "COMPLETE" for run in grace_runs), grace_runs
     assert librarian == expected_librarian
-    assert proposals == expected_proposals
+    assert others == expected_others
     assert {index for _, index in transport.sent_to} == {0, 1}
     by_session: dict[str, list[int]] = {}
     for session, index in transport.sent_to:
@@ -100,13 +145,15 @@ def test_every_step_on_another_instance_then_one_is_killed(
     async def kill_midway() -> tuple[list[Any], RotatingTransport]:
         transport = RotatingTransport([i.base_url for i in instances])
         async with httpx.AsyncClient(transport=transport, base_url="http://cluster", timeout=30) as client:
-            first = asyncio.create_task(_librarian_sessions(client, corpus, questions))
+            librarian = asyncio.create_task(_librarian_sessions(client, corpus, questions))
+            others = asyncio.create_task(_grace_and_ace_sessions(client, corpus, questions))
             while len(transport.sent_to) < len(questions):  # noqa: ASYNC110 - wait until every session has stepped
                 await asyncio.sleep(0.01)
             instances[0].process.send_signal(signal.SIGKILL)
-            return await first, transport
+            return [await librarian, await others], transport
 
     after_kill, transport = asyncio.run(kill_midway())
-    assert after_kill == expected_librarian, "sessions finish with the same outcome after losing an instance"
+    assert after_kill[0] == expected_librarian, "sessions finish with the same outcome after losing an instance"
+    assert after_kill[1] == expected_others[: len(after_kill[1])]
     assert transport.alive == [1]
     assert transport.failovers >= 1
