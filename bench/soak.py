@@ -27,8 +27,12 @@ import httpx
 
 from bench.soak_mix import MIX, Operation
 from bench.tools import PROJECT_ROOT
+from graphs.ace.search_index import MAX_CACHED_INDEXES, MAX_CACHED_ROWS
+from graphs.embeddings.hashing import _token_features
 from librarian_svc.settings import ENV_DEFAULTS
 from tests.support.live_service import start_service
+
+HASH_CACHE_SIZE = _token_features.cache_info().maxsize
 
 
 def proc_sample(pid: int) -> tuple[int, int]:
@@ -122,7 +126,12 @@ def main() -> None:
         "fds_after_warmup": base["fds"],
         "fds_end": last["fds"],
         "targets": {"errors": 0, "ratio_rss_growth_after_warmup": "<= 0.10", "fd_growth": 0},
-        "cache_bounds": {"EMBEDDING_CACHE_SIZE": int(ENV_DEFAULTS["EMBEDDING_CACHE_SIZE"])},
+        "cache_bounds": {
+            "embedding vectors (EMBEDDING_CACHE_SIZE, LRU)": int(ENV_DEFAULTS["EMBEDDING_CACHE_SIZE"]),
+            "ACE search-index rows (LRU)": MAX_CACHED_ROWS,
+            "ACE search indexes (LRU)": MAX_CACHED_INDEXES,
+            "hashing-embedder token features (lru_cache)": HASH_CACHE_SIZE,
+        },
         "samples": samples,
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
     }
