@@ -32,7 +32,7 @@ async def run_step(
     *,
     request_id: str,
     timeout_ms: int | None,
-    retry_state: StateEnvelope | None,
+    retry_state: StateEnvelope | None = None,
     step: Callable[[AgentContext], Awaitable[R]],
 ) -> R | ErrorResponse:
     """Run `step` with a per-request context; TIMEOUT / MODEL_FAILURE become ERROR bodies (HTTP 200)."""

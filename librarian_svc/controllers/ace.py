@@ -23,10 +23,6 @@ from contracts.ace import (
     AceReflectResponse,
     AceSearchRequest,
     AceSearchResponse,
-    AnswerAction,
-    CuratedAction,
-    ReflectionAction,
-    SearchResultsAction,
     WorkflowRequest,
     WorkflowResponse,
     WorkflowRunResponse,
@@ -70,16 +66,12 @@ class AceController(Controller):
         """Decode → search → results."""
         request_id = _request_id(data.request_id, request)
 
-        async def step(context: AgentContext) -> SearchResultsAction:
-            return await ace.search(context, data, request_id)
-
         return await run_step(
             services,
             request.scope,
             request_id=request_id,
             timeout_ms=data.constraints.timeout_ms,
-            retry_state=None,
-            step=step,
+            step=lambda context: ace.search(context, data, request_id),
         )
 
     @post(
@@ -96,16 +88,12 @@ class AceController(Controller):
         """Decode → generator graph → answer."""
         request_id = _request_id(data.request_id, request)
 
-        async def step(context: AgentContext) -> AnswerAction:
-            return await ace.generate(services.graphs["ace_generator"], context, data, request_id)
-
         return await run_step(
             services,
             request.scope,
             request_id=request_id,
             timeout_ms=data.constraints.timeout_ms,
-            retry_state=None,
-            step=step,
+            step=lambda context: ace.generate(services.graphs["ace_generator"], context, data, request_id),
         )
 
     @post(
@@ -123,16 +111,12 @@ class AceController(Controller):
         """Decode → reflector graph → reflection."""
         request_id = _request_id(data.request_id, request)
 
-        async def step(context: AgentContext) -> ReflectionAction:
-            return await ace.reflect(services.graphs["ace_reflector"], context, data, request_id)
-
         return await run_step(
             services,
             request.scope,
             request_id=request_id,
             timeout_ms=data.constraints.timeout_ms,
-            retry_state=None,
-            step=step,
+            step=lambda context: ace.reflect(services.graphs["ace_reflector"], context, data, request_id),
         )
 
     @post(
@@ -150,16 +134,12 @@ class AceController(Controller):
         """Decode → curator graph → deltas and the new playbook."""
         request_id = _request_id(data.request_id, request)
 
-        async def step(context: AgentContext) -> CuratedAction:
-            return await ace.curate(services.graphs["ace_curator"], context, data, request_id)
-
         return await run_step(
             services,
             request.scope,
             request_id=request_id,
             timeout_ms=data.constraints.timeout_ms,
-            retry_state=None,
-            step=step,
+            step=lambda context: ace.curate(services.graphs["ace_curator"], context, data, request_id),
         )
 
 
