@@ -13,38 +13,15 @@ bare throughput the service keeps (1.0 = no overhead). A third server, the full 
 
 from __future__ import annotations
 
-import argparse
-import sys
-from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from bench.echo_servers import ECHO_PATH
-from bench.tools import (
-    Target,
-    WrkSettings,
-    command_line,
-    emit,
-    ensure_wrk,
-    free_port,
-    log,
-    machine_info,
-    measure_alternating,
-    ratio,
-    server_process,
-    shown_wrk_command,
-    summarize,
-)
+from bench.tools import WrkSettings, emit, log
+from bench.wrk_compare import Target, arguments, echo_server, measure, ratios, report, running, wrk_report, wrk_settings
 
 MODULE = "bench.framework_overhead"
-# name -> (bench.echo_servers variant, extra environment)
-SERVERS: dict[str, tuple[str, dict[str, str]]] = {
-    "full": ("full", {"LOG_LEVEL": "info"}),
-    "bare": ("bare", {}),
-    "full_no_access_log": ("full", {"LOG_LEVEL": "warning"}),
-}
 
 
 def small_payload() -> bytes:
@@ -72,56 +49,38 @@ def small_payload() -> bytes:
 
 
 def run(settings: WrkSettings, repeat: int) -> dict[str, Any]:
-    wrk = ensure_wrk()
     body = small_payload()
-    ports = {name: free_port() for name in SERVERS}
-    with ExitStack() as stack:
-        for name, (variant, env) in SERVERS.items():
-            argv = [sys.executable, "-m", "bench.echo_servers", variant, "--port", str(ports[name])]
-            ready = "/health" if variant == "full" else ECHO_PATH
-            stack.enter_context(
-                server_process(argv, port=ports[name], ready_path=ready, any_status=variant == "bare", env=env)
-            )
-        log(f"servers up: {ports}; {len(body)}-byte body")
-        targets = [Target(name, f"http://127.0.0.1:{port}{ECHO_PATH}", body) for name, port in ports.items()]
-        results = measure_alternating(wrk, targets, settings, repeat)
-    full, bare, quiet = (summarize(results[name]) for name in ("full", "bare", "full_no_access_log"))
-    return {
-        "benchmark": "framework_overhead",
-        "question": "requests/s of a trivial validated POST on the full service app vs a bare Litestar app",
-        "command": command_line(MODULE, sys.argv[1:]),
-        "servers": {
+    servers = [
+        echo_server("full", body="librarian", variant="full", env={"LOG_LEVEL": "info"}),
+        echo_server("bare", body="librarian"),
+        echo_server("full_no_access_log", body="librarian", variant="full", env={"LOG_LEVEL": "warning"}),
+    ]
+    with running(servers):
+        log(f"{len(body)}-byte body")
+        measured = measure([Target(s.name, s.url(ECHO_PATH), body) for s in servers], settings, repeat)
+    medians = measured.medians
+    return report(
+        MODULE,
+        "requests/s of a trivial validated POST on the full service app vs a bare Litestar app",
+        servers={
             "full": "python -m bench.echo_servers full  # create_app(settings, extra_route_handlers=[echo])",
             "bare": "python -m bench.echo_servers bare  # Litestar([echo])",
             "full_no_access_log": "LOG_LEVEL=warning python -m bench.echo_servers full  # no access-log line",
             "uvicorn": "1 worker, loop=uvloop, http=httptools, access_log=False",
         },
-        "wrk": {**settings.as_dict(), "repeat": repeat, "command": shown_wrk_command(settings)},
-        "payload_bytes": len(body),
-        "full": full,
-        "bare": bare,
-        "ratio_full_over_bare_requests_per_s": ratio(full["requests_per_s"], bare["requests_per_s"]),
-        "ratio_full_over_bare_p50": ratio(full["p50_ms"], bare["p50_ms"]),
-        "ratio_full_over_bare_p99": ratio(full["p99_ms"], bare["p99_ms"]),
-        "full_no_access_log": quiet,
-        "ratio_full_no_access_log_over_bare_requests_per_s": ratio(quiet["requests_per_s"], bare["requests_per_s"]),
-        "machine": machine_info(),
-    }
+        wrk=wrk_report(settings, repeat),
+        payload_bytes=len(body),
+        full=medians["full"],
+        bare=medians["bare"],
+        **ratios(medians, "full", "bare"),
+        full_no_access_log=medians["full_no_access_log"],
+        **ratios(medians, "full_no_access_log", "bare", ["requests_per_s"]),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3, help="alternating measured rounds per server")
-    parser.add_argument("--duration", type=int, default=8, help="seconds per measured round")
-    parser.add_argument("--warmup", type=int, default=3, help="unmeasured seconds before each server's first round")
-    parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--output", type=Path, default=None, help="also write the JSON report here")
-    args = parser.parse_args(argv)
-    settings = WrkSettings(
-        threads=args.threads, connections=args.connections, duration_s=args.duration, warmup_s=args.warmup
-    )
-    emit(run(settings, args.repeat), args.output)
+    args = arguments(__doc__, repeat=3, duration=8, connections=32).parse_args(argv)
+    emit(run(wrk_settings(args), args.repeat), args.output)
 
 
 if __name__ == "__main__":

@@ -9,40 +9,22 @@ are run ÷ validate requests/s, the share of the endpoint's ceiling left after g
 rendering. A second, in-process figure: building and validating the Organizer report of the largest
 board the contract accepts (10,000 nodes), against flattening that board, single-threaded.
 
-The service is `python -m librarian_svc` as deployed; until the proposal-quality routes are in the
-shared route list, the benchmark starts the same entry point with them appended.
+The service is `python -m librarian_svc` as deployed (one uvicorn worker, embedded engine, JSON logs).
 
     python -m bench.proposal_quality_throughput [--repeat 2] [--duration 8] [--connections 8]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 
-from bench.tools import (
-    Target,
-    WrkSettings,
-    command_line,
-    emit,
-    ensure_wrk,
-    free_port,
-    log,
-    machine_info,
-    measure_alternating,
-    ratio,
-    server_process,
-    shown_wrk_command,
-    summarize,
-)
+from bench.tools import WrkSettings, emit, log, ratio, shown_wrk_command
+from bench.wrk_compare import Target, arguments, measure, report, running, service, wrk_settings
 from contracts.proposal_quality import Dashboard, ProposalRunRequest, ProposalValidateRequest
 from graphs.proposal_quality.board import MAX_BOARD_NODES, board_from_dashboard
 from graphs.proposal_quality.organizer_heuristic import organizer_report
@@ -53,17 +35,7 @@ NODES = 200
 STATUSES = ("todo", "doing", "review", "done")
 SUBJECTS = ("ログイン", "決済", "請求書", "会員登録", "検索", "通知", "管理画面", "帳票", "データ移行", "監視")
 ACTIONS = ("設計", "実装", "テスト", "レビュー", "文書化")
-
-LAUNCHER = """
-import sys
-from graphs.proposal_quality.graph import build_graph
-from librarian_svc import __main__ as entry, app, services
-from librarian_svc.controllers.proposal_quality import AGENT, ProposalQualityController
-if ProposalQualityController not in app.ROUTE_HANDLERS:
-    app.ROUTE_HANDLERS.append(ProposalQualityController)
-services.GRAPH_BUILDERS.setdefault(AGENT, build_graph)
-sys.exit(entry.main())
-"""
+PATHS = {"organizer": "/api/organizer/run", "advisor": "/api/advisor/run", "validate": "/api/proposal-quality/validate"}
 
 
 def dashboard(nodes: int) -> dict[str, Any]:
@@ -95,15 +67,6 @@ def payloads() -> dict[str, bytes]:
     return bodies
 
 
-def check_once(url: str, body: bytes) -> dict[str, Any]:
-    """One request before the load: it must be a 200 with `ok: true`."""
-    response = httpx.post(url, content=body, headers={"Content-Type": "application/json"}, timeout=30.0)
-    answer = response.json()
-    if response.status_code != 200 or answer.get("ok") is not True:
-        raise RuntimeError(f"{url} answered {response.status_code}: {response.text[:500]}")
-    return {"status": response.status_code, "response_bytes": len(response.content)}
-
-
 def _median_ms(fn: Callable[[], object], runs: int) -> float:
     timings = []
     for _ in range(runs):
@@ -133,49 +96,37 @@ def largest_board(runs: int = 5) -> dict[str, Any]:
 
 
 def run(settings: WrkSettings, repeat: int) -> dict[str, Any]:
-    wrk = ensure_wrk()
     bodies = payloads()
     log(f"payload: {NODES} nodes, run body {len(bodies['organizer'])} bytes, validate body {len(bodies['validate'])}")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    urls = {
-        "organizer": f"{base}/api/organizer/run",
-        "advisor": f"{base}/api/advisor/run",
-        "validate": f"{base}/api/proposal-quality/validate",
-    }
-    with server_process([sys.executable, "-c", LAUNCHER], port=port, env={"PORT": str(port)}):
-        checks = {name: check_once(url, bodies[name]) for name, url in urls.items()}
-        targets = [Target(name, url, bodies[name]) for name, url in urls.items()]
-        results = measure_alternating(wrk, targets, settings, repeat)
-    summary = {name: summarize(runs) for name, runs in results.items()}
+    server = service("service")
+    targets = [Target(name, server.url(path), bodies[name], expect={"ok": True}) for name, path in PATHS.items()]
+    with running([server]):
+        measured = measure(targets, settings, repeat)
+    summary = measured.medians
     validate_rps = summary["validate"]["requests_per_s"]
-    return {
-        "benchmark": "proposal_quality_throughput",
-        "question": "requests/s of the Organizer / Advisor run endpoints (embedded engine, 200-node dashboard), "
+    return report(
+        MODULE,
+        "requests/s of the Organizer / Advisor run endpoints (embedded engine, 200-node dashboard), "
         "one worker, against the validate endpoint on the same dashboard",
-        "command": command_line(MODULE, sys.argv[1:]),
-        "server": "python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker",
-        "payload": {"nodes": NODES, "bytes": {name: len(body) for name, body in bodies.items()}, "checks": checks},
-        "wrk": shown_wrk_command(settings),
-        "settings": settings.as_dict(),
-        "repeat": repeat,
+        server="python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker",
+        payload={
+            "nodes": NODES,
+            "bytes": {name: len(body) for name, body in bodies.items()},
+            "checks": measured.first_response,
+        },
+        wrk=shown_wrk_command(settings),
+        settings=settings.as_dict(),
+        repeat=repeat,
         **summary,
-        "ratio_organizer_over_validate_requests_per_s": ratio(summary["organizer"]["requests_per_s"], validate_rps),
-        "ratio_advisor_over_validate_requests_per_s": ratio(summary["advisor"]["requests_per_s"], validate_rps),
-        "largest_board_in_process": largest_board(),
-        "machine": machine_info(),
-    }
+        ratio_organizer_over_validate_requests_per_s=ratio(summary["organizer"]["requests_per_s"], validate_rps),
+        ratio_advisor_over_validate_requests_per_s=ratio(summary["advisor"]["requests_per_s"], validate_rps),
+        largest_board_in_process=largest_board(),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--duration", type=int, default=8)
-    parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--output", type=Path)
-    args = parser.parse_args(argv)
-    settings = WrkSettings(threads=1, connections=args.connections, duration_s=args.duration, warmup_s=2)
-    emit(run(settings, args.repeat), args.output)
+    args = arguments(__doc__, repeat=2, duration=8, connections=8, warmup=2).parse_args(argv)
+    emit(run(wrk_settings(args), args.repeat), args.output)
 
 
 if __name__ == "__main__":

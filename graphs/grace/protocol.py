@@ -83,6 +83,9 @@ def check_state(state: GraceState, config: GraceConfig) -> None:
     errors = plan_errors(state.plan.steps, collections=names, max_steps=MAX_PLAN_STEPS, path="$.state.data.plan.steps")
     if errors:
         raise InvalidInput("state is inconsistent: the plan is not executable", errors)
+    if any(s.action == "rag_search" and s.collection is None for s in state.plan.steps):
+        # The planner gives every search step a collection before a state is issued.
+        raise _inconsistent(".plan.steps", "a rag_search step without a collection")
     result_ids = [r.step_id for r in state.results]
     ids = [s.step_id for s in state.plan.steps] + result_ids
     if max(ids) > state.max_step_id or len(set(result_ids)) != len(result_ids):

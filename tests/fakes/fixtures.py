@@ -5,14 +5,18 @@
 `openai_config` / `gemini_config` are `LLMConfig`s that point the real clients at it, and
 `chat_model_factory` builds real chat models from such configs and closes their connections on the
 test's own event loop afterwards (unclosed sockets would fail the run under `filterwarnings = error`).
+`llm_client_for` gives in-process clients of the service app (`make_app`) with its model at the fake.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import ExitStack
 
 import pytest
 from langchain_core.language_models import BaseChatModel
+from litestar import Litestar
+from litestar.testing import TestClient
 
 from graphs.llm.config import LLMConfig
 from graphs.llm.providers import aclose_chat_model, make_chat_model
@@ -84,3 +88,26 @@ async def chat_model_factory_fixture() -> AsyncIterator[ChatModelFactory]:
     yield build
     for model in built:
         await aclose_chat_model(model)
+
+
+def fake_llm_env(server: FakeLLMServer, provider: str = "openai", **extra: str) -> dict[str, str]:
+    """The service environment for a model at `server`: `gemini`, else openai-compatible; 3 s, no retries."""
+    common = {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0", **extra}
+    if provider == "gemini":
+        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": server.gemini_url} | common
+    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"} | common
+
+
+LLMClientFor = Callable[..., TestClient[Litestar]]
+
+
+@pytest.fixture(name="llm_client_for")
+def llm_client_for_fixture(make_app: Callable[..., Litestar], llm_server: FakeLLMServer) -> Iterator[LLMClientFor]:
+    """`llm_client_for(provider="openai", **env)`: a client of the app with `fake_llm_env`, closed after the test."""
+    with ExitStack() as stack:
+
+        def build(provider: str = "openai", **extra: str) -> TestClient[Litestar]:
+            app = make_app(fake_llm_env(llm_server, provider, **extra))
+            return stack.enter_context(TestClient(app=app, raise_server_exceptions=False))
+
+        yield build

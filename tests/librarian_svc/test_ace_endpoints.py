@@ -6,7 +6,7 @@ and every kind of bad input answered with a structured INVALID_INPUT (never a 50
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from graphs.ace.playbook_store import PlaybookStore
-from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, ace_client, ace_options, as_json, real_playbook
+from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
 
 SEARCH = "/agent/ace/search"
 GENERATE = "/agent/ace/generate"
@@ -27,17 +27,13 @@ APPWORLD = as_json(real_playbook())
 MIXED = as_json(JAPANESE_PLAYBOOK)
 
 
-@pytest.fixture(name="ace", scope="module")
-def fixture_ace() -> Iterator[TestClient[Litestar]]:
-    with ace_client() as client:
-        yield client
-
-
 @pytest.fixture(name="store_client")
-def fixture_store_client(tmp_path: Path) -> Iterator[tuple[TestClient[Litestar], PlaybookStore]]:
+def fixture_store_client(
+    make_app: Callable[..., Litestar], tmp_path: Path
+) -> Iterator[tuple[TestClient[Litestar], PlaybookStore]]:
     store = PlaybookStore(tmp_path)
     store.save("appworld", real_playbook())
-    with ace_client(options=ace_options(tmp_path)) as client:
+    with TestClient(app=make_app({"PLAYBOOK_DATA_DIR": str(tmp_path)}), raise_server_exceptions=False) as client:
         yield client, store
 
 
@@ -51,9 +47,9 @@ def post(client: TestClient[Litestar], path: str, body: dict[str, Any], status: 
 # --- search -------------------------------------------------------------------------------------------
 
 
-def test_a_japanese_query_finds_the_japanese_bullet(ace: TestClient[Litestar]) -> None:
+def test_a_japanese_query_finds_the_japanese_bullet(client: TestClient[Litestar]) -> None:
     answer = post(
-        ace, SEARCH, {"query": {"query_text": "東京タワーの高さは何メートルですか", "top_k": 2}, "playbook": MIXED}
+        client, SEARCH, {"query": {"query_text": "東京タワーの高さは何メートルですか", "top_k": 2}, "playbook": MIXED}
     )
     assert answer["action"] == "RESULTS"
     assert answer["results"][0]["bullet"]["id"] == "gen-00001"
@@ -64,13 +60,13 @@ def test_a_japanese_query_finds_the_japanese_bullet(ace: TestClient[Litestar]) -
     assert len(scores) == 2
 
 
-def test_search_filters_by_section_and_true_confidence(ace: TestClient[Litestar]) -> None:
+def test_search_filters_by_section_and_true_confidence(client: TestClient[Litestar]) -> None:
     body = {
         "query": {"query_text": "venmo balance payment", "section_filter": ["apis_to_use_for_specific_information"]},
         "playbook": APPWORLD,
         "dataset": "appworld",
     }
-    answer = post(ace, SEARCH, body)
+    answer = post(client, SEARCH, body)
     assert {r["bullet"]["section"] for r in answer["results"]} == {"apis_to_use_for_specific_information"}
     assert answer["results"][0]["bullet"]["id"] in {"api-00076", "api-00081"}
     liar = {
@@ -80,36 +76,36 @@ def test_search_filters_by_section_and_true_confidence(ace: TestClient[Litestar]
         "harmful": 5,
         "confidence_score": 0.99,
     }
-    answer = post(ace, SEARCH, {"query": {"query_text": "venmo balance"}, "playbook": {"bullets": [liar]}})
+    answer = post(client, SEARCH, {"query": {"query_text": "venmo balance"}, "playbook": {"bullets": [liar]}})
     assert answer["results"] == []  # its real confidence is 0.0, below the default min_confidence 0.3
     answer = post(
-        ace, SEARCH, {"query": {"query_text": "venmo balance", "min_confidence": 0}, "playbook": {"bullets": [liar]}}
+        client, SEARCH, {"query": {"query_text": "venmo balance", "min_confidence": 0}, "playbook": {"bullets": [liar]}}
     )
     assert answer["results"][0]["bullet"]["confidence_score"] == 0.0
 
 
-def test_alpha_weights_the_vector_score(ace: TestClient[Litestar]) -> None:
+def test_alpha_weights_the_vector_score(client: TestClient[Litestar]) -> None:
     for alpha in (0.0, 0.25, 1.0):
-        answer = post(ace, SEARCH, {"query": {"query_text": "paginate songs"}, "playbook": APPWORLD, "alpha": alpha})
+        answer = post(client, SEARCH, {"query": {"query_text": "paginate songs"}, "playbook": APPWORLD, "alpha": alpha})
         for r in answer["results"]:
             assert r["combined_score"] == pytest.approx(alpha * r["vector_score"] + (1 - alpha) * r["bm25_score"])
 
 
-def test_search_is_deterministic(ace: TestClient[Litestar]) -> None:
+def test_search_is_deterministic(client: TestClient[Litestar]) -> None:
     body = {
         "query": {"query_text": "how to complete the task", "top_k": 20},
         "playbook": APPWORLD,
         "dataset": "appworld",
     }
-    assert post(ace, SEARCH, body)["results"] == post(ace, SEARCH, body)["results"]
+    assert post(client, SEARCH, body)["results"] == post(client, SEARCH, body)["results"]
 
 
 # --- generate ------------------------------------------------------------------------------------------
 
 
-def test_generate_answers_from_the_bullets_it_names(ace: TestClient[Litestar]) -> None:
+def test_generate_answers_from_the_bullets_it_names(client: TestClient[Litestar]) -> None:
     answer = post(
-        ace,
+        client,
         GENERATE,
         {"query": "How do I get all items from a paginated API?", "playbook": APPWORLD, "dataset": "appworld"},
     )
@@ -129,15 +125,15 @@ def test_generate_answers_from_the_bullets_it_names(ace: TestClient[Litestar]) -
     assert answer["produced_by"] == "heuristic"
 
 
-def test_generate_in_japanese(ace: TestClient[Litestar]) -> None:
-    answer = post(ace, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
+def test_generate_in_japanese(client: TestClient[Litestar]) -> None:
+    answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
     assert answer["trajectory"]["used_bullet_ids"][0] == "gen-00001"
     assert answer["answer"].startswith("プレイブックによると")
     assert "333メートル" in answer["answer"]
 
 
-def test_generate_says_so_when_nothing_matches(ace: TestClient[Litestar]) -> None:
-    answer = post(ace, GENERATE, {"query": "zzqx", "playbook": MIXED})
+def test_generate_says_so_when_nothing_matches(client: TestClient[Litestar]) -> None:
+    answer = post(client, GENERATE, {"query": "zzqx", "playbook": MIXED})
     assert answer["trajectory"]["used_bullet_ids"] == []
     assert "no guidance" in answer["answer"]
 
@@ -145,7 +141,7 @@ def test_generate_says_so_when_nothing_matches(ace: TestClient[Litestar]) -> Non
 # --- reflect and curate -----------------------------------------------------------------------------------
 
 
-def test_reflect_skips_unknown_ids_and_evaluates_each_used_bullet(ace: TestClient[Litestar]) -> None:
+def test_reflect_skips_unknown_ids_and_evaluates_each_used_bullet(client: TestClient[Litestar]) -> None:
     trajectory = {
         "query": "東京タワーの高さは？",
         "generated_answer": "東京タワーの高さは300メートル。",
@@ -158,7 +154,9 @@ def test_reflect_skips_unknown_ids_and_evaluates_each_used_bullet(ace: TestClien
         ]
     }
     answer = post(
-        ace, REFLECT, {"trajectory": trajectory, "playbook": wrong, "ground_truth": "333メートル", "max_iterations": 3}
+        client,
+        REFLECT,
+        {"trajectory": trajectory, "playbook": wrong, "ground_truth": "333メートル", "max_iterations": 3},
     )
     assert answer["action"] == "REFLECTION"
     assert answer["skipped_bullet_ids"] == ["gen-99999"]
@@ -173,17 +171,17 @@ def test_reflect_skips_unknown_ids_and_evaluates_each_used_bullet(ace: TestClien
     assert answer["model_problem"] is None
 
 
-def test_the_loop_learns_the_missing_lesson(ace: TestClient[Litestar]) -> None:
+def test_the_loop_learns_the_missing_lesson(client: TestClient[Litestar]) -> None:
     """generate → reflect against the ground truth → curate → the next generate answers with the lesson."""
     question = "How many songs can a Spotify queue hold?"
-    first = post(ace, GENERATE, {"query": question, "playbook": APPWORLD, "dataset": "appworld"})
+    first = post(client, GENERATE, {"query": question, "playbook": APPWORLD, "dataset": "appworld"})
     reflected = post(
-        ace,
+        client,
         REFLECT,
         {"trajectory": first["trajectory"], "playbook": APPWORLD, "ground_truth": "A queue holds at most 1000 songs"},
     )
     curated = post(
-        ace, CURATE, {"reflection": reflected["reflection"], "playbook": APPWORLD, "trajectory": first["trajectory"]}
+        client, CURATE, {"reflection": reflected["reflection"], "playbook": APPWORLD, "trajectory": first["trajectory"]}
     )
     assert curated["action"] == "CURATED"
     (added,) = [d for d in curated["deltas"] if d["type"] == "ADD"]
@@ -200,12 +198,12 @@ def test_the_loop_learns_the_missing_lesson(ace: TestClient[Litestar]) -> None:
             "harmful": (0, 1),
             "neutral": (0, 0),
         }[evaluation["tag"]]
-    second = post(ace, GENERATE, {"query": question, "playbook": playbook, "dataset": "appworld"})
+    second = post(client, GENERATE, {"query": question, "playbook": playbook, "dataset": "appworld"})
     assert second["trajectory"]["used_bullet_ids"][0] == added["bullet_id"]
     assert "1000 songs" in second["answer"]
 
 
-def test_curate_applies_the_callers_deltas_first(ace: TestClient[Litestar]) -> None:
+def test_curate_applies_the_callers_deltas_first(client: TestClient[Litestar]) -> None:
     reflection = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "appworld"}
     deltas = [
         {"type": "DELETE", "section": "others", "bullet_id": "misc-00003"},
@@ -213,7 +211,7 @@ def test_curate_applies_the_callers_deltas_first(ace: TestClient[Litestar]) -> N
         {"type": "ADD", "section": "verification_checklist", "content": "Count the results before answering."},
     ]
     answer = post(
-        ace, CURATE, {"reflection": reflection, "playbook": APPWORLD, "deltas": deltas, "dataset": "appworld"}
+        client, CURATE, {"reflection": reflection, "playbook": APPWORLD, "deltas": deltas, "dataset": "appworld"}
     )
     assert [(d["type"], d["bullet_id"]) for d in answer["deltas"]] == [
         ("DELETE", "misc-00003"),
@@ -225,11 +223,11 @@ def test_curate_applies_the_callers_deltas_first(ace: TestClient[Litestar]) -> N
     assert len(ids) == len(APPWORLD["bullets"])
 
 
-def test_curate_enforces_a_size_budget(ace: TestClient[Litestar]) -> None:
+def test_curate_enforces_a_size_budget(client: TestClient[Litestar]) -> None:
     reflection = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "default"}
     doubtful = {**MIXED["bullets"][1], "harmful": 3}
     playbook = {"bullets": [MIXED["bullets"][0], doubtful, *MIXED["bullets"][2:]]}
-    answer = post(ace, CURATE, {"reflection": reflection, "playbook": playbook, "max_bullets": 3})
+    answer = post(client, CURATE, {"reflection": reflection, "playbook": playbook, "max_bullets": 3})
     assert answer["pruned_bullet_ids"] == ["gen-00002"]
     assert len(answer["playbook"]["bullets"]) == 3
 
@@ -325,32 +323,32 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
     ],
 )
 def test_bad_input_is_invalid_input_with_the_path(
-    ace: TestClient[Litestar], path: str, body: dict[str, Any], status: int, where: str
+    client: TestClient[Litestar], path: str, body: dict[str, Any], status: int, where: str
 ) -> None:
-    answer = post(ace, path, {"request_id": "bad-1", **body}, status)
+    answer = post(client, path, {"request_id": "bad-1", **body}, status)
     assert answer["action"] == "ERROR"
     assert answer["error_type"] == "INVALID_INPUT"
     assert answer["request_id"] == "bad-1"
     assert where in [d["path"] for d in answer["details"]]
 
 
-def test_a_playbook_over_the_cap_is_refused(ace: TestClient[Litestar]) -> None:
+def test_a_playbook_over_the_cap_is_refused(client: TestClient[Litestar]) -> None:
     bullets = [{"id": f"b-{i}", "section": "s", "content": "x"} for i in range(20_001)]
-    answer = post(ace, SEARCH, {"query": {"query_text": "x"}, "playbook": {"bullets": bullets}}, 422)
+    answer = post(client, SEARCH, {"query": {"query_text": "x"}, "playbook": {"bullets": bullets}}, 422)
     assert answer["details"][0]["path"] == "$.playbook.bullets"
     assert "20000" in answer["details"][0]["message"]
 
 
-def test_malformed_json_is_400(ace: TestClient[Litestar]) -> None:
-    response = ace.post(CURATE, content=b'{"reflection": ', headers={"content-type": "application/json"})
+def test_malformed_json_is_400(client: TestClient[Litestar]) -> None:
+    response = client.post(CURATE, content=b'{"reflection": ', headers={"content-type": "application/json"})
     assert response.status_code == 400
     assert response.json()["error_type"] == "INVALID_INPUT"
 
 
-def test_the_request_id_comes_from_the_body_or_the_header(ace: TestClient[Litestar]) -> None:
+def test_the_request_id_comes_from_the_body_or_the_header(client: TestClient[Litestar]) -> None:
     body = {"query": {"query_text": "x"}, "playbook": MIXED}
-    assert post(ace, SEARCH, {**body, "request_id": "from-body"})["request_id"] == "from-body"
-    response = ace.post(SEARCH, json=body, headers={"X-Request-ID": "from-header"})
+    assert post(client, SEARCH, {**body, "request_id": "from-body"})["request_id"] == "from-body"
+    response = client.post(SEARCH, json=body, headers={"X-Request-ID": "from-header"})
     assert response.json()["request_id"] == "from-header"
     assert response.headers["x-request-id"] == "from-header"
 
@@ -413,7 +411,7 @@ def test_workflow_never_creates_a_stored_playbook(store_client: tuple[TestClient
     assert not store.path_for("fresh").exists()
 
 
-def test_curate_keeps_the_playbook_within_the_contract(ace: TestClient[Litestar]) -> None:
+def test_curate_keeps_the_playbook_within_the_contract(client: TestClient[Litestar]) -> None:
     full = {
         "bullets": [
             {"id": f"general-{i:05d}", "section": "general", "content": f"lesson number {i}"} for i in range(20_000)
@@ -421,6 +419,6 @@ def test_curate_keeps_the_playbook_within_the_contract(ace: TestClient[Litestar]
     }
     reflection = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "default"}
     deltas = [{"type": "ADD", "section": "general", "content": "one more lesson about venmo"}]
-    answer = post(ace, CURATE, {"reflection": reflection, "playbook": full, "deltas": deltas})
+    answer = post(client, CURATE, {"reflection": reflection, "playbook": full, "deltas": deltas})
     assert len(answer["playbook"]["bullets"]) == 20_000  # the default budget is the contract's cap
     assert answer["pruned_bullet_ids"] == ["general-00000"]  # equal confidence: the oldest untouched goes

@@ -10,14 +10,15 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from tests.graphs.grace.helpers import STEP, STRONG_TOWER_HITS, TOWER_QUESTION, Walker, grace_client, hit
+from tests.graphs.grace.helpers import STEP, STRONG_TOWER_HITS, TOWER_QUESTION, Walker, hit
 
 Body = dict[str, Any]
 
 
 @pytest.fixture(name="client", scope="module")
-def fixture_client() -> Iterator[TestClient[Litestar]]:
-    with grace_client() as client:
+def fixture_client(app: Litestar) -> Iterator[TestClient[Litestar]]:
+    """A client of the session app for the whole module (the module-scoped states below are made with it)."""
+    with TestClient(app=app, raise_server_exceptions=False) as client:
         yield client
 
 
@@ -299,8 +300,8 @@ def test_an_edited_state_is_refused(
     assert client.post(STEP, json=good_answer(pending_search)).status_code == 200
 
 
-def test_a_signed_state_cannot_be_edited_or_unsigned() -> None:
-    with grace_client({"STATE_SIGNING_KEY": "k" * 32}) as client:
+def test_a_signed_state_cannot_be_edited_or_unsigned(make_app: Callable[..., Litestar]) -> None:
+    with TestClient(app=make_app({"STATE_SIGNING_KEY": "k" * 32}), raise_server_exceptions=False) as client:
         search = Walker(client).start()
         assert search["state"]["signature"]
         edited = _edit(search, lambda s: s["data"]["thresholds"].update(confirm=0.39))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,15 +16,8 @@ from tests.graphs.grace.helpers import (
     WEAK_HITS,
     Walker,
     event_types,
-    grace_client,
     hit,
 )
-
-
-@pytest.fixture(name="client", scope="module")
-def fixture_client() -> Iterator[TestClient[Litestar]]:
-    with grace_client() as client:
-        yield client
 
 
 @pytest.fixture(name="walker")

@@ -25,20 +25,13 @@ from tests.graphs.grace.helpers import (
     STEP,
     STRONG_TOWER_HITS,
     Walker,
-    grace_builders,
-    grace_client,
-    grace_route_handlers,
 )
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 
 
-# Built at import, as schemathesis wants; the graph builder is registered only while the app is built (the
-# compiled graph stays in the app's services), so no other test sees a changed GRAPH_BUILDERS.
-with grace_builders():
-    _SCHEMA = schemathesis.openapi.from_asgi(
-        "/schema/openapi.json", create_app(load_settings(), extra_route_handlers=grace_route_handlers())
-    )
+# Built at import, as schemathesis wants (before any fixture exists).
+_SCHEMA = schemathesis.openapi.from_asgi("/schema/openapi.json", create_app(load_settings()))
 _SCHEMA.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 schema = _SCHEMA.include(path_regex="^/agent/grace/")
 
@@ -61,8 +54,9 @@ def test_no_5xx_and_structured_4xx(case: schemathesis.Case) -> None:
 
 
 @pytest.fixture(name="client", scope="module")
-def fixture_client() -> Iterator[TestClient[Litestar]]:
-    with grace_client() as client:
+def fixture_client(app: Litestar) -> Iterator[TestClient[Litestar]]:
+    """A client of the session app for the whole module (the module-scoped states below are made with it)."""
+    with TestClient(app=app, raise_server_exceptions=False) as client:
         yield client
 
 

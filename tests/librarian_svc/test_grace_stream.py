@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -18,17 +18,9 @@ from tests.graphs.grace.helpers import (
     STREAM,
     STRONG_TOWER_HITS,
     TOWER_QUESTION,
-    grace_app,
-    grace_client,
     parse_sse,
-    serve_in_thread,
 )
-
-
-@pytest.fixture(name="client", scope="module")
-def fixture_client() -> Iterator[TestClient[Litestar]]:
-    with grace_client() as client:
-        yield client
+from tests.support.live_service import LiveService
 
 
 def stream(client: TestClient[Litestar], body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -77,7 +69,9 @@ def _plan(query: str) -> str:
 
 @pytest.mark.llm
 @pytest.mark.live
-def test_records_arrive_while_the_step_is_still_running(llm_server: FakeLLMServer) -> None:
+def test_records_arrive_while_the_step_is_still_running(
+    start_live_service: Callable[..., LiveService], llm_server: FakeLLMServer
+) -> None:
     """The reasoning call blocks until the test has read the records before it: they were sent live."""
     release = threading.Event()
     answer = {"answer": "333メートル [S1]", "citations": ["S1"], "self_evaluation": {"accuracy": 0.9, "style": 0.9}}
@@ -90,7 +84,8 @@ def test_records_arrive_while_the_step_is_still_running(llm_server: FakeLLMServe
 
     llm_server.responder = responder
     env = {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": llm_server.url, "LLM_MODEL": "fake"}
-    with grace_app(env) as app, serve_in_thread(app) as base_url, httpx.Client(base_url=base_url, timeout=20) as http:
+    service = start_live_service(env)
+    with httpx.Client(base_url=service.base_url, timeout=20) as http:
         first = http.post(STEP, json={"request_id": "l-1", "query": TOWER_QUESTION}).json()
         assert first["action"] == "SEARCH", first
         body = {

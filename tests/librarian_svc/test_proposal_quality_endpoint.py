@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,18 +12,10 @@ from litestar.testing import TestClient
 
 from graphs.proposal_quality.validator import validate_advisor_report, validate_organizer_report
 from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES, Sample
-from tests.graphs.proposal_quality.support import client_for
 
 VALIDATE = "/api/proposal-quality/validate"
 ORGANIZER = "/api/organizer/run"
 ADVISOR = "/api/advisor/run"
-
-
-@pytest.fixture(name="pq_client")
-def fixture_pq_client(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[TestClient[Litestar]]:
-    yield from client_for(request, monkeypatch)
 
 
 def run_body(sample: Sample) -> dict[str, Any]:
@@ -40,8 +31,8 @@ def run_body(sample: Sample) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("sample", ORGANIZER_SAMPLES, ids=lambda s: s.id)
-def test_organizer_run_on_every_sample(pq_client: TestClient[Litestar], sample: Sample) -> None:
-    response = pq_client.post(ORGANIZER, json=run_body(sample))
+def test_organizer_run_on_every_sample(client: TestClient[Litestar], sample: Sample) -> None:
+    response = client.post(ORGANIZER, json=run_body(sample))
     assert response.status_code == 200
     answer = response.json()
     assert answer["ok"] is True
@@ -62,17 +53,17 @@ def test_organizer_run_on_every_sample(pq_client: TestClient[Litestar], sample: 
     assert response.headers["x-request-id"] == f"req-{sample.id}"
 
 
-def test_o4_decomposition_request_is_honoured(pq_client: TestClient[Litestar]) -> None:
+def test_o4_decomposition_request_is_honoured(client: TestClient[Litestar]) -> None:
     o4 = next(s for s in ORGANIZER_SAMPLES if s.id == "O4")
-    answer = pq_client.post(ORGANIZER, json=run_body(o4)).json()
+    answer = client.post(ORGANIZER, json=run_body(o4)).json()
     (proposal,) = answer["report"]["decomposition_proposals"]
     assert proposal["target_node_id"] == "n4"
     assert len(proposal["suggested_children"]) >= 2
 
 
 @pytest.mark.parametrize("sample", ADVISOR_SAMPLES, ids=lambda s: s.id)
-def test_advisor_run_on_every_sample(pq_client: TestClient[Litestar], sample: Sample) -> None:
-    answer = pq_client.post(ADVISOR, json=run_body(sample)).json()
+def test_advisor_run_on_every_sample(client: TestClient[Litestar], sample: Sample) -> None:
+    answer = client.post(ADVISOR, json=run_body(sample)).json()
     assert answer["ok"] is True, answer
     report = answer["report"]
     assert validate_advisor_report(report, sample.valid_ids).ok
@@ -81,18 +72,18 @@ def test_advisor_run_on_every_sample(pq_client: TestClient[Litestar], sample: Sa
     assert [s["key"] for s in answer["rendered"]["sections"]] == ["options", "criteria", "next_decision"]
 
 
-def test_request_id_is_generated_or_taken_from_the_header(pq_client: TestClient[Litestar]) -> None:
+def test_request_id_is_generated_or_taken_from_the_header(client: TestClient[Litestar]) -> None:
     body: dict[str, Any] = {"dashboard": {"trays": {}}}
-    generated = pq_client.post(ORGANIZER, json=body)
+    generated = client.post(ORGANIZER, json=body)
     assert generated.json()["request_id"] == generated.headers["x-request-id"]
     assert len(generated.json()["request_id"]) == 32
-    from_header = pq_client.post(ORGANIZER, json=body, headers={"X-Request-ID": "hdr-1"})
+    from_header = client.post(ORGANIZER, json=body, headers={"X-Request-ID": "hdr-1"})
     assert from_header.json()["request_id"] == "hdr-1"
 
 
-def test_trays_as_a_list_of_arrays(pq_client: TestClient[Litestar]) -> None:
+def test_trays_as_a_list_of_arrays(client: TestClient[Litestar]) -> None:
     body = {"dashboard": {"trays": [[{"id": "a", "title": "見積もり作成"}], [{"id": "b", "title": "見積もり確認"}]]}}
-    answer = pq_client.post(ORGANIZER, json=body).json()
+    answer = client.post(ORGANIZER, json=body).json()
     assert answer["ok"] is True
     assert answer["report"]["relation_proposals"][0]["from_node_id"] == "a"
 
@@ -106,13 +97,11 @@ def test_trays_as_a_list_of_arrays(pq_client: TestClient[Litestar]) -> None:
     ids=lambda v: v if isinstance(v, str) else v.id,
 )
 @pytest.mark.parametrize("ids_from", ["validNodeIds", "dashboard"])
-def test_validate_accepts_every_sample(
-    pq_client: TestClient[Litestar], kind: str, sample: Sample, ids_from: str
-) -> None:
+def test_validate_accepts_every_sample(client: TestClient[Litestar], kind: str, sample: Sample, ids_from: str) -> None:
     ids: dict[str, Any] = (
         {"validNodeIds": sample.valid_ids} if ids_from == "validNodeIds" else {"dashboard": sample.dashboard()}
     )
-    response = pq_client.post(VALIDATE, json={"kind": kind, "report": sample.report, **ids})
+    response = client.post(VALIDATE, json={"kind": kind, "report": sample.report, **ids})
     assert response.status_code == 200
     answer = response.json()
     assert answer["ok"] is True
@@ -122,12 +111,12 @@ def test_validate_accepts_every_sample(
     assert answer["usage"]["llm_calls"] == 0
 
 
-def test_validate_reports_must_errors_and_should_warnings(pq_client: TestClient[Litestar]) -> None:
+def test_validate_reports_must_errors_and_should_warnings(client: TestClient[Litestar]) -> None:
     a1 = ADVISOR_SAMPLES[0].fresh_report()
     a1["options"] = a1["options"][:1]
     a1["options"][0]["label"] = "書き始める"
     a1.pop("criteria")
-    answer = pq_client.post(
+    answer = client.post(
         VALIDATE, json={"request_id": "v-1", "kind": "advisor", "report": a1, "validNodeIds": ["n1"]}
     ).json()
     assert answer == {
@@ -139,9 +128,9 @@ def test_validate_reports_must_errors_and_should_warnings(pq_client: TestClient[
     }
 
 
-def test_validate_a_report_with_missing_keys_and_wrong_types(pq_client: TestClient[Litestar]) -> None:
+def test_validate_a_report_with_missing_keys_and_wrong_types(client: TestClient[Litestar]) -> None:
     report = {"decomposition_proposals": "none", "summary": 3}
-    answer = pq_client.post(VALIDATE, json={"kind": "organizer", "report": report, "validNodeIds": []}).json()
+    answer = client.post(VALIDATE, json={"kind": "organizer", "report": report, "validNodeIds": []}).json()
     assert answer["errors"] == [
         "decomposition_proposals must be an array",
         "grouping_proposals is required",
@@ -187,8 +176,8 @@ def _error(response: Any, status: int, path: str) -> dict[str, Any]:
         ),
     ],
 )
-def test_validate_bad_input(pq_client: TestClient[Litestar], body: dict[str, Any], path: str) -> None:
-    _error(pq_client.post(VALIDATE, json=body), 422, path)
+def test_validate_bad_input(client: TestClient[Litestar], body: dict[str, Any], path: str) -> None:
+    _error(client.post(VALIDATE, json=body), 422, path)
 
 
 @pytest.mark.parametrize(
@@ -219,31 +208,31 @@ def test_validate_bad_input(pq_client: TestClient[Litestar], body: dict[str, Any
     ],
 )
 @pytest.mark.parametrize("path_", [ORGANIZER, ADVISOR])
-def test_run_bad_input(pq_client: TestClient[Litestar], body: dict[str, Any], path: str, path_: str) -> None:
-    _error(pq_client.post(path_, json=body), 422, path)
+def test_run_bad_input(client: TestClient[Litestar], body: dict[str, Any], path: str, path_: str) -> None:
+    _error(client.post(path_, json=body), 422, path)
 
 
-def test_an_enormous_report_is_refused_with_its_path(pq_client: TestClient[Litestar]) -> None:
+def test_an_enormous_report_is_refused_with_its_path(client: TestClient[Litestar]) -> None:
     report = ORGANIZER_SAMPLES[0].fresh_report() | {"summary": "まず" + "あ" * 100_000}
     body = {"kind": "organizer", "report": report, "validNodeIds": []}
-    error = _error(pq_client.post(VALIDATE, json=body), 413, "$.report")
+    error = _error(client.post(VALIDATE, json=body), 413, "$.report")
     assert "bytes as JSON" in error["message"]
 
 
-def test_a_deep_report_is_refused_with_its_path(pq_client: TestClient[Litestar]) -> None:
+def test_a_deep_report_is_refused_with_its_path(client: TestClient[Litestar]) -> None:
     deep: Any = "x"
     for _ in range(200):
         deep = {"a": deep}
     body = {"kind": "advisor", "report": deep, "validNodeIds": []}
-    _error(pq_client.post(VALIDATE, json=body), 413, "$.report")
+    _error(client.post(VALIDATE, json=body), 413, "$.report")
 
 
 @pytest.mark.parametrize("endpoint", [VALIDATE, ORGANIZER, ADVISOR])
-def test_hostile_nesting_beyond_the_decoder_is_400(pq_client: TestClient[Litestar], endpoint: str) -> None:
+def test_hostile_nesting_beyond_the_decoder_is_400(client: TestClient[Litestar], endpoint: str) -> None:
     n = 100_000
     raw = '{"kind": "organizer", "validNodeIds": [], "dashboard": {"trays": {}}, "report": {"a": '
     raw += "[" * n + "]" * n + "}}"
-    response = pq_client.post(endpoint, content=raw, headers={"Content-Type": "application/json"})
+    response = client.post(endpoint, content=raw, headers={"Content-Type": "application/json"})
     _error(response, 400, "$")
 
 
@@ -256,25 +245,25 @@ def test_hostile_nesting_beyond_the_decoder_is_400(pq_client: TestClient[Litesta
         pytest.param(b'{"kind": "organizer", "report": {"summary": "\xff"}, "validNodeIds": []}', 400, id="bad-utf8"),
     ],
 )
-def test_malformed_bodies(pq_client: TestClient[Litestar], raw: bytes, status: int) -> None:
-    response = pq_client.post(VALIDATE, content=raw, headers={"Content-Type": "application/json"})
+def test_malformed_bodies(client: TestClient[Litestar], raw: bytes, status: int) -> None:
+    response = client.post(VALIDATE, content=raw, headers={"Content-Type": "application/json"})
     _error(response, status, "$")
 
 
-def test_body_over_the_limit_is_413(pq_client: TestClient[Litestar]) -> None:
+def test_body_over_the_limit_is_413(client: TestClient[Litestar]) -> None:
     raw = b'{"dashboard": {"trays": {}}, "userIntent": "' + b"a" * 9_000_000 + b'"}'
-    response = pq_client.post(ORGANIZER, content=raw, headers={"Content-Type": "application/json"})
+    response = client.post(ORGANIZER, content=raw, headers={"Content-Type": "application/json"})
     _error(response, 413, "$")
 
 
-def test_wrong_method_is_405(pq_client: TestClient[Litestar]) -> None:
-    response = pq_client.get(ORGANIZER)
+def test_wrong_method_is_405(client: TestClient[Litestar]) -> None:
+    response = client.get(ORGANIZER)
     assert response.status_code == 405
     assert response.json()["error_type"] == "INVALID_INPUT"
 
 
-def test_routes_are_documented(pq_client: TestClient[Litestar]) -> None:
-    schema = pq_client.get("/schema/openapi.json").json()
+def test_routes_are_documented(client: TestClient[Litestar]) -> None:
+    schema = client.get("/schema/openapi.json").json()
     operations = {op["operationId"] for item in schema["paths"].values() for op in item.values()}
     assert {"proposalQualityValidate", "organizerRun", "advisorRun"} <= operations
 
@@ -294,9 +283,9 @@ dashboards = st.dictionaries(
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(trays=dashboards, kind=st.sampled_from([ORGANIZER, ADVISOR]))
 def test_any_dashboard_gets_a_valid_grounded_report(
-    pq_client: TestClient[Litestar], trays: dict[str, Any], kind: str
+    client: TestClient[Litestar], trays: dict[str, Any], kind: str
 ) -> None:
-    response = pq_client.post(kind, json={"dashboard": {"trays": trays}})
+    response = client.post(kind, json={"dashboard": {"trays": trays}})
     assert response.status_code == 200
     answer = response.json()
     assert answer["ok"] is True, answer["errors"]

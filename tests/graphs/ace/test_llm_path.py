@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from typing import Any
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from tests.fakes.fixtures import LLMClientFor
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
-from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, ace_client, as_json, real_playbook
+from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
 
 pytestmark = pytest.mark.llm
 
@@ -43,25 +42,6 @@ TRAJECTORY = {
     "used_bullet_ids": ["gen-00001", "gen-00004"],
 }
 
-ClientFor = Callable[..., TestClient[Litestar]]
-
-
-def env_for(server: FakeLLMServer, provider: str, **extra: str) -> dict[str, str]:
-    common = {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0", **extra}
-    if provider == "gemini":
-        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": server.gemini_url} | common
-    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"} | common
-
-
-@pytest.fixture(name="client_for")
-def fixture_client_for(llm_server: FakeLLMServer) -> Iterator[ClientFor]:
-    with ExitStack() as stack:
-
-        def build(provider: str = "openai", **extra: str) -> TestClient[Litestar]:
-            return stack.enter_context(ace_client(env_for(llm_server, provider, **extra)))
-
-        yield build
-
 
 def post(client: TestClient[Litestar], path: str, body: dict[str, Any]) -> dict[str, Any]:
     response = client.post(path, json=body)
@@ -78,8 +58,10 @@ def dumps(value: Any) -> str:
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_generate_uses_the_models_answer(client_for: ClientFor, llm_server: FakeLLMServer, provider: str) -> None:
-    client = client_for(provider)
+def test_generate_uses_the_models_answer(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, provider: str
+) -> None:
+    client = llm_client_for(provider)
     llm_server.script(
         dumps({"answer": "333メートル", "reasoning_steps": ["read gen-00001"], "used_bullet_ids": ["gen-00001"]})
     )
@@ -96,8 +78,8 @@ def test_generate_uses_the_models_answer(client_for: ClientFor, llm_server: Fake
     assert "東京タワーの高さは？" in prompt
 
 
-def test_generate_drops_ids_the_model_invented(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for()
+def test_generate_drops_ids_the_model_invented(llm_client_for: LLMClientFor, llm_server: FakeLLMServer) -> None:
+    client = llm_client_for()
     invented = dumps({"answer": "333m", "used_bullet_ids": ["gen-00001", "gen-77777", "admin"]})
     llm_server.script(invented, invented)
     answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
@@ -118,9 +100,9 @@ def test_generate_drops_ids_the_model_invented(client_for: ClientFor, llm_server
     ],
 )
 def test_generate_handles_malformed_output(
-    client_for: ClientFor, llm_server: FakeLLMServer, replies: list[str], produced_by: str
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, replies: list[str], produced_by: str
 ) -> None:
-    client = client_for()
+    client = llm_client_for()
     llm_server.script(*replies)
     answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
     assert answer["produced_by"] == produced_by
@@ -131,8 +113,8 @@ def test_generate_handles_malformed_output(
         assert answer["answer"] in {"fenced", "chatty", "truncated"}
 
 
-def test_provider_failure_is_model_failure(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for(LLM_MAX_RETRIES="1")
+def test_provider_failure_is_model_failure(llm_client_for: LLMClientFor, llm_server: FakeLLMServer) -> None:
+    client = llm_client_for(LLM_MAX_RETRIES="1")
     llm_server.default_reply = Reply(status=500, content="boom")
     for path, body in [
         (GENERATE, {"query": "x", "playbook": MIXED}),
@@ -177,9 +159,9 @@ def test_provider_failure_is_model_failure(client_for: ClientFor, llm_server: Fa
     ids=["generate", "curate"],
 )
 def test_a_slow_model_is_timeout_within_the_budget(
-    client_for: ClientFor, llm_server: FakeLLMServer, path: str, body: dict[str, Any]
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, path: str, body: dict[str, Any]
 ) -> None:
-    client = client_for()
+    client = llm_client_for()
     llm_server.default_reply = Reply(content=dumps({"answer": "late", "deltas": []}), delay_s=5)
     started = time.monotonic()
     answer = post(client, path, {**body, "constraints": {"timeout_ms": 400}})
@@ -193,9 +175,9 @@ def test_a_slow_model_is_timeout_within_the_budget(
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
 def test_reflect_uses_the_models_insights_and_evaluations(
-    client_for: ClientFor, llm_server: FakeLLMServer, provider: str
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, provider: str
 ) -> None:
-    client = client_for(provider)
+    client = llm_client_for(provider)
     reply = {
         "insights": [INSIGHT],
         "bullet_evaluations": [
@@ -219,9 +201,9 @@ def test_reflect_uses_the_models_insights_and_evaluations(
 
 
 def test_reflection_iterates_with_the_previous_insights_until_nothing_changes(
-    client_for: ClientFor, llm_server: FakeLLMServer
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer
 ) -> None:
-    client = client_for()
+    client = llm_client_for()
     refined = {**INSIGHT, "key_insight": "Tokyo Tower is 333 m tall (since 1958)"}
     llm_server.script(dumps({"insights": [INSIGHT]}), dumps({"insights": [refined]}), dumps({"insights": [refined]}))
     body = {"trajectory": TRAJECTORY, "playbook": MIXED, "ground_truth": "333メートル", "max_iterations": 5}
@@ -240,8 +222,10 @@ def test_reflection_iterates_with_the_previous_insights_until_nothing_changes(
         pytest.param('{"insights": [{"reasoning": 5}]}', id="wrong-schema"),
     ],
 )
-def test_an_unusable_reflection_has_no_insights(client_for: ClientFor, llm_server: FakeLLMServer, reply: str) -> None:
-    client = client_for()
+def test_an_unusable_reflection_has_no_insights(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, reply: str
+) -> None:
+    client = llm_client_for()
     llm_server.default_reply = Reply(content=reply)
     answer = post(
         client,
@@ -261,9 +245,9 @@ def test_an_unusable_reflection_has_no_insights(client_for: ClientFor, llm_serve
     ids=["provider-500", "slow"],
 )
 def test_model_failure_gives_an_empty_reflection_not_an_error(
-    client_for: ClientFor, llm_server: FakeLLMServer, reply: Reply, error_type: str
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, reply: Reply, error_type: str
 ) -> None:
-    client = client_for()
+    client = llm_client_for()
     llm_server.default_reply = reply
     started = time.monotonic()
     body = {"trajectory": TRAJECTORY, "playbook": MIXED, "ground_truth": "333", "constraints": {"timeout_ms": 1000}}
@@ -287,8 +271,10 @@ REFLECTION = {
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_curate_merges_the_models_deltas(client_for: ClientFor, llm_server: FakeLLMServer, provider: str) -> None:
-    client = client_for(provider)
+def test_curate_merges_the_models_deltas(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, provider: str
+) -> None:
+    client = llm_client_for(provider)
     deltas = [
         {
             "type": "UPDATE",
@@ -323,8 +309,10 @@ def test_curate_merges_the_models_deltas(client_for: ClientFor, llm_server: Fake
     assert "Tokyo Tower is 333 m tall" in prompt
 
 
-def test_curate_drops_deltas_naming_bullets_that_do_not_exist(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for()
+def test_curate_drops_deltas_naming_bullets_that_do_not_exist(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer
+) -> None:
+    client = llm_client_for()
     invented = dumps(
         {
             "deltas": [
@@ -343,8 +331,10 @@ def test_curate_drops_deltas_naming_bullets_that_do_not_exist(client_for: Client
     assert len(answer["playbook"]["bullets"]) == 5
 
 
-def test_an_unusable_curation_falls_back_to_the_heuristic(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for()
+def test_an_unusable_curation_falls_back_to_the_heuristic(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer
+) -> None:
+    client = llm_client_for()
     llm_server.default_reply = Reply(content="Add a bullet about the tower.")
     answer = post(client, CURATE, {"reflection": REFLECTION, "playbook": MIXED})
     assert answer["produced_by"] == "heuristic"
@@ -352,8 +342,10 @@ def test_an_unusable_curation_falls_back_to_the_heuristic(client_for: ClientFor,
     assert answer["usage"]["llm_calls"] == 2
 
 
-def test_curate_with_appworld_sections_refuses_unknown_ones(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for()
+def test_curate_with_appworld_sections_refuses_unknown_ones(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer
+) -> None:
+    client = llm_client_for()
     bad = dumps({"deltas": [{"type": "ADD", "section": "random_notes", "content": "x"}]})
     good = dumps(
         {"deltas": [{"type": "ADD", "section": "verification_checklist", "content": "Count before answering."}]}
@@ -366,8 +358,8 @@ def test_curate_with_appworld_sections_refuses_unknown_ones(client_for: ClientFo
     assert "- verification_checklist:" in request_text(llm_server.chat_requests[0])
 
 
-def test_workflow_answers_with_the_model(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for()
+def test_workflow_answers_with_the_model(llm_client_for: LLMClientFor, llm_server: FakeLLMServer) -> None:
+    client = llm_client_for()
     llm_server.script(dumps({"answer": "Loop over page_index.", "used_bullet_ids": []}))
     answer = post(client, WORKFLOW, {"query": "paginate", "dataset": "nothing-stored"})
     assert answer["llm_response"] == "Loop over page_index."
@@ -375,8 +367,8 @@ def test_workflow_answers_with_the_model(client_for: ClientFor, llm_server: Fake
     assert answer["produced_by"] == "openai-compatible"
 
 
-def test_prompts_stay_bounded_whatever_the_input(client_for: ClientFor, llm_server: FakeLLMServer) -> None:
-    client = client_for()
+def test_prompts_stay_bounded_whatever_the_input(llm_client_for: LLMClientFor, llm_server: FakeLLMServer) -> None:
+    client = llm_client_for()
     llm_server.default_reply = Reply(content=dumps({"answer": "ok", "deltas": []}))
     post(
         client,

@@ -1,68 +1,19 @@
-"""Builders, an app factory and an HTTP session walker shared by the GRACE tests.
+"""Builders, an HTTP session walker and an SSE parser shared by the GRACE tests.
 
-`grace_app` works before and after GRACE is registered in the shared app: it adds the controller
-and the graph builder only when `librarian_svc.app` / `services` do not have them yet.
+GRACE is served by the shared app: use the `client` / `make_app` / `start_live_service` fixtures.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import threading
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
-import uvicorn
 from litestar import Litestar
 from litestar.testing import TestClient
-
-from graphs.grace.graph import build_graph
-from librarian_svc.app import ROUTE_HANDLERS, create_app
-from librarian_svc.controllers.grace import GraceController
-from librarian_svc.services import GRAPH_BUILDERS
-from librarian_svc.settings import load_settings
 
 STEP = "/agent/grace/step"
 STREAM = "/agent/grace/step/stream"
 TOWER_QUESTION = "東京タワーの高さは何メートルですか"
-
-
-def grace_registered() -> bool:
-    """Whether the shared app already serves GRACE (after the lead's integration)."""
-    return GraceController in ROUTE_HANDLERS
-
-
-@contextmanager
-def grace_builders() -> Iterator[None]:
-    """GRACE's graph builder in GRAPH_BUILDERS for as long as the context lasts (a no-op once registered)."""
-    with pytest.MonkeyPatch.context() as patch:
-        if "grace" not in GRAPH_BUILDERS:
-            patch.setitem(GRAPH_BUILDERS, "grace", build_graph)
-        yield
-
-
-def grace_route_handlers() -> list[type[GraceController]]:
-    """What `create_app(extra_route_handlers=...)` needs for GRACE: its controller until it is registered."""
-    return [] if grace_registered() else [GraceController]
-
-
-@contextmanager
-def grace_app(env: Mapping[str, str] | None = None) -> Iterator[Litestar]:
-    """The service app with GRACE, on the test environment plus `env`."""
-    with grace_builders():
-        settings = load_settings({**os.environ, **(env or {})})
-        yield create_app(settings, extra_route_handlers=grace_route_handlers())
-
-
-@contextmanager
-def grace_client(env: Mapping[str, str] | None = None) -> Iterator[TestClient[Litestar]]:
-    """An in-process client for `grace_app(env)`."""
-    with grace_app(env) as app, TestClient(app=app, raise_server_exceptions=False) as client:
-        yield client
 
 
 def hit(document_id: str, snippet: str, score: float | None, **extra: Any) -> dict[str, Any]:
@@ -139,34 +90,6 @@ class Walker:
 def event_types(answer: dict[str, Any]) -> list[str]:
     """The `type` of every event in a response, in order."""
     return [e["type"] for e in answer["events"]]
-
-
-@contextmanager
-def serve_in_thread(app: Litestar) -> Iterator[str]:
-    """Serve `app` with uvicorn on a loopback port in a daemon thread; yields its base URL.
-
-    For tests that need a real socket (curl contract scripts, live SSE) before GRACE is part of the
-    `python -m librarian_svc` process that `live_service` starts.
-    """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the GRACE test server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def parse_sse(text: str) -> list[dict[str, str]]:

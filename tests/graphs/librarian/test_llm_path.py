@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,30 +36,6 @@ def decision(**fields: Any) -> str:
         "coverage_notes": "",
     }
     return json.dumps(base | fields, ensure_ascii=False)
-
-
-def env_for(server: FakeLLMServer, provider: str, **extra: str) -> dict[str, str]:
-    common = {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0", **extra}
-    if provider == "gemini":
-        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": server.gemini_url} | common
-    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"} | common
-
-
-@pytest.fixture(name="llm_client_for")
-def fixture_llm_client_for(
-    make_app: Callable[..., Litestar], llm_server: FakeLLMServer
-) -> Iterator[Callable[..., TestClient[Litestar]]]:
-    clients: list[TestClient[Litestar]] = []
-
-    def build(provider: str = "openai", **extra: str) -> TestClient[Litestar]:
-        client = TestClient(app=make_app(env_for(llm_server, provider, **extra)), raise_server_exceptions=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield build
-    for client in clients:
-        client.__exit__(None, None, None)
 
 
 def first_then_second(client: TestClient[Litestar], results: list[dict[str, Any]]) -> dict[str, Any]:

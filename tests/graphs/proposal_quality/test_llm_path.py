@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,7 +19,6 @@ from litestar.testing import TestClient
 from graphs.proposal_quality.llm_draft import TOO_DEEP_ERROR
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES
-from tests.graphs.proposal_quality.support import app_factory
 
 pytestmark = pytest.mark.llm
 
@@ -43,31 +42,6 @@ def organizer(**changes: Any) -> dict[str, Any]:
 VALID = as_json(O3.report)
 NO_SUMMARY = as_json(organizer(summary=""))
 INVENTED = as_json(organizer(relation_proposals=[{**O3.report["relation_proposals"][0], "to_node_id": "ghost"}]))
-
-
-def env_for(server: FakeLLMServer, provider: str) -> dict[str, str]:
-    common = {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0"}
-    if provider == "gemini":
-        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": server.gemini_url} | common
-    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"} | common
-
-
-@pytest.fixture(name="llm_client_for")
-def fixture_llm_client_for(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, llm_server: FakeLLMServer
-) -> Iterator[Callable[[str], TestClient[Litestar]]]:
-    make = app_factory(request, monkeypatch)
-    clients: list[TestClient[Litestar]] = []
-
-    def build(provider: str = "openai") -> TestClient[Litestar]:
-        client = TestClient(app=make(env_for(llm_server, provider)), raise_server_exceptions=False)
-        client.__enter__()
-        clients.append(client)
-        return client
-
-    yield build
-    for client in clients:
-        client.__exit__(None, None, None)
 
 
 def run(client: TestClient[Litestar], path: str = ORGANIZER, **extra: Any) -> dict[str, Any]:
@@ -268,11 +242,11 @@ def test_advisor_invented_target_is_dropped_when_never_fixed(
 
 
 def test_openai_gets_the_report_schema_as_native_json(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, llm_server: FakeLLMServer
+    make_app: Callable[..., Litestar], llm_server: FakeLLMServer
 ) -> None:
     env = {"LLM_PROVIDER": "openai", "OPENAI_API_KEY": "sk-fake", "OPENAI_BASE_URL": llm_server.url}
     llm_server.script(VALID)
-    with TestClient(app=app_factory(request, monkeypatch)(env), raise_server_exceptions=False) as client:
+    with TestClient(app=make_app(env), raise_server_exceptions=False) as client:
         assert run(client)["ok"] is True
     response_format = llm_server.chat_requests[0]["response_format"]
     assert response_format["type"] == "json_schema"
