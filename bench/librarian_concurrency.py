@@ -80,16 +80,20 @@ def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("fake model server did not start")
 
 
-async def session(client: httpx.AsyncClient, index: int, latencies: list[float], stop: float) -> tuple[int, int]:
-    """Loop SEARCH → COMPLETE until `stop`; return (think steps, failures)."""
-    steps = failures = 0
+async def session(client: httpx.AsyncClient, index: int, latencies: list[float], stop: float) -> tuple[int, int, int]:
+    """Loop SEARCH → COMPLETE until `stop`; return (think steps, failures, connection resets retried)."""
+    steps = failures = resets = 0
     loop = 0
     while time.monotonic() < stop:
         loop += 1
         body: dict[str, Any] = {"request_id": f"s{index}-{loop}", "user_query": QUESTION, "subject_id": "bench"}
         for _ in range(3):
             started = time.monotonic()
-            response = await client.post("/agent/librarian/think", json=body)
+            try:
+                response = await client.post("/agent/librarian/think", json=body)
+            except (httpx.ReadError, httpx.RemoteProtocolError):
+                resets += 1  # counted, then the same step again: a think step is a pure function of its body
+                response = await client.post("/agent/librarian/think", json=body)
             latencies.append(time.monotonic() - started)
             steps += 1
             answer = response.json()
@@ -104,7 +108,7 @@ async def session(client: httpx.AsyncClient, index: int, latencies: list[float],
                 "results": HITS,
             }
             body = {**body, "state": answer["state"], "search_history": [*body.get("search_history", []), round_]}
-    return steps, failures
+    return steps, failures, resets
 
 
 async def drive(base_url: str, concurrency: int, seconds: float) -> dict[str, Any]:
@@ -118,10 +122,12 @@ async def drive(base_url: str, concurrency: int, seconds: float) -> dict[str, An
         elapsed = time.monotonic() - started
     steps = sum(r[0] for r in results)
     failures = sum(r[1] for r in results)
+    resets = sum(r[2] for r in results)
     latencies.sort()
     return {
         "think_steps": steps,
         "failures": failures,
+        "connection_resets_retried": resets,
         "elapsed_s": round(elapsed, 2),
         "steps_per_s": round(steps / elapsed, 1),
         "p50_s": round(statistics.median(latencies), 3),

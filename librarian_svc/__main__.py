@@ -49,6 +49,9 @@ def main() -> int:
         loop="auto",
         http="auto",
         timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
+        # Longer than clients keep idle connections (Go's default is 90 s), so the server never closes a
+        # pooled connection just as the client reuses it (the client would see a reset mid-request).
+        timeout_keep_alive=settings.keepalive_timeout_s,
         server_header=False,
     )
     return 0

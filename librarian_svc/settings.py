@@ -43,7 +43,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "EMBEDDING_PROVIDER": "auto",
     "EMBEDDING_MODEL": "",
     "EMBEDDING_DIM": "512",
-    "EMBEDDING_CACHE_SIZE": "50000",
+    "EMBEDDING_CACHE_SIZE": "20000",
     "REQUEST_TIMEOUT_MS": "25000",
     "MAX_BODY_BYTES": "8388608",
     "MAX_STATE_BYTES": "1048576",
@@ -52,6 +52,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "PROMPTS_DIR": str(PROJECT_ROOT / "prompts"),
     "GOOGLE_CLOUD_PROJECT": "",
     "SHUTDOWN_GRACE_S": "8",
+    "KEEPALIVE_TIMEOUT_S": "120",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
     "PLAYBOOK_DATA_DIR": str(PROJECT_ROOT / "data" / "playbooks"),
     "ACE_DEDUP_THRESHOLD": "0.85",
@@ -76,6 +77,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     prompts_dir: Path
     google_cloud_project: str | None
     shutdown_grace_s: float
+    keepalive_timeout_s: int
     librarian_near_dup_threshold: float
     playbook_data_dir: Path
     ace_dedup_threshold: float
@@ -170,6 +172,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         prompts_dir=_dir(env, "PROMPTS_DIR"),
         google_cloud_project=project or None,
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
+        keepalive_timeout_s=_int(env, "KEEPALIVE_TIMEOUT_S", low=1, high=3600),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
         playbook_data_dir=Path(_str(env, "PLAYBOOK_DATA_DIR")),  # created on first save
         ace_dedup_threshold=_float(env, "ACE_DEDUP_THRESHOLD", low=0.01, high=1.0),

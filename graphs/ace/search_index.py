@@ -28,7 +28,7 @@ from graphs.ace.bm25 import Bm25Index
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.text.tokenize import tokenize
 
-MAX_CACHED_ROWS = 60_000
+MAX_CACHED_ROWS = 20_000
 """Bullets held across all cached indexes (about 2 KB of vector each at 512 dimensions)."""
 MAX_CACHED_INDEXES = 32
 INLINE_BUILD_LIMIT = 1_000

@@ -177,8 +177,8 @@ def _proceed(session: GraceState, kind: str | None, step_id: int | None, text: s
             detail=certain("ask_user", session.thresholds),
         )
         return msgspec.structs.replace(session, results=[*session.results, answered], user_inputs=inputs)
-    if kind == "ESCALATE" and _step(session, step_id).action == "reasoning":
-        # The answer is worked out again with what the user added.
+    if kind == "ESCALATE" and text and _step(session, step_id).action == "reasoning":
+        # The answer is worked out again with what the user added (once: see routing.route_after_judge).
         return msgspec.structs.replace(
             session,
             results=[r for r in session.results if r.step_id != step_id],

@@ -23,7 +23,11 @@ def route_after_judge(state: GraceGraphState) -> Literal["replan", "ask_interven
         return "replan"
     result = state["result"]
     if result is not None and result.detail is not None and needs_user(result.detail.decision):
-        return "ask_intervention"
+        # A step the user already intervened on (and told to proceed, adding input) is not asked about
+        # again: re-asking the same question after the same answer would loop forever.
+        answered = {u.step_id for u in state["session"].user_inputs}
+        if result.step_id not in answered:
+            return "ask_intervention"
     return "advance"
 
 

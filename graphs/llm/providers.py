@@ -12,7 +12,7 @@ without breaking any other model, and a pool never outlives the event loop it wa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import SecretStr
 
@@ -20,6 +20,14 @@ from graphs.llm.config import ConfigError, LLMConfig
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
+
+
+def _connection_limits() -> Any:
+    import httpx
+
+    # openai's default keeps only 100 idle connections: with more calls in flight than that, every
+    # round of calls would open (and TIME_WAIT) fresh connections. Keep as many as can be in flight.
+    return httpx.Limits(max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=60)
 
 
 def _secret(value: str | None) -> SecretStr | None:
@@ -55,7 +63,7 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
             from langchain_openai import ChatOpenAI
 
             return ChatOpenAI(
-                http_async_client=openai.DefaultAsyncHttpxClient(),
+                http_async_client=openai.DefaultAsyncHttpxClient(limits=_connection_limits()),
                 model=cfg.model or "",
                 api_key=_secret(cfg.api_key),
                 base_url=cfg.base_url,
@@ -68,7 +76,7 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
             from langchain_openai import AzureChatOpenAI
 
             return AzureChatOpenAI(
-                http_async_client=openai.DefaultAsyncHttpxClient(),
+                http_async_client=openai.DefaultAsyncHttpxClient(limits=_connection_limits()),
                 model=cfg.model,
                 azure_endpoint=cfg.azure_endpoint,
                 azure_deployment=cfg.azure_deployment,

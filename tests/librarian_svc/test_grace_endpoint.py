@@ -369,3 +369,25 @@ def test_step_ids_in_responses_come_from_the_plan(walker: Walker) -> None:
     assert {h["step_id"] for h in final["history"]} <= plan_ids
     assert {e["step_id"] for e in final["events"] if e["step_id"] is not None} <= plan_ids
     assert {s["step_id"] for s in final["sources"]} <= plan_ids
+
+
+async def test_proceeding_after_escalate_always_terminates(app) -> None:  # type: ignore[no-untyped-def]
+    """Regression (found by the soak): PROCEED + input on an ESCALATE of an answer used to re-ask forever."""
+    import httpx
+
+    from reference_orchestrator.agent_sessions import run_grace
+    from reference_orchestrator.corpus import Chunk, Corpus
+
+    corpus = Corpus(
+        [
+            Chunk("a", 0, "a#0", "イギリスの首都はロンドンである。"),
+            Chunk("b", 1, "b#1", "フランスの首都はパリである。"),
+            Chunk("c", 2, "c#2", "ドイツの首都はベルリンである。"),
+        ]
+    )
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+        steps = await run_grace(client, corpus, "イギリスフランスを何というか。", request_id="esc", max_calls=12)
+    assert steps[-1]["action"] == "COMPLETE", [s["action"] for s in steps]
+    asked = [(s.get("kind"), (s.get("step") or {}).get("step_id")) for s in steps if s["action"] == "ASK_USER"]
+    assert len(asked) == len(set(asked)), asked  # never the same question twice

@@ -1,6 +1,6 @@
 """Scale-out proof (issue 7 item 2): any instance serves any step, and losing one loses nothing.
 
-Two real service processes share only their configuration (the same STATE_SIGNING_KEY, as Cloud
+Two (and three) real service processes share only their configuration (the same STATE_SIGNING_KEY, as Cloud
 Run revisions do). Every step of every session of all four agents (Librarian loops, GRACE step
 loops, ACE learning turns, proposal runs) goes to a different instance than the step before;
 then one instance is SIGKILLed mid-run and the sessions continue on the other. Outcomes must equal
@@ -115,12 +115,13 @@ async def _single_instance(app: Litestar, corpus: Corpus, questions: list[str]) 
         return librarian, others
 
 
+@pytest.mark.parametrize("instance_count", [2, 3])
 def test_every_step_on_another_instance_then_one_is_killed(
-    app: Litestar, start_live_service: Callable[..., LiveService]
+    app: Litestar, start_live_service: Callable[..., LiveService], instance_count: int
 ) -> None:
     corpus, questions = _corpus_and_questions()
     expected_librarian, expected_others = asyncio.run(_single_instance(app, corpus, questions))
-    instances = [start_live_service(KEY), start_live_service(KEY)]
+    instances = [start_live_service(KEY) for _ in range(instance_count)]
 
     async def rotate() -> tuple[list[Any], list[Any], RotatingTransport]:
         transport = RotatingTransport([i.base_url for i in instances])
@@ -134,7 +135,7 @@ def test_every_step_on_another_instance_then_one_is_killed(
     assert all(run[-1][0] == "COMPLETE" for run in grace_runs), grace_runs
     assert librarian == expected_librarian
     assert others == expected_others
-    assert {index for _, index in transport.sent_to} == {0, 1}
+    assert {index for _, index in transport.sent_to} == set(range(instance_count))
     by_session: dict[str, list[int]] = {}
     for session, index in transport.sent_to:
         by_session.setdefault(session, []).append(index)
@@ -155,5 +156,5 @@ def test_every_step_on_another_instance_then_one_is_killed(
     after_kill, transport = asyncio.run(kill_midway())
     assert after_kill[0] == expected_librarian, "sessions finish with the same outcome after losing an instance"
     assert after_kill[1] == expected_others[: len(after_kill[1])]
-    assert transport.alive == [1]
+    assert transport.alive == list(range(1, instance_count))
     assert transport.failovers >= 1

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from contracts.grace import ConfidenceFactors, ConfidenceScore, GraceRequest, Pending, StepResult
+from contracts.grace import ConfidenceFactors, ConfidenceScore, GraceRequest, Pending, StepResult, UserInput
 from graphs.grace.replan import Trigger
 from graphs.grace.routing import (
     route_after_advance,
@@ -62,7 +62,16 @@ def test_route_entry(pending: Pending | None, node: str) -> None:
     ],
 )
 def test_route_after_judge(trigger: Trigger | None, decision: str, node: str) -> None:
-    assert route_after_judge({"trigger": trigger, "result": result(decision)}) == node
+    state = {"trigger": trigger, "result": result(decision), "session": session(PLAN, [])}
+    assert route_after_judge(state) == node  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("decision", ["ESCALATE", "CONFIRM"])
+def test_a_step_the_user_already_answered_is_not_asked_again(decision: str) -> None:
+    step_id = result(decision).step_id
+    answered = msgspec.structs.replace(session(PLAN, []), user_inputs=[UserInput(step_id=step_id, text="続けて")])
+    state = {"trigger": None, "result": result(decision), "session": answered}
+    assert route_after_judge(state) == "advance"  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(("decision", "node"), [("PROCEED", "advance"), ("MODIFY", "replan"), ("CANCEL", "finish")])
