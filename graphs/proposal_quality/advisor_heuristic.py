@@ -9,9 +9,12 @@ how to start, and `target_node_id` is empty: there is no node to point at.
 
 from __future__ import annotations
 
+from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 import msgspec
+import yaml
 
 from contracts.proposal_quality import AdvisorCriterion, AdvisorOption, AdvisorReport
 from graphs.proposal_quality.board import Board, BoardNode
@@ -84,67 +87,28 @@ def _criteria(intent: str | None, notes: list[str]) -> list[AdvisorCriterion]:
     return criteria
 
 
+@lru_cache(maxsize=1)
+def _canned_options() -> dict[str, list[dict[str, Any]]]:
+    """The option texts (graphs/proposal_quality/advisor_options.yaml), loaded once."""
+    text = resources.files(__package__).joinpath("advisor_options.yaml").read_text(encoding="utf-8")
+    loaded: dict[str, list[dict[str, Any]]] = yaml.safe_load(text)
+    return loaded
+
+
+def _build_options(board: Board | None, key: str, title: str) -> list[AdvisorOption]:
+    options = []
+    for template in _canned_options()[key]:
+        fields = {k: v for k, v in template.items() if k != "status"}
+        fields = {k: v.format(title=title) if isinstance(v, str) else v for k, v in fields.items()}
+        status = template.get("status")
+        suggested = _status_word(board, status) if board is not None and status else {}
+        options.append(msgspec.convert({**fields, **suggested}, AdvisorOption))
+    return options
+
+
 def _options(board: Board, title: str, category: StatusCategory) -> list[AdvisorOption]:
-    if category == "done":
-        return [
-            AdvisorOption(
-                label="案A: 完了として確定する",
-                description="いまの成果で区切りとし、完了のまま確定させる進め方です。",
-                pros=["ほかの作業に時間を回せる"],
-                cons=["見落としがあった場合、あとから戻る手間がかかる"],
-                next_action=f"「{title}」の完了の条件を見直し、満たしていれば完了として確定する",
-                necessary_info="完了の条件と、それを満たしていることが分かる成果物",
-                criteria_note="完了の条件をすべて満たしていると言えるかどうか",
-                risks=["残っていた作業に気づかないまま次へ進んでしまう"],
-                **_status_word(board, "done"),
-            ),
-            AdvisorOption(
-                label="案B: 見直してから再開する",
-                description="完了扱いをいったん外し、足りない部分を補ってから改めて閉じる進め方です。",
-                pros=["品質の不安を残さずに済む"],
-                cons=["ほかの作業が後ろにずれる"],
-                next_action=f"「{title}」で気になる点を書き出し、作業を再開するかどうかを確かめる",
-                necessary_info="気になっている点の一覧と、それぞれの影響の大きさ",
-                criteria_note="気になる点が、完了の判断を変えるほど大きいかどうか",
-                risks=["見直しが長引き、ほかの作業の期限に響く"],
-                **_status_word(board, "doing"),
-            ),
-        ]
-    start = "すぐに着手する" if category == "todo" else "このまま進める"
-    return [
-        AdvisorOption(
-            label=f"案A: {start}",
-            description="いまの計画のまま、手を動かしながら進める進め方です。",
-            pros=["早く成果が見える"],
-            cons=["途中で計画の見直しが入ると手戻りになる"],
-            next_action=f"「{title}」の次の作業を1つ決めて、その作業に取りかかる",
-            necessary_info="次に取りかかる作業と、その完了の目安",
-            criteria_note="次の作業がはっきりしていて、すぐに手を付けられるかどうか",
-            risks=["全体の見通しがないまま進み、あとで手戻りが出る"],
-            **_status_word(board, "doing"),
-        ),
-        AdvisorOption(
-            label="案B: 分解してから進める",
-            description="小さな作業に分け、一つずつ終わらせていく進め方です。",
-            pros=["進み具合が見えやすくなる"],
-            cons=["分ける作業そのものに時間がかかる"],
-            next_action=f"「{title}」を2〜3個の小さな作業に分け、最初の1つを決める",
-            necessary_info="完了までに含まれる作業の一覧",
-            criteria_note="一度に終えるには大きすぎると感じるかどうか",
-            risks=["分けすぎて管理の手間が増える"],
-        ),
-        AdvisorOption(
-            label="案C: いったん保留して情報を集める",
-            description="判断に足りない情報をそろえてから、進め方を決め直す進め方です。",
-            pros=["判断の材料がそろった状態で決められる"],
-            cons=["そのあいだ作業そのものは進まない"],
-            next_action=f"「{title}」を決めるのに足りない情報を書き出し、誰に聞くかを決める",
-            necessary_info="分かっていないことの一覧と、それを知っていそうな人や資料",
-            criteria_note="分かっていないことが、進め方を大きく変えそうかどうか",
-            risks=["保留が長引き、期限に間に合わなくなる"],
-            **_status_word(board, "hold"),
-        ),
-    ]
+    key = category if category in ("done", "todo") else "doing"
+    return _build_options(board, key, title)
 
 
 def _first_steps(criteria: list[AdvisorCriterion]) -> AdvisorReport:
@@ -153,24 +117,7 @@ def _first_steps(criteria: list[AdvisorCriterion]) -> AdvisorReport:
         target_node_id="",
         target_title="",
         current_status="",
-        options=[
-            AdvisorOption(
-                label="案A: 最初のノードを1件作る",
-                description="いちばん気になっている作業を1件だけ登録して、そこから始める進め方です。",
-                next_action="いま一番気になっている作業を1件、ノードとして登録する",
-                necessary_info="その作業の名前と、だいたいの期限",
-                criteria_note="すぐに手を付けたい作業がはっきりしているかどうか",
-                risks=["作業の粒度が大きすぎると、あとで分解の手間が増える"],
-            ),
-            AdvisorOption(
-                label="案B: やることを書き出してからまとめて登録する",
-                description="思いつく作業を先に一覧にし、まとめてノードにする進め方です。",
-                next_action="関係する作業を思いつくだけ書き出し、まとめてノードにする",
-                necessary_info="関係する作業の一覧",
-                criteria_note="作業が多く、先に全体像を見ておきたいかどうか",
-                risks=["書き出しに時間がかかり、着手が遅れる"],
-            ),
-        ],
+        options=_build_options(None, "first_steps", ""),
         criteria=criteria,
         next_decision="最初のノードをどの形で登録するかを決める",
         summary=(
