@@ -36,6 +36,11 @@ def current_request_id(scope: Scope | dict[str, Any]) -> str:
     return value if isinstance(value, str) else uuid.uuid4().hex
 
 
+def request_id_for(scope: Scope | dict[str, Any], body_id: str | None) -> str:
+    """The id a response echoes: the body's `request_id` when it has one, else the header's (or generated) one."""
+    return body_id or current_request_id(scope)
+
+
 def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
     """Make the body's request_id the one echoed in the header and bound to log lines."""
     if _valid_id(request_id):

@@ -44,6 +44,7 @@ async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
     return {
         "max_loops": effective_max_loops(request, prior),
         "profile": profile_question(request.user_query),
+        "issued": _issued_queries(state),
         "usage": runtime.context.empty_usage(),
         "decision": None,
     }
@@ -55,7 +56,8 @@ async def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> 
     return {"pool": build_pool(state["request"].search_history, near_dup_threshold=threshold)}
 
 
-def _issued(state: LibrarianGraphState) -> list[str]:
+def _issued_queries(state: LibrarianGraphState) -> list[str]:
+    """Every query already run or asked for (normalised, first-seen order): never to be issued again."""
     prior = state.get("prior")
     issued = list(prior.issued_queries) if prior else []
     for round_ in state["request"].search_history:
@@ -79,7 +81,7 @@ async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
         state["profile"],
         assessment,
         conversation=_conversation(state),
-        issued=_issued(state),
+        issued=state["issued"],
         loops_left=max(0, state["max_loops"] - len(request.search_history)),
         max_queries=request.constraints.max_queries,
     )
@@ -111,7 +113,7 @@ def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianSt
 def _plan(state: LibrarianGraphState) -> QueryPlan:
     request = state["request"]
     profile = state["profile"]
-    issued = set(_issued(state))
+    issued = set(state["issued"])
     max_queries = request.constraints.max_queries
     decision = state.get("decision")
     if decision is not None:
@@ -142,7 +144,7 @@ async def plan_queries(
     top_docs = list(dict.fromkeys(s.candidate.document_id for s in state["assessment"].usable[:3]))
     if top_docs:
         hints["prefer_documents"] = top_docs
-    issued = [*_issued(state), *(normalize(q) for q in (*plan.queries_text, *plan.queries_vector))]
+    issued = [*state["issued"], *(normalize(q) for q in (*plan.queries_text, *plan.queries_vector))]
     outcome = SearchAction(
         request_id=request.request_id,
         queries_text=plan.queries_text,
@@ -181,7 +183,7 @@ async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentCont
     outcome = CompleteAction(
         request_id=request.request_id, evidence=evidence, coverage_notes=notes, state=None, usage=state["usage"]
     )
-    return {"outcome": outcome, "next_state": _next_state(state, issued=_issued(state))}
+    return {"outcome": outcome, "next_state": _next_state(state, issued=state["issued"])}
 
 
 async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
@@ -195,4 +197,4 @@ async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> Li
         error_type = "OTHER"
         message = f"no usable evidence after {rounds} search rounds and no new query left to try"
     outcome = ErrorResponse(request_id=request.request_id, error_type=error_type, message=message)
-    return {"outcome": outcome, "next_state": _next_state(state, issued=_issued(state))}
+    return {"outcome": outcome, "next_state": _next_state(state, issued=state["issued"])}

@@ -23,6 +23,7 @@ class LibrarianGraphState(TypedDict, total=False):
     prior: LibrarianState | None
     max_loops: int
     profile: QuestionProfile
+    issued: list[str]
     pool: CandidatePool
     assessment: Assessment
     decision: LLMDecision | None

@@ -31,7 +31,7 @@ from contracts.common import ErrorResponse
 from graphs.ace import run as ace
 from graphs.ace.playbook_store import PlaybookStoreError
 from graphs.context import AgentContext
-from librarian_svc.request_context import current_request_id
+from librarian_svc.request_context import request_id_for
 from librarian_svc.services import Services
 from librarian_svc.step_runner import run_step
 
@@ -40,10 +40,6 @@ AGENT_DESCRIPTION = (
     "(bad JSON, schema, duplicate bullet ids, negative counters, unknown sections, deltas or evaluations "
     "naming bullets that are not in the playbook) are 4xx with `error_type: INVALID_INPUT`."
 )
-
-
-def _request_id(body_id: str | None, request: Request[Any, Any, Any]) -> str:
-    return body_id or current_request_id(request.scope)
 
 
 class AceController(Controller):
@@ -64,7 +60,7 @@ class AceController(Controller):
         self, data: JSONBody[AceSearchRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
     ) -> AceSearchResponse:
         """Decode → search → results."""
-        request_id = _request_id(data.request_id, request)
+        request_id = request_id_for(request.scope, data.request_id)
 
         return await run_step(
             services,
@@ -86,7 +82,7 @@ class AceController(Controller):
         self, data: JSONBody[AceGenerateRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
     ) -> AceGenerateResponse:
         """Decode → generator graph → answer."""
-        request_id = _request_id(data.request_id, request)
+        request_id = request_id_for(request.scope, data.request_id)
 
         return await run_step(
             services,
@@ -109,7 +105,7 @@ class AceController(Controller):
         self, data: JSONBody[AceReflectRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
     ) -> AceReflectResponse:
         """Decode → reflector graph → reflection."""
-        request_id = _request_id(data.request_id, request)
+        request_id = request_id_for(request.scope, data.request_id)
 
         return await run_step(
             services,
@@ -132,7 +128,7 @@ class AceController(Controller):
         self, data: JSONBody[AceCurateRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
     ) -> AceCurateResponse:
         """Decode → curator graph → deltas and the new playbook."""
-        request_id = _request_id(data.request_id, request)
+        request_id = request_id_for(request.scope, data.request_id)
 
         return await run_step(
             services,
@@ -163,7 +159,7 @@ class WorkflowController(Controller):
         self, data: JSONBody[WorkflowRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
     ) -> Response[WorkflowRunResponse]:
         """Decode → workflow graph → seed 000's response (or the store's problem as a 500)."""
-        request_id = _request_id(data.request_id, request)
+        request_id = request_id_for(request.scope, data.request_id)
 
         async def step(context: AgentContext) -> WorkflowResponse:
             return await ace.run_workflow(services.graphs["ace_workflow"], context, data, request_id)

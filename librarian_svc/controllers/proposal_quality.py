@@ -18,7 +18,7 @@ from contracts.proposal_quality import (
 )
 from graphs.context import AgentContext
 from graphs.proposal_quality.run import run_report, validate_request
-from librarian_svc.request_context import current_request_id
+from librarian_svc.request_context import request_id_for
 from librarian_svc.services import Services
 from librarian_svc.step_runner import run_step
 
@@ -56,7 +56,7 @@ class ProposalQualityController(Controller):
         request: Request[Any, Any, Any],
     ) -> ProposalValidateResponse | ErrorResponse:
         """Decode → validate → the verdict."""
-        request_id = data.request_id or current_request_id(request.scope)
+        request_id = request_id_for(request.scope, data.request_id)
 
         async def step(context: AgentContext) -> ProposalValidateResponse:
             return validate_request(data, request_id)
@@ -95,7 +95,7 @@ class ProposalQualityController(Controller):
 async def _run(
     kind: ReportKind, data: ProposalRunRequest, services: Services, request: Request[Any, Any, Any]
 ) -> ProposalRunResponse | ErrorResponse:
-    request_id = data.request_id or current_request_id(request.scope)
+    request_id = request_id_for(request.scope, data.request_id)
 
     async def step(context: AgentContext) -> ProposalRunResponse:
         return await run_report(services.graphs[AGENT], context, kind, data, request_id)
