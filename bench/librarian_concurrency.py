@@ -2,8 +2,12 @@
 
 One service process (one uvicorn worker) whose provider is the loopback fake OpenAI-compatible
 server answering every call after `--model-ms` (500 ms). N concurrent Librarian sessions each loop
-SEARCH → COMPLETE (two think steps, one model call each) for `--seconds`. If nothing blocks the
-event loop, N sessions complete N / model latency think steps per second: that is the bound.
+SEARCH → COMPLETE (two think steps, one model call each). If nothing blocks the event loop, N
+sessions complete N / model latency think steps per second: that is the bound. Sessions ramp up
+over one model latency, run `--warm-up` seconds, then a `--seconds` window is measured: steps that
+complete inside it, their latency, and the service's CPU time per step (from /proc), which says
+how much of its one core the worker needs at that rate.
+
 Reported: throughput / bound, p50 and p99 of a think step / model latency. The contrast run
 (`--blocking`) serves the same traffic with the model called synchronously on the event loop (as a
 naive `model.invoke` inside an async handler would), which serialises every call.
@@ -22,27 +26,46 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
+from bench.cold_start import cpu_seconds
 from bench.tools import PROJECT_ROOT
 from tests.support.live_service import free_port, start_service
 
-DECISION = json.dumps(
+# The scripted model behaves like a competent one: with no candidates it plans a search; once the
+# prompt lists candidate c1 it selects it. Every think step is then exactly one model call, so the
+# bound below (sessions ÷ model latency) is the true ceiling; an invented id would cost a re-ask.
+PLAN = json.dumps(
+    {
+        "sufficient": False,
+        "missing": [],
+        "selected": [],
+        "queries_text": ["東京タワー 高さ"],
+        "queries_vector": [],
+        "rationale": "look up the height",
+        "coverage_notes": "",
+    },
+    ensure_ascii=False,
+)
+SELECT = json.dumps(
     {
         "sufficient": True,
         "missing": [],
         "selected": [{"id": "c1", "why_relevant": "states the height"}],
-        "queries_text": ["東京タワー 高さ"],
+        "queries_text": [],
         "queries_vector": [],
-        "rationale": "look up the height",
+        "rationale": "the first snippet states the height",
         "coverage_notes": "height stated",
     },
     ensure_ascii=False,
 )
 QUESTION = "東京タワーの高さは何メートルですか"
+JSON = {"content-type": "application/json"}
 HITS = [
     {"document_id": f"doc-{i}", "page": i, "snippet": f"東京タワーの高さは333メートル。資料{i}。", "score": 5.0 - i}
     for i in range(5)
@@ -62,7 +85,10 @@ def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
             "--delay-ms",
             str(delay_ms),
             "--reply",
-            DECISION,
+            PLAN,
+            "--reply-if",
+            "[c1]",
+            SELECT,
         ],
         cwd=PROJECT_ROOT,
         env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
@@ -80,27 +106,37 @@ def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("fake model server did not start")
 
 
-async def session(client: httpx.AsyncClient, index: int, latencies: list[float], stop: float) -> tuple[int, int, int]:
-    """Loop SEARCH → COMPLETE until `stop`; return (think steps, failures, connection resets retried)."""
-    steps = failures = resets = 0
+@dataclass
+class Window:
+    """The measurement window: steps completing inside it count, with their latencies."""
+
+    start: float
+    stop: float
+    latencies: list[float] = field(default_factory=list)
+    failures: int = 0
+
+    def record(self, started: float, ok: bool) -> None:
+        finished = time.monotonic()
+        if self.start <= finished <= self.stop:
+            self.latencies.append(finished - started)
+            self.failures += not ok
+
+
+async def session(client: aiohttp.ClientSession, index: int, window: Window, delay: float) -> None:
+    """After `delay`, loop SEARCH → COMPLETE sessions until the window closes."""
+    await asyncio.sleep(delay)
     loop = 0
-    while time.monotonic() < stop:
+    while time.monotonic() < window.stop:
         loop += 1
         body: dict[str, Any] = {"request_id": f"s{index}-{loop}", "user_query": QUESTION, "subject_id": "bench"}
         for _ in range(3):
             started = time.monotonic()
-            try:
-                response = await client.post("/agent/librarian/think", json=body)
-            except (httpx.ReadError, httpx.RemoteProtocolError):
-                resets += 1  # counted, then the same step again: a think step is a pure function of its body
-                response = await client.post("/agent/librarian/think", json=body)
-            latencies.append(time.monotonic() - started)
-            steps += 1
-            answer = response.json()
-            if response.status_code != 200 or answer.get("action") == "ERROR":
-                failures += 1
-                break
-            if answer["action"] != "SEARCH":
+            async with client.post("/agent/librarian/think", data=json.dumps(body), headers=JSON) as response:
+                status = response.status
+                answer = await response.json()
+            ok = status == 200 and answer.get("action") != "ERROR"
+            window.record(started, ok)
+            if not ok or answer["action"] != "SEARCH" or time.monotonic() >= window.stop:
                 break
             round_ = {
                 "queries_text": answer["queries_text"],
@@ -108,40 +144,52 @@ async def session(client: httpx.AsyncClient, index: int, latencies: list[float],
                 "results": HITS,
             }
             body = {**body, "state": answer["state"], "search_history": [*body.get("search_history", []), round_]}
-    return steps, failures, resets
 
 
-async def drive(base_url: str, concurrency: int, seconds: float) -> dict[str, Any]:
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=base_url, timeout=60, limits=limits) as client:
-        warm: list[float] = []
-        await asyncio.gather(*(session(client, -i, warm, time.monotonic() + 2) for i in range(concurrency)))
-        latencies: list[float] = []
-        started = time.monotonic()
-        results = await asyncio.gather(*(session(client, i, latencies, started + seconds) for i in range(concurrency)))
-        elapsed = time.monotonic() - started
-    steps = sum(r[0] for r in results)
-    failures = sum(r[1] for r in results)
-    resets = sum(r[2] for r in results)
-    latencies.sort()
+async def drive(
+    base_url: str, concurrency: int, seconds: float, model_s: float, warm_up_s: float, service_pid: int
+) -> dict[str, Any]:
+    """Ramp `concurrency` sessions up over one model latency, warm up, then measure a steady window.
+
+    Sessions start staggered, as users arrive, rather than in one burst that would keep them in
+    lockstep. The load generator is aiohttp: httpx's pool checks every idle connection on each
+    request, which at hundreds of connections makes the client, not the service, the bottleneck.
+    """
+    connector = aiohttp.TCPConnector(limit=concurrency, keepalive_timeout=120)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(base_url, connector=connector, timeout=timeout) as client:
+        begin = time.monotonic() + warm_up_s
+        window = Window(start=begin, stop=begin + seconds)
+        sessions = [session(client, i, window, i * model_s / concurrency) for i in range(concurrency)]
+        runs = asyncio.gather(*sessions)
+        await asyncio.sleep(max(0.0, window.start - time.monotonic()))
+        cpu_before, own_before = cpu_seconds(service_pid), time.process_time()
+        await asyncio.sleep(max(0.0, window.stop - time.monotonic()))
+        cpu_after, own_after = cpu_seconds(service_pid), time.process_time()
+        await runs
+    steps = len(window.latencies)
+    latencies = sorted(window.latencies)
+    service_cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / steps * 1000
     return {
         "think_steps": steps,
-        "failures": failures,
-        "connection_resets_retried": resets,
-        "elapsed_s": round(elapsed, 2),
-        "steps_per_s": round(steps / elapsed, 1),
+        "failures": window.failures,
+        "window_s": seconds,
+        "steps_per_s": round(steps / seconds, 1),
         "p50_s": round(statistics.median(latencies), 3),
         "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
+        "service_cpu_ms_per_step": None if service_cpu is None else round(service_cpu, 2),
+        "load_generator_cpu_ms_per_step": round((own_after - own_before) / steps * 1000, 2),
     }
 
 
-def run(concurrency: int, model_ms: float, seconds: float, *, blocking: bool, log_dir: Path) -> dict[str, Any]:
+def run(
+    concurrency: int, model_ms: float, seconds: float, warm_up_s: float, *, blocking: bool, log_dir: Path
+) -> dict[str, Any]:
     model, model_url = start_fake_model(model_ms)
     env = {
         "LLM_PROVIDER": "openai-compatible",
         "OPENAI_BASE_URL": model_url,
         "LLM_MODEL": "fake",
-        "LOG_LEVEL": "warning",
         "LLM_TIMEOUT_MS": "30000",
         "REQUEST_TIMEOUT_MS": "60000",
     }
@@ -149,7 +197,9 @@ def run(concurrency: int, model_ms: float, seconds: float, *, blocking: bool, lo
     module = "bench.blocking_variant" if blocking else None
     service = start_service(env, log_dir=log_dir, module=module, extra_args=extra)
     try:
-        figures = asyncio.run(drive(service.base_url, concurrency, seconds))
+        figures = asyncio.run(
+            drive(service.base_url, concurrency, seconds, model_ms / 1000, warm_up_s, service.process.pid)
+        )
     finally:
         service.stop()
         model.terminate()
@@ -169,12 +219,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[80, 256])
     parser.add_argument("--model-ms", type=float, default=500)
-    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--seconds", type=float, default=20, help="length of the measured window")
+    parser.add_argument("--warm-up", type=float, default=3, help="seconds of load before the window opens")
     parser.add_argument("--blocking-concurrency", type=int, default=8, help="concurrency of the blocking contrast")
     args = parser.parse_args()
     log_dir = PROJECT_ROOT / "bench" / "results" / "logs"
-    runs = [run(c, args.model_ms, args.seconds, blocking=False, log_dir=log_dir) for c in args.concurrency]
-    contrast = run(args.blocking_concurrency, args.model_ms, min(args.seconds, 10), blocking=True, log_dir=log_dir)
+    runs = [
+        run(c, args.model_ms, args.seconds, args.warm_up, blocking=False, log_dir=log_dir) for c in args.concurrency
+    ]
+    contrast = run(
+        args.blocking_concurrency, args.model_ms, min(args.seconds, 10), args.warm_up, blocking=True, log_dir=log_dir
+    )
     report = {
         "benchmark": "librarian_concurrency",
         "command": "python -m bench.librarian_concurrency " + " ".join(sys.argv[1:]),

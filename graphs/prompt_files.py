@@ -28,15 +28,12 @@ def strip_header(text: str) -> str:
 
 
 @cache
-def _load(path: Path) -> str:
-    return strip_header(path.read_text(encoding="utf-8"))
-
-
 def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
     """The text of prompt `name` (e.g. `"common/reask"`; `.txt` is implied), header stripped.
 
-    Files are read once and cached for the life of the process; prompts are part of the deployed
-    image, so they do not change under a running service.
+    Files are found, read and cached once for the life of the process (per name and directory):
+    prompts are part of the deployed image, so they do not change under a running service, and a
+    think step should not pay path resolution and a `stat` for every prompt it renders.
 
     Args:
         name: Path of the prompt relative to the prompts directory, with or without `.txt`.
@@ -51,7 +48,7 @@ def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
         path = path.with_name(path.name + ".txt")
     if not path.is_relative_to(root) or not path.is_file():
         raise FileNotFoundError(f"no prompt {name!r} under {root}")
-    return _load(path)
+    return strip_header(path.read_text(encoding="utf-8"))
 
 
 def render_prompt(name: str, prompts_dir: Path | None = None, **variables: object) -> str:

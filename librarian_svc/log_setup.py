@@ -132,6 +132,9 @@ def configure_logging(log_format: str, level: str) -> None:
     logging.getLogger("uvicorn.access").disabled = True
     for noisy in ("httpx", "httpcore", "openai", "google_genai"):
         logging.getLogger(noisy).setLevel(max(numeric_level, logging.WARNING))
+    # Library warnings (deprecations, an un-awaited coroutine in a provider's error path) become
+    # log records in the same format, not bare lines on stderr that Cloud Logging cannot parse.
+    logging.captureWarnings(True)
 
 
 def trace_field(headers: Mapping[str, str], project: str | None) -> dict[str, str]:

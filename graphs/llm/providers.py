@@ -22,12 +22,21 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 
-def _connection_limits() -> Any:
-    import httpx
+def _openai_http_client() -> Any:
+    """The async HTTP client for the OpenAI SDK: its aiohttp transport, with room for every call in flight.
 
-    # openai's default keeps only 100 idle connections: with more calls in flight than that, every
-    # round of calls would open (and TIME_WAIT) fresh connections. Keep as many as can be in flight.
-    return httpx.Limits(max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=60)
+    The SDK's default transport (httpx2 + httpcore2 + anyio) costs about twice the CPU per call and
+    its pool polls every idle connection on each request, so a worker with hundreds of model calls
+    in flight spends its core on the pool (bench/librarian_concurrency.py). The SDK documents aiohttp
+    as its transport "for improved concurrency performance". openai's default allows 100
+    connections: with more calls in flight, the rest would queue for a connection.
+    """
+    import openai
+
+    limits = openai.DEFAULT_CONNECTION_LIMITS
+    return openai.DefaultAioHttpClient(
+        limits=type(limits)(max_connections=1000, max_keepalive_connections=1000, keepalive_expiry=60)
+    )
 
 
 def _secret(value: str | None) -> SecretStr | None:
@@ -59,11 +68,10 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
                 max_retries=1,
             )
         case "openai" | "openai-compatible":
-            import openai
             from langchain_openai import ChatOpenAI
 
             return ChatOpenAI(
-                http_async_client=openai.DefaultAsyncHttpxClient(limits=_connection_limits()),
+                http_async_client=_openai_http_client(),
                 model=cfg.model or "",
                 api_key=_secret(cfg.api_key),
                 base_url=cfg.base_url,
@@ -72,11 +80,10 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
                 max_retries=0,
             )
         case "azure":
-            import openai
             from langchain_openai import AzureChatOpenAI
 
             return AzureChatOpenAI(
-                http_async_client=openai.DefaultAsyncHttpxClient(limits=_connection_limits()),
+                http_async_client=_openai_http_client(),
                 model=cfg.model,
                 azure_endpoint=cfg.azure_endpoint,
                 azure_deployment=cfg.azure_deployment,

@@ -26,7 +26,7 @@ from graphs.llm.config import LLMConfig
 from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json_tail
 from graphs.llm.retry import call_with_retries
 from graphs.llm.usage import usage_from_message
-from graphs.llm.validation import collect_errors
+from graphs.llm.validation import collect_errors, type_info
 from graphs.prompt_files import render_prompt
 
 if TYPE_CHECKING:  # type-only: the chat-model stack is imported when a provider is configured
@@ -145,13 +145,11 @@ def parse_reply(text: str, schema: type[T], check: Callable[[T], list[str]] | No
     obj, errors, warnings = _decode_json(text, _json_kind(schema))
     if errors:
         return ParsedReply(value=None, errors=errors, warnings=warnings)
-    errors = collect_errors(obj, schema)
-    if errors:
-        return ParsedReply(value=None, errors=errors, warnings=warnings)
     try:
         value = msgspec.convert(obj, schema)
-    except msgspec.ValidationError as exc:  # pragma: no cover - collect_errors confirms with convert
-        return ParsedReply(value=None, errors=[str(exc)], warnings=warnings)
+    except msgspec.ValidationError:
+        # msgspec stops at the first problem; the walk names every one, for the re-ask.
+        return ParsedReply(value=None, errors=collect_errors(obj, schema), warnings=warnings)
     return ParsedReply(value=value, errors=check(value) if check else [], warnings=warnings)
 
 
@@ -188,7 +186,7 @@ def _repair(broken: str, want: JsonKind | None) -> object:
 
 def _json_kind(schema: Any) -> JsonKind | None:
     """Whether the schema's JSON is an object or an array, so prose like `[1]` is not taken for it."""
-    info = mi.type_info(schema)
+    info = type_info(schema)
     while isinstance(info, mi.Metadata):
         info = info.type
     if isinstance(info, mi.StructType):

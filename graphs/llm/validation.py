@@ -56,11 +56,12 @@ def schema_errors(obj: object, tp: Any) -> list[str]:
     Exposed so tests can hold the walk itself to msgspec's semantics; callers want `collect_errors`.
     """
     errors: list[str] = []
-    _check(obj, _type_info(tp), "$", errors)
+    _check(obj, type_info(tp), "$", errors)
     return errors
 
 
-def _type_info(tp: Any) -> mi.Type:
+def type_info(tp: Any) -> mi.Type:
+    """`msgspec.inspect.type_info(tp)`, computed once per type: it walks every annotation each call."""
     try:
         return _cached_type_info(tp)
     except TypeError:  # unhashable type expression

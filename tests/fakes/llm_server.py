@@ -412,6 +412,22 @@ async def _send_json(send: Send, status: int, body: object, headers: dict[str, s
     await _send(send, status, json.dumps(body).encode(), "application/json", headers)
 
 
+def _rule_responder(rules: list[tuple[str, Reply]], default: Reply) -> Responder | None:
+    """A responder answering the first rule whose text occurs in the prompt, else `default`.
+
+    Lets a benchmark script a model that behaves like a real one across a session (e.g. it selects
+    a candidate id only once the prompt lists that id) without a test's in-process responder.
+    """
+    if not rules:
+        return None
+
+    def respond(body: dict[str, Any]) -> Reply:
+        prompt = request_text(body)
+        return next((reply for text, reply in rules if text in prompt), default)
+
+    return respond
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve in the foreground with one fixed reply (for benchmarks and manual poking)."""
     parser = argparse.ArgumentParser(prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0])
@@ -420,9 +436,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--delay-ms", type=float, default=0.0, help="latency added to every chat reply")
     parser.add_argument("--reply", default="{}", help="assistant text of every chat reply")
     parser.add_argument("--status", type=int, default=200, help="HTTP status of every chat reply")
+    parser.add_argument(
+        "--reply-if",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("TEXT", "REPLY"),
+        help="answer REPLY instead when the prompt contains TEXT (first match wins; repeatable)",
+    )
     args = parser.parse_args(argv)
-    default = Reply(content=args.reply, status=args.status, delay_s=args.delay_ms / 1000)
-    server = FakeLLMServer(host=args.host, port=args.port, default_reply=default)
+    delay_s = args.delay_ms / 1000
+    default = Reply(content=args.reply, status=args.status, delay_s=delay_s)
+    rules = [(text, Reply(content=reply, delay_s=delay_s)) for text, reply in args.reply_if]
+    server = FakeLLMServer(
+        host=args.host, port=args.port, default_reply=default, responder=_rule_responder(rules, default)
+    )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))

@@ -89,15 +89,23 @@ def test_scripted_errors_and_raw_bodies(llm_server: FakeLLMServer) -> None:
     assert len(llm_server.requests) == 3
 
 
-def test_standalone_command_serves_a_fixed_reply() -> None:
+def test_standalone_command_serves_a_fixed_reply_and_prompt_rules() -> None:
     command = [sys.executable, "-m", "tests.fakes.llm_server", "--port", "0", "--reply", '{"ok": true}']
+    command += ["--reply-if", "[c1]", '{"pick": "c1"}', "--reply-if", "[c", '{"pick": "any"}']
     with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True) as process:
         try:
             assert process.stdout is not None
             banner = process.stdout.readline()
             base_url = banner.split("OpenAI base_url=")[1].split()[0]
-            answer = httpx.post(f"{base_url}/chat/completions", json={"model": "m", "messages": []}, timeout=5)
-            assert answer.json()["choices"][0]["message"]["content"] == '{"ok": true}'
+
+            def reply_to(prompt: str) -> str:
+                body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+                answer = httpx.post(f"{base_url}/chat/completions", json=body, timeout=5)
+                return str(answer.json()["choices"][0]["message"]["content"])
+
+            assert reply_to("no candidates yet") == '{"ok": true}'
+            assert reply_to("[c1] doc p.1") == '{"pick": "c1"}'
+            assert reply_to("[c2] doc p.2") == '{"pick": "any"}'
         finally:
             process.terminate()
             process.wait(timeout=5)

@@ -80,6 +80,39 @@ async def test_each_provider_gets_its_client(
     assert {name: getattr(model, name) for name in expected} == expected
 
 
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        pytest.param(LLMConfig(provider="openai", model="m", api_key="k"), id="openai"),
+        pytest.param(
+            LLMConfig(provider="openai-compatible", model="m", api_key="k", base_url="http://h:1/v1"),
+            id="openai-compatible",
+        ),
+        pytest.param(
+            LLMConfig(
+                provider="azure",
+                model="d",
+                api_key="k",
+                azure_endpoint="https://x",
+                azure_deployment="d",
+                api_version="v",
+            ),
+            id="azure",
+        ),
+    ],
+)
+async def test_openai_family_sends_over_aiohttp_with_a_connection_for_every_call_in_flight(
+    chat_model_factory: ChatModelFactory, cfg: LLMConfig
+) -> None:
+    # The SDK's default transport costs a worker its core at a few hundred calls in flight, and its
+    # 100-connection pool would queue the rest (bench/librarian_concurrency.py).
+    model = chat_model_factory(cfg)
+    transport = model.root_async_client._client._transport  # type: ignore[attr-defined]
+    assert type(transport).__name__ == "AiohttpTransport"
+    assert transport.limits.max_connections >= 1000
+    assert transport.limits.max_keepalive_connections >= 1000
+
+
 def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     """One fresh interpreter: every graphs.llm module + heuristic, then Gemini, then OpenAI."""
     script = textwrap.dedent(

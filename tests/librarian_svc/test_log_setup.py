@@ -1,0 +1,28 @@
+"""Logging set-up in a fresh interpreter (it is process-global): every line on stdout is one JSON record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.support.live_service import PROJECT_ROOT
+
+SCRIPT = """
+import warnings
+from librarian_svc.log_setup import configure_logging
+configure_logging("json", "info")
+warnings.warn("a library is unhappy", RuntimeWarning)
+"""
+
+
+def test_library_warnings_become_json_log_records() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stderr == ""
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(records) == 1
+    assert records[0]["severity"] == "WARNING"
+    assert "a library is unhappy" in records[0]["message"]
+    assert records[0]["logger"] == "py.warnings"
