@@ -3,6 +3,10 @@
 Settings are loaded before anything heavy, and a `ConfigError` ends the process with one
 line on stderr and exit status 2. uvicorn handles SIGTERM: it stops accepting connections
 and lets in-flight requests finish within `SHUTDOWN_GRACE_S` (Cloud Run allows 10 s).
+
+The cyclic garbage collector is paused while the process starts (`startup_gc`): start-up only
+creates objects that live as long as the process, and collecting them cost about an eighth of
+the cold start. Nothing heavy is imported at module level here, so the pause covers every import.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import signal
 import sys
 from types import FrameType
 
-from librarian_svc.settings import ConfigError, load_settings
+from librarian_svc.startup_gc import collector_paused, freeze_startup_heap
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
@@ -20,23 +24,27 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
 
 def main() -> int:
     """Run the service until SIGTERM/SIGINT; return the process exit status."""
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
-        return 2
+    with collector_paused():
+        from librarian_svc.settings import ConfigError, load_settings
 
-    import uvicorn
+        try:
+            settings = load_settings()
+        except ConfigError as exc:
+            print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
+            return 2
 
-    from librarian_svc.app import create_app
-    from librarian_svc.log_setup import configure_logging
+        import uvicorn
 
-    configure_logging(settings.log_format, settings.log_level)
-    try:
-        app = create_app(settings)
-    except ConfigError as exc:
-        print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
-        return 2
+        from librarian_svc.app import create_app
+        from librarian_svc.log_setup import configure_logging
+
+        configure_logging(settings.log_format, settings.log_level)
+        try:
+            app = create_app(settings)
+        except ConfigError as exc:
+            print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
+            return 2
+        freeze_startup_heap()
     # uvicorn restores the previous SIGTERM handler after its graceful shutdown and re-raises the
     # signal; with this handler that ends the process with status 0 instead of "killed by SIGTERM".
     signal.signal(signal.SIGTERM, _exit_cleanly)
