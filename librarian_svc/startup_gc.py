@@ -1,0 +1,37 @@
+"""Pause the cyclic garbage collector while the process starts, then freeze what start-up built.
+
+Start-up imports some 1,500 modules and compiles the graphs: about 200,000 container objects, all of
+which live as long as the process. With the collector on, every 700 allocations trigger a young
+collection and the older generations are rescanned as they grow, ~340 collections that find almost
+nothing (about 110 ms, an eighth of the cold start, measured with `gc.callbacks`). Paused, none run.
+
+On success the objects are moved to the permanent generation (`gc.freeze()`, the pattern the `gc`
+docs describe for servers) before the collector is switched back on, so the full collections that
+serving triggers later do not rescan the start-up heap either. The price: the few cycles start-up
+left unreachable (~1,400 objects, ~2 MB of RSS) are never freed, nor would a frozen cycle that became
+garbage later (start-up builds only what the process keeps). Collecting them first would cost a full
+collection (~100 ms) at start-up, most of what the pause saves.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def freeze_startup_heap() -> None:
+    """Move every object tracked so far to the permanent generation: the process is built and about to serve."""
+    gc.freeze()
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic collection inside the block; the collector's previous state is restored on exit, error or not."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -1,0 +1,81 @@
+"""The collector is paused only while the process starts: on again before serving, also after a failed start."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+from librarian_svc.startup_gc import collector_paused
+from tests.support.live_service import PROJECT_ROOT
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    """Every test starts with the collector on and leaves it as pytest had it, whatever the test did."""
+    was_enabled = gc.isenabled()
+    gc.enable()
+    yield
+    if was_enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_paused_inside_the_block_and_on_again_after() -> None:
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_on_again_when_start_up_fails() -> None:
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("start-up failed")
+    assert gc.isenabled()
+
+
+@pytest.mark.usefixtures("collector_on")
+def test_a_collector_that_was_off_stays_off() -> None:
+    gc.disable()
+    with collector_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_the_service_serves_with_the_collector_on_and_the_start_up_heap_frozen() -> None:
+    """`python -m librarian_svc` up to `uvicorn.run`, which reports the collector's state instead of serving."""
+    script = textwrap.dedent(
+        """
+        import gc, json, sys
+        import uvicorn
+        collections = []
+        gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
+        def report(app, **options):
+            print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
+                              "collections_during_start_up": len(collections)}))
+        uvicorn.run = report
+        from librarian_svc.__main__ import main
+        sys.exit(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=PROJECT_ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "LLM_PROVIDER": "heuristic"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    state = json.loads(result.stdout.strip().splitlines()[-1])
+    assert state["enabled"]
+    assert state["collections_during_start_up"] == 0
+    # The app, its dependencies and the compiled graphs: far more than the few thousand objects of a bare interpreter.
+    assert state["frozen"] > 50_000
