@@ -6,7 +6,8 @@ SEARCH → COMPLETE (two think steps, one model call each). If nothing blocks th
 sessions complete N / model latency think steps per second: that is the bound. Sessions ramp up
 over one model latency, run `--warm-up` seconds, then a `--seconds` window is measured: steps that
 complete inside it, their latency, and the service's CPU time per step (from /proc), which says
-how much of its one core the worker needs at that rate.
+how much of its one core the worker needs at that rate. The service logs at its default level, as
+deployed: one access line per request is part of that CPU.
 
 Reported: throughput / bound, p50 and p99 of a think step / model latency. The contrast run
 (`--blocking`) serves the same traffic with the model called synchronously on the event loop (as a
@@ -33,8 +34,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.cold_start import cpu_seconds
-from bench.tools import PROJECT_ROOT
+from bench.tools import PROJECT_ROOT, cpu_seconds
 from tests.support.live_service import free_port, start_service
 
 # The scripted model behaves like a competent one: with no candidates it plans a search; once the
@@ -65,7 +65,7 @@ SELECT = json.dumps(
     ensure_ascii=False,
 )
 QUESTION = "東京タワーの高さは何メートルですか"
-JSON = {"content-type": "application/json"}
+JSON_HEADERS = {"content-type": "application/json"}
 HITS = [
     {"document_id": f"doc-{i}", "page": i, "snippet": f"東京タワーの高さは333メートル。資料{i}。", "score": 5.0 - i}
     for i in range(5)
@@ -108,18 +108,41 @@ def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
 
 @dataclass
 class Window:
-    """The measurement window: steps completing inside it count, with their latencies."""
+    """The measurement window: steps completing inside it count, with their latencies.
+
+    A failed step (non-200, `action: ERROR`, a body that is not JSON, a dropped connection) counts as
+    a failure wherever it lands, so "0 failures" covers the warm-up too.
+    """
 
     start: float
     stop: float
     latencies: list[float] = field(default_factory=list)
     failures: int = 0
+    failures_outside: int = 0
 
     def record(self, started: float, ok: bool) -> None:
         finished = time.monotonic()
-        if self.start <= finished <= self.stop:
+        inside = self.start <= finished <= self.stop
+        if inside:
             self.latencies.append(finished - started)
-            self.failures += not ok
+        if not ok:
+            if inside:
+                self.failures += 1
+            else:
+                self.failures_outside += 1
+
+
+async def think(client: aiohttp.ClientSession, body: dict[str, Any]) -> dict[str, Any] | None:
+    """One think step; None when it failed in any way (the session then starts over)."""
+    try:
+        async with client.post("/agent/librarian/think", data=json.dumps(body), headers=JSON_HEADERS) as response:
+            answer = await response.json()
+            status = response.status
+    except (aiohttp.ClientError, ValueError, TimeoutError):
+        return None
+    if status != 200 or not isinstance(answer, dict) or answer.get("action") == "ERROR":
+        return None
+    return answer
 
 
 async def session(client: aiohttp.ClientSession, index: int, window: Window, delay: float) -> None:
@@ -131,12 +154,9 @@ async def session(client: aiohttp.ClientSession, index: int, window: Window, del
         body: dict[str, Any] = {"request_id": f"s{index}-{loop}", "user_query": QUESTION, "subject_id": "bench"}
         for _ in range(3):
             started = time.monotonic()
-            async with client.post("/agent/librarian/think", data=json.dumps(body), headers=JSON) as response:
-                status = response.status
-                answer = await response.json()
-            ok = status == 200 and answer.get("action") != "ERROR"
-            window.record(started, ok)
-            if not ok or answer["action"] != "SEARCH" or time.monotonic() >= window.stop:
+            answer = await think(client, body)
+            window.record(started, answer is not None)
+            if answer is None or answer["action"] != "SEARCH" or time.monotonic() >= window.stop:
                 break
             round_ = {
                 "queries_text": answer["queries_text"],
@@ -168,11 +188,14 @@ async def drive(
         cpu_after, own_after = cpu_seconds(service_pid), time.process_time()
         await runs
     steps = len(window.latencies)
+    if not steps:
+        raise RuntimeError(f"no think step completed in the {seconds} s window ({window.failures} failures)")
     latencies = sorted(window.latencies)
     service_cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / steps * 1000
     return {
         "think_steps": steps,
         "failures": window.failures,
+        "failures_outside_window": window.failures_outside,
         "window_s": seconds,
         "steps_per_s": round(steps / seconds, 1),
         "p50_s": round(statistics.median(latencies), 3),

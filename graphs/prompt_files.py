@@ -31,9 +31,10 @@ def strip_header(text: str) -> str:
 def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
     """The text of prompt `name` (e.g. `"common/reask"`; `.txt` is implied), header stripped.
 
-    Files are found, read and cached once for the life of the process (per name and directory):
+    Found prompts are read once and cached for the life of the process (per name and directory):
     prompts are part of the deployed image, so they do not change under a running service, and a
-    think step should not pay path resolution and a `stat` for every prompt it renders.
+    think step should not pay path resolution and a `stat` for every prompt it renders. A missing
+    prompt is not cached: it raises each time (and is found once it exists).
 
     Args:
         name: Path of the prompt relative to the prompts directory, with or without `.txt`.

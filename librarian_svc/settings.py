@@ -128,7 +128,7 @@ def _dir(env: Mapping[str, str], name: str) -> Path:
     path = Path(_str(env, name))
     if not path.is_dir():
         raise ConfigError(f"{name}={str(path)!r} is not a directory")
-    return path
+    return path.resolve()  # absolute: what it names must not change with the working directory
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

@@ -37,6 +37,7 @@ _CONNECTION_NAMES = (
     "RemoteProtocolError",
     "ServerDisconnectedError",
     "ClientConnectorError",
+    "ClientConnectionError",
 )
 _RETRYABLE_NAMES = ("RateLimitError", "InternalServerError", "ServiceUnavailable", "ModelAPIError")
 
@@ -127,11 +128,16 @@ def classify(exc: BaseException) -> Verdict:
         if status is not None:
             retryable = status == 429 or status >= 500
             return Verdict(retryable, status in (408, 504), f"HTTP {status}", retry_after if retryable else None)
+    # The innermost cause says what happened: transports relabel errors on the way out (openai's
+    # aiohttp transport raises ConnectTimeout for a refused connection), so a timeout wrapper
+    # around a connection error is a connection error, not a slow provider.
+    for link in reversed(chain):
+        names = _class_names(link)
+        if any(marker in name for name in names for marker in _TIMEOUT_NAMES):
+            return Verdict(True, True, f"timeout ({type(exc).__name__})")
+        if any(name in _CONNECTION_NAMES for name in names):
+            return Verdict(True, False, f"connection error ({type(link).__name__})")
     names = [name for link in chain for name in _class_names(link)]
-    if any(marker in name for name in names for marker in _TIMEOUT_NAMES):
-        return Verdict(True, True, f"timeout ({type(exc).__name__})")
-    if any(name in _CONNECTION_NAMES for name in names):
-        return Verdict(True, False, f"connection error ({type(exc).__name__})")
     if any(name in _RETRYABLE_NAMES for name in names):
         return Verdict(True, False, f"provider error ({type(exc).__name__})", retry_after)
     return Verdict(False, False, f"provider error ({type(exc).__name__})")

@@ -1,10 +1,11 @@
 """The one way agents get typed output from a chat model: ask, extract, decode, validate, re-ask.
 
 Per attempt: request provider-native JSON when the config allows it, call through the shared retry
-loop, pull the JSON out of the reply, decode it (repairing it as a last resort), collect *every* schema
-error, convert to the msgspec type and run the caller's semantic check (e.g. unknown ids). If anything
-is wrong and re-asks remain, the model sees its own reply and the full list of problems
-(`prompts/common/reask.txt`) and tries again.
+loop, pull the JSON out of the reply, decode it (repairing it as a last resort), convert it to the
+msgspec type (when that fails, walk the value to collect *every* schema error, not just msgspec's
+first) and run the caller's semantic check (e.g. unknown ids). If anything is wrong and re-asks
+remain, the model sees its own reply and the full list of problems (`prompts/common/reask.txt`) and
+tries again.
 
 A bad reply is a result (value None, errors listed), never an exception; only transport failures
 raise (`ModelFailure` / `ModelTimeout`), which callers map to `MODEL_FAILURE` / `TIMEOUT`.

@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         metavar=("TEXT", "REPLY"),
-        help="answer REPLY instead when the prompt contains TEXT (first match wins; repeatable)",
+        help="answer REPLY (status 200) instead when the prompt contains TEXT (first match wins; repeatable)",
     )
     args = parser.parse_args(argv)
     delay_s = args.delay_ms / 1000

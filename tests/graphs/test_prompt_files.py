@@ -47,3 +47,10 @@ def test_the_reask_prompt_documents_and_uses_its_variable() -> None:
     text = load_prompt("common/reask")
     assert "{errors}" in text
     assert not text.startswith("#")
+
+
+def test_a_missing_prompt_is_not_cached_as_missing(prompts_dir: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        load_prompt("later", prompts_dir)
+    (prompts_dir / "later.txt").write_text("Now here.", encoding="utf-8")
+    assert load_prompt("later", prompts_dir) == "Now here."

@@ -67,6 +67,15 @@ def _raised_from(outer: Exception, inner: Exception) -> Exception:
         pytest.param(TimeoutError(), True, True, id="builtin-timeout"),
         pytest.param(ConnectionResetError(), True, False, id="builtin-connection"),
         pytest.param(ValueError("bad"), False, False, id="programming-error"),
+        pytest.param(
+            _raised_from(openai.APITimeoutError(request=_REQUEST), ConnectionRefusedError()),
+            True,
+            False,
+            id="timeout-relabelling-a-refused-connection",
+        ),
+        pytest.param(
+            _raised_from(openai.APITimeoutError(request=_REQUEST), TimeoutError()), True, True, id="timeout-of-timeout"
+        ),
     ],
 )
 def test_classify(exc: Exception, retryable: bool, is_timeout: bool) -> None:

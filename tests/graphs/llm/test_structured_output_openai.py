@@ -30,6 +30,7 @@ from tests.fakes.fixtures import (  # noqa: F401 - fixtures, until tests/conftes
     llm_server_fixture,
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.support.live_service import free_port
 
 pytestmark = pytest.mark.llm
 
@@ -209,6 +210,17 @@ async def test_persistent_500_is_a_model_failure(
         await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
     assert not isinstance(caught.value, ModelTimeout)
     assert len(llm_server.chat_requests) == 3  # our retries only: the SDK's are off
+
+
+async def test_an_unreachable_provider_is_a_model_failure_not_a_timeout(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    # The SDK's aiohttp transport reports a refused connection as ConnectTimeout; the caller must
+    # still learn that the provider is down (MODEL_FAILURE), not that it was slow.
+    cfg = fake_openai_config(llm_server, base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=1)
+    with pytest.raises(ModelFailure, match="connection error") as caught:
+        await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
+    assert not isinstance(caught.value, ModelTimeout)
 
 
 @pytest.mark.parametrize("status", [400, 401, 404])
