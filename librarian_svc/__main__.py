@@ -18,7 +18,7 @@ import signal
 import sys
 from types import FrameType
 
-from librarian_svc.startup_gc import collector_paused, freeze_startup_heap
+from librarian_svc.startup_gc import collector_paused, prepare_collector_for_serving
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
@@ -47,7 +47,7 @@ def main() -> int:
         except ConfigError as exc:
             print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
             return 2
-        freeze_startup_heap()
+        prepare_collector_for_serving()
     # uvicorn restores the previous SIGTERM handler after its graceful shutdown and re-raises the
     # signal; with this handler that ends the process with status 0 instead of "killed by SIGTERM".
     signal.signal(signal.SIGTERM, _exit_cleanly)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from librarian_svc.startup_gc import collector_paused
+from librarian_svc.startup_gc import SERVING_THRESHOLDS, collector_paused
 from tests.support.live_service import PROJECT_ROOT
 
 
@@ -59,7 +59,7 @@ def test_the_service_serves_with_the_collector_on_and_the_start_up_heap_frozen()
         gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
         def report(app, **options):
             print(json.dumps({"enabled": gc.isenabled(), "frozen": gc.get_freeze_count(),
-                              "collections_during_start_up": len(collections)}))
+                              "threshold": gc.get_threshold(), "collections_during_start_up": len(collections)}))
         uvicorn.run = report
         from librarian_svc.__main__ import main
         sys.exit(main())
@@ -79,3 +79,4 @@ def test_the_service_serves_with_the_collector_on_and_the_start_up_heap_frozen()
     assert state["collections_during_start_up"] == 0
     # The app, its dependencies and the compiled graphs: far more than the few thousand objects of a bare interpreter.
     assert state["frozen"] > 50_000
+    assert tuple(state["threshold"]) == SERVING_THRESHOLDS
