@@ -124,6 +124,7 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     prefixes = ("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_", "EMBEDDING_", "GRACE_")
     env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env.pop("STATE_SIGNING_KEY", None)
+    env.pop("STATE_SIGNING_KEYS", None)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env |= {
         "PYTHONPATH": str(PROJECT_ROOT),

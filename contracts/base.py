@@ -16,5 +16,9 @@ RequestId = Annotated[
 ]
 
 
-class WireStruct(msgspec.Struct, kw_only=True):
-    """Base for every wire type, so shared settings live in one place."""
+class WireStruct(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Base for every wire type, so shared settings live in one place.
+
+    Unknown fields are refused, not ignored: a misspelled field (`max_loop`, `focus_node_id`) is a 422
+    naming it rather than a request that silently runs with the default.
+    """

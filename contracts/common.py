@@ -11,7 +11,7 @@ from typing import Literal
 import msgspec
 
 from contracts.base import WireStruct
-from contracts.state import StateEnvelope
+from contracts.state import StateToken
 
 ErrorType = Literal["LOOP_LIMIT", "TIMEOUT", "INVALID_INPUT", "MODEL_FAILURE", "OTHER"]
 """Why a step could not produce a normal action (DESIGN.md §4)."""
@@ -38,7 +38,7 @@ class ErrorResponse(WireStruct, tag_field="action", tag="ERROR"):
     error_type: ErrorType
     message: str
     details: list[ErrorDetail] = msgspec.field(default_factory=list)
-    state: StateEnvelope | None = None
+    state: StateToken | None = None
 
 
 class Usage(WireStruct):

@@ -17,7 +17,7 @@ import msgspec
 from contracts.base import RequestId, WireStruct
 from contracts.common import ErrorResponse, Usage
 from contracts.librarian import SearchHit
-from contracts.state import StateEnvelope
+from contracts.state import StateToken
 
 GRACE_STATE_VERSION = 1
 
@@ -195,7 +195,7 @@ class GraceRequest(WireStruct):
 
     request_id: RequestId
     query: Annotated[str, msgspec.Meta(max_length=8_000)] | None = None
-    state: StateEnvelope | None = None
+    state: StateToken | None = None
     tool_result: ToolResult | None = None
     user_response: InterventionResponse | None = None
     collections: Annotated[list[SearchCollection], msgspec.Meta(max_length=MAX_COLLECTIONS)] = msgspec.field(
@@ -254,7 +254,7 @@ class GraceSearchAction(GraceAction, tag="SEARCH"):
     rationale: str
     plan: ExecutionPlan
     events: list[GraceEvent]
-    state: StateEnvelope | None
+    state: StateToken | None
     usage: Usage
 
 
@@ -274,7 +274,7 @@ class GraceAskUserAction(GraceAction, tag="ASK_USER"):
     confidence: ConfidenceScore | None
     plan: ExecutionPlan
     events: list[GraceEvent]
-    state: StateEnvelope | None
+    state: StateToken | None
     usage: Usage
 
 
@@ -289,7 +289,7 @@ class GraceCompleteAction(GraceAction, tag="COMPLETE"):
     history: list[StepResult]
     plan: ExecutionPlan
     events: list[GraceEvent]
-    state: StateEnvelope | None
+    state: StateToken | None
     usage: Usage
 
 
@@ -351,7 +351,7 @@ class ReplanRecord(msgspec.Struct, kw_only=True):
 
 
 class GraceState(msgspec.Struct, kw_only=True):
-    """What a session needs between calls (inside `StateEnvelope.data`).
+    """What a session needs between calls (sealed inside the state token).
 
     The server re-derives what it enforces from this and checks that it is consistent (the replan
     count is the length of `replans` and must equal `plan.revision`; the pending step must be in the

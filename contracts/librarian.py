@@ -12,9 +12,10 @@ import msgspec
 
 from contracts.base import RequestId, WireStruct
 from contracts.common import ErrorResponse, Usage
-from contracts.state import StateEnvelope
+from contracts.state import StateToken
 
 LIBRARIAN_STATE_VERSION = 1
+DEFAULT_MAX_LOOPS = 3
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
 Query = Annotated[str, msgspec.Meta(max_length=2_000)]
@@ -54,9 +55,20 @@ class SearchRound(WireStruct):
 
 
 class LibrarianConstraints(WireStruct):
-    """Limits for the whole search; `max_loops` is fixed by the first call and cannot be raised later."""
+    """Limits for the search; `max_loops` is pinned by the first call (see `max_loops`)."""
 
-    max_loops: Annotated[int, msgspec.Meta(ge=1, le=10, description="SEARCH rounds allowed")] = 3
+    max_loops: (
+        Annotated[
+            int,
+            msgspec.Meta(
+                ge=1,
+                le=10,
+                description="SEARCH rounds allowed (default 3). Pinned by the first call: later calls may omit it "
+                "(the pinned value holds) or repeat it; a different value is 422.",
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
     max_evidence: Annotated[int, msgspec.Meta(ge=1, le=50, description="snippets in COMPLETE at most")] = 5
     max_queries: Annotated[int, msgspec.Meta(ge=1, le=16, description="queries per SEARCH, text+vector")] = 4
     timeout_ms: Annotated[int, msgspec.Meta(ge=100, le=600_000)] | None = None
@@ -70,7 +82,7 @@ class LibrarianRequest(WireStruct):
     subject_id: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
     conversation: Annotated[list[ConversationTurn], msgspec.Meta(max_length=200)] = msgspec.field(default_factory=list)
     search_history: Annotated[list[SearchRound], msgspec.Meta(max_length=20)] = msgspec.field(default_factory=list)
-    state: StateEnvelope | None = None
+    state: StateToken | None = None
     constraints: LibrarianConstraints = msgspec.field(default_factory=LibrarianConstraints)
 
 
@@ -94,7 +106,7 @@ class SearchAction(LibrarianAction, tag="SEARCH"):
     filters_hint: dict[str, Any]
     rationale: str
     missing: list[MissingElement]
-    state: StateEnvelope | None
+    state: StateToken | None
     usage: Usage
 
 
@@ -114,7 +126,7 @@ class CompleteAction(LibrarianAction, tag="COMPLETE"):
     request_id: str
     evidence: list[EvidenceItem]
     coverage_notes: str
-    state: StateEnvelope | None
+    state: StateToken | None
     usage: Usage
 
 
@@ -122,7 +134,7 @@ LibrarianResponse = SearchAction | CompleteAction | ErrorResponse
 
 
 class LibrarianState(msgspec.Struct, kw_only=True):
-    """What the loop needs between calls (inside `StateEnvelope.data`).
+    """What the loop needs between calls (sealed inside the state token).
 
     The candidate pool itself is not stored: the caller re-sends `search_history` on every
     call, and the pool is re-derived from it deterministically. `history_digest` chains the

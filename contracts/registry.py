@@ -33,7 +33,6 @@ from contracts.proposal_quality import (
     ProposalValidateResponse,
     ValidationResult,
 )
-from contracts.state import StateEnvelope
 
 EXPORTED: dict[str, Any] = {
     "AceSearchRequest": AceSearchRequest,
@@ -56,7 +55,6 @@ EXPORTED: dict[str, Any] = {
     "LibrarianResponse": LibrarianResponse,
     "LibrarianState": LibrarianState,
     "ReadyResponse": ReadyResponse,
-    "StateEnvelope": StateEnvelope,
     "AdvisorReport": AdvisorReport,
     "OrganizerReport": OrganizerReport,
     "ProposalRunRequest": ProposalRunRequest,

@@ -1,30 +1,26 @@
-"""The envelope an agent's state travels in between calls.
+"""The state token an agent's state travels in between calls.
 
-The client treats it as opaque and returns it verbatim. The service checks the version, the
-size and (when a signing key is configured) the HMAC signature before it trusts any field
-of `data`, whose shape each agent defines in its own contracts module.
+On the wire, state is one opaque, URL-safe string: `v1.<payload>.<signature>`. The client stores
+it and sends it back verbatim; it never parses or re-encodes it, so no JSON library on the way
+(Go's `map[string]any`, a proxy that reorders keys, a float written `0`) can break it. The
+service checks the prefix, the HMAC-SHA256 signature over the exact payload bytes, the agent,
+the version, the expiry and the size before it trusts any field of the state inside, whose shape
+each agent defines in its own contracts module (`LibrarianState`, `GraceState`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
-from contracts.base import WireStruct
+STATE_TOKEN_PATTERN = r"^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"  # noqa: S105 - a format, not a secret
 
-AgentName = Annotated[str, msgspec.Meta(pattern=r"^[a-z_]{1,32}$")]
-
-
-class StateEnvelope(WireStruct):
-    """Versioned, optionally signed agent state.
-
-    `signature` is an HMAC-SHA256 (hex) over the agent name, the version and a canonical
-    encoding of `data`, so a client that re-serialises the JSON (key order, whitespace,
-    number spelling) does not break it, while any change to a value does.
-    """
-
-    schema_version: int
-    agent: AgentName
-    data: dict[str, Any]
-    signature: str | None = None
+StateToken = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=STATE_TOKEN_PATTERN,
+        description="Opaque state token (`v1.<payload>.<signature>`, base64url): send it back verbatim, byte for "
+        "byte; never parse or rebuild it. Its size is bounded by the service's MAX_STATE_BYTES.",
+    ),
+]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ class AgentContext:
     grace: GraceConfig = dataclasses.field(default_factory=GraceConfig)
     deadline: float | None = None
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    request_id: str = ""
+    seal_state: Callable[[Any], str] | None = None
 
     @property
     def engine(self) -> str:
@@ -52,6 +55,20 @@ class AgentContext:
     def with_deadline(self, timeout_s: float) -> AgentContext:
         """A copy for one request, whose monotonic deadline is `timeout_s` from now."""
         return dataclasses.replace(self, deadline=time.monotonic() + timeout_s)
+
+    def for_request(
+        self, *, timeout_s: float, request_id: str, seal_state: Callable[[Any], str] | None = None
+    ) -> AgentContext:
+        """A copy for one request: its deadline, its id, and how to seal the agent's next state into a token."""
+        return dataclasses.replace(
+            self, deadline=time.monotonic() + timeout_s, request_id=request_id, seal_state=seal_state
+        )
+
+    def seal(self, state: Any) -> str:
+        """The opaque token for the agent's next state (the HTTP layer decides how tokens are signed)."""
+        if self.seal_state is None:
+            raise RuntimeError("this context was not made for a stateful agent's request (no seal_state)")
+        return self.seal_state(state)
 
     def remaining_s(self) -> float | None:
         """Seconds left before the deadline (None when unbounded)."""

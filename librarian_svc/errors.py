@@ -24,7 +24,8 @@ from litestar.types import ExceptionHandlersMap
 from litestar.utils.scope.state import ScopeState
 
 from contracts.common import ErrorDetail, ErrorResponse, ErrorType
-from contracts.state import StateEnvelope
+from contracts.state import StateToken
+from graphs.ace.playbook_store import PlaybookStoreError
 from graphs.errors import InvalidInput
 from librarian_svc.request_context import adopt_request_id, current_request_id
 
@@ -46,7 +47,7 @@ def error_response(
     message: str,
     status_code: int,
     details: list[ErrorDetail] | None = None,
-    state: StateEnvelope | None = None,
+    state: StateToken | None = None,
 ) -> Response[ErrorResponse]:
     """Build the ERROR body with its status code (the middleware adds `X-Request-ID`)."""
     body = ErrorResponse(
@@ -147,6 +148,12 @@ def handle_invalid_input(request: Request[Any, Any, Any], exc: InvalidInput) -> 
     return error_response(_request_id_for(request), "INVALID_INPUT", exc.message, exc.status_code, exc.details)
 
 
+def handle_playbook_store(request: Request[Any, Any, Any], exc: PlaybookStoreError) -> Response[ErrorResponse]:
+    """A stored playbook that cannot be read or written: the server's problem (500), named, never a traceback."""
+    log.error("playbook store failure", reason=str(exc), path=request.url.path)
+    return error_response(_request_id_for(request), "OTHER", str(exc), HTTP_500_INTERNAL_SERVER_ERROR)
+
+
 def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorResponse]:
     """A bug: log the traceback, tell the client nothing about internals."""
     log.error("unhandled exception", exc_info=exc, path=request.url.path)
@@ -156,6 +163,7 @@ def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Respon
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     ValidationException: handle_validation,
     InvalidInput: handle_invalid_input,
+    PlaybookStoreError: handle_playbook_store,
     UnicodeDecodeError: handle_bad_encoding,
     RecursionError: handle_too_deep,
     HTTPException: handle_http,

@@ -7,6 +7,7 @@ is loaded. Nothing here holds per-session data: any instance can serve any step.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from graphs.librarian import graph as librarian_graph
 from graphs.llm.providers import make_chat_model
 from graphs.proposal_quality import graph as proposal_quality_graph
 from librarian_svc.settings import Settings
-from librarian_svc.state_signing import StateCodec
+from librarian_svc.state.token import StateCodec
 
 log = structlog.get_logger(__name__)
 
@@ -45,10 +46,25 @@ class Services:
     codec: StateCodec
     graphs: dict[str, Any] = field(default_factory=dict)
 
-    def request_context(self, timeout_ms: int | None = None) -> AgentContext:
-        """The agent context for one request, with its deadline."""
+    def request_context(
+        self, timeout_ms: int | None = None, *, request_id: str = "", seal_state: Callable[[Any], str] | None = None
+    ) -> AgentContext:
+        """The agent context for one request: its deadline (never past the server's), id and state sealer."""
         budget_ms = min(timeout_ms or self.settings.request_timeout_ms, self.settings.request_timeout_ms)
-        return self.context.with_deadline(budget_ms / 1000)
+        return self.context.for_request(timeout_s=budget_ms / 1000, request_id=request_id, seal_state=seal_state)
+
+
+def _state_keys(settings: Settings) -> list[bytes]:
+    """The configured keys, or an ephemeral one that only this process knows (said loudly: scale-out breaks)."""
+    if settings.state.keys:
+        return settings.state.keys
+    log.warning(
+        "STATE_SIGNING_KEYS is not set: state tokens are signed with an ephemeral key of this process. Other "
+        "instances (scale-out, a restart, a new revision) cannot read them and will refuse every session in "
+        "flight; set STATE_SIGNING_KEYS to a shared secret (cloudrun.yaml takes it from Secret Manager)",
+        state_keys="ephemeral",
+    )
+    return [secrets.token_bytes(32)]
 
 
 def build_services(settings: Settings) -> Services:
@@ -80,5 +96,7 @@ def build_services(settings: Settings) -> Services:
         },
     )
     graphs = {name: build() for name, build in GRAPH_BUILDERS.items()}
-    codec = StateCodec(signing_key=settings.state_signing_key, max_state_bytes=settings.max_state_bytes)
+    codec = StateCodec(
+        keys=_state_keys(settings), max_state_bytes=settings.state.max_state_bytes, ttl_s=settings.state.ttl_s
+    )
     return Services(settings=settings, context=context, codec=codec, graphs=graphs)

@@ -47,7 +47,9 @@ ENV_DEFAULTS: dict[str, str] = {
     "REQUEST_TIMEOUT_MS": "25000",
     "MAX_BODY_BYTES": "8388608",
     "MAX_STATE_BYTES": "1048576",
+    "STATE_SIGNING_KEYS": "",
     "STATE_SIGNING_KEY": "",
+    "STATE_TTL_S": "0",
     "CONFIG_DIR": str(PROJECT_ROOT / "config"),
     "PROMPTS_DIR": str(PROJECT_ROOT / "prompts"),
     "GOOGLE_CLOUD_PROJECT": "",
@@ -58,6 +60,18 @@ ENV_DEFAULTS: dict[str, str] = {
     "ACE_DEDUP_THRESHOLD": "0.85",
     "SEARCH_ALPHA": "0.5",
 }
+
+
+class StateSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """How state tokens are signed: the keys (the first signs, all verify), their size limit and lifetime."""
+
+    keys: list[bytes]
+    max_state_bytes: int
+    ttl_s: int | None
+
+    def __repr__(self) -> str:
+        """Never print a key (settings end up in logs and tracebacks)."""
+        return f"StateSettings(keys={len(self.keys)}, max_state_bytes={self.max_state_bytes}, ttl_s={self.ttl_s})"
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,8 +85,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embedding: EmbeddingConfig
     request_timeout_ms: int
     max_body_bytes: int
-    max_state_bytes: int
-    state_signing_key: bytes | None = msgspec.field(default=None)
+    state: StateSettings
     config_dir: Path
     prompts_dir: Path
     google_cloud_project: str | None
@@ -86,9 +99,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     grace: GraceConfig
 
     def __repr__(self) -> str:
-        """Never print the signing key (settings end up in logs and tracebacks)."""
-        signed = self.state_signing_key is not None
-        return f"Settings(engine={self.llm.provider!r}, port={self.port}, signed_state={signed})"
+        """Never print the signing keys (settings end up in logs and tracebacks)."""
+        return f"Settings(engine={self.llm.provider!r}, port={self.port}, state={self.state!r})"
 
 
 def _int(env: Mapping[str, str], name: str, *, low: int, high: int) -> int:
@@ -131,6 +143,29 @@ def _dir(env: Mapping[str, str], name: str) -> Path:
     return path.resolve()  # absolute: what it names must not change with the working directory
 
 
+def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:
+    """The state-token settings alone (the service and `python -m librarian_svc.state` share them).
+
+    `STATE_SIGNING_KEYS` is a comma-separated list, newest first; `STATE_SIGNING_KEY` is its one-key
+    alias. No key at all is allowed here: the service then signs with an ephemeral key of its own.
+    """
+    env = os.environ if env is None else env
+    many, one = _str(env, "STATE_SIGNING_KEYS"), _str(env, "STATE_SIGNING_KEY")
+    if many and one:
+        raise ConfigError("set STATE_SIGNING_KEYS or its alias STATE_SIGNING_KEY, not both")
+    keys = [k.strip() for k in (many or one).split(",")] if (many or one) else []
+    for index, key in enumerate(keys):
+        if len(key) < 16:
+            name = "STATE_SIGNING_KEYS" if many else "STATE_SIGNING_KEY"
+            raise ConfigError(f"{name}: key {index + 1} is shorter than 16 characters")
+    ttl = _int(env, "STATE_TTL_S", low=0, high=365 * 86_400)
+    return StateSettings(
+        keys=[k.encode() for k in keys],
+        max_state_bytes=_int(env, "MAX_STATE_BYTES", low=1024, high=1 << 28),
+        ttl_s=ttl or None,
+    )
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings; raise `ConfigError` on the first bad variable."""
     env = os.environ if env is None else env
@@ -152,9 +187,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         cache_size=_int(env, "EMBEDDING_CACHE_SIZE", low=0, high=10_000_000),
         llm=llm,
     )
-    key = env.get("STATE_SIGNING_KEY", "")
-    if key and len(key) < 16:
-        raise ConfigError("STATE_SIGNING_KEY must be at least 16 characters (or unset to disable signing)")
     project = _str(env, "GOOGLE_CLOUD_PROJECT")
     config_dir = _dir(env, "CONFIG_DIR")
     return Settings(
@@ -166,8 +198,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         embedding=embedding,
         request_timeout_ms=_int(env, "REQUEST_TIMEOUT_MS", low=100, high=3_600_000),
         max_body_bytes=_int(env, "MAX_BODY_BYTES", low=1024, high=1 << 30),
-        max_state_bytes=_int(env, "MAX_STATE_BYTES", low=1024, high=1 << 28),
-        state_signing_key=key.encode() if key else None,
+        state=load_state_settings(env),
         config_dir=config_dir,
         prompts_dir=_dir(env, "PROMPTS_DIR"),
         google_cloud_project=project or None,
@@ -182,4 +213,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
 
 
-__all__ = ["ENV_DEFAULTS", "ConfigError", "LLMProviderName", "Settings", "load_settings"]
+__all__ = [
+    "ENV_DEFAULTS",
+    "ConfigError",
+    "LLMProviderName",
+    "Settings",
+    "StateSettings",
+    "load_settings",
+    "load_state_settings",
+]

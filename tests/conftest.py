@@ -10,6 +10,7 @@ for _name in list(os.environ):
         del os.environ[_name]
 os.environ["LLM_PROVIDER"] = "heuristic"
 os.environ.pop("STATE_SIGNING_KEY", None)
+os.environ["STATE_SIGNING_KEYS"] = "test-state-key-0123456789abcdef"  # tests/support/state_tokens.TEST_STATE_KEY
 
 from collections.abc import Callable, Iterator, Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402

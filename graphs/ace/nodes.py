@@ -30,7 +30,6 @@ from contracts.ace import (
     WorkflowRequest,
     WorkflowResponse,
 )
-from contracts.common import ErrorDetail
 from graphs.ace.heuristic_curate import propose_deltas as heuristic_deltas
 from graphs.ace.heuristic_generate import generate_extractive
 from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
@@ -38,15 +37,14 @@ from graphs.ace.hybrid_search import HybridSearch
 from graphs.ace.llm_curate import curate_with_llm
 from graphs.ace.llm_generate import generate_with_llm
 from graphs.ace.llm_reflect import reflect_with_llm
-from graphs.ace.merge import apply_evaluations, delta_problems, merge
+from graphs.ace.merge import apply_evaluations, merge
 from graphs.ace.options import AceOptions
-from graphs.ace.playbook_checks import check_playbook, check_sections, playbook_problems, raise_if_problems
+from graphs.ace.playbook_checks import playbook_problems
 from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
 from graphs.ace.reflector_prompt import ReflectorPromptBuilder
-from graphs.ace.sections import section_rules
+from graphs.ace.sections import curate_dataset, reflect_dataset, section_rules
 from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
-from graphs.errors import InvalidInput
 from graphs.llm.errors import ModelFailure, ModelTimeout
 
 log = structlog.get_logger(__name__)
@@ -66,12 +64,10 @@ def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
 
 
 def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """Validate a generate request (playbook, section filter) and set the search up."""
+    """Set the search up (the runner's `check` already validated the playbook and the section filter)."""
     request = state["request"]
     assert isinstance(request, AceGenerateRequest)
     rules = section_rules(runtime.context.sections, request.dataset)
-    check_playbook(request.playbook, rules)
-    check_sections(request.section_filter, rules, "$.section_filter")
     query = SearchQuery(
         query_text=request.query,
         top_k=request.top_k,
@@ -88,12 +84,11 @@ def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
 
 
 def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """Validate a reflect request; the dataset defaults to the trajectory's."""
+    """Set the reflection up; the dataset defaults to the trajectory's."""
     request = state["request"]
     assert isinstance(request, AceReflectRequest)
-    dataset = request.dataset or request.trajectory.dataset
+    dataset = reflect_dataset(request)
     rules = section_rules(runtime.context.sections, dataset)
-    check_playbook(request.playbook, rules)
     return {
         "dataset": dataset,
         "rules": rules,
@@ -107,16 +102,11 @@ def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
 
 
 def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """Validate a curate request: the playbook, every evaluation's bullet and the caller's deltas."""
+    """Set the curation up (the runner's `check` already validated playbook, evaluations and deltas)."""
     request = state["request"]
     assert isinstance(request, AceCurateRequest)
-    dataset = request.dataset or (request.trajectory.dataset if request.trajectory else None)
-    dataset = dataset or request.reflection.trajectory_dataset
+    dataset = curate_dataset(request)
     rules = section_rules(runtime.context.sections, dataset)
-    problems = playbook_problems(request.playbook, rules)
-    problems += _evaluation_problems(request)
-    problems += delta_problems(request.deltas, request.playbook, rules)
-    raise_if_problems(problems, "invalid curate request")
     return {
         "dataset": dataset,
         "rules": rules,
@@ -129,35 +119,12 @@ def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
     }
 
 
-def _evaluation_problems(request: AceCurateRequest) -> list[ErrorDetail]:
-    """Evaluations must name bullets of the playbook (and, given the trajectory, ones it used), once each."""
-    existing = {b.id for b in request.playbook.bullets}
-    used = set(request.trajectory.used_bullet_ids) if request.trajectory else None
-    problems: list[ErrorDetail] = []
-    seen: set[str] = set()
-    for i, evaluation in enumerate(request.reflection.bullet_evaluations):
-        path = f"$.reflection.bullet_evaluations[{i}].bullet_id"
-        if evaluation.bullet_id not in existing:
-            problems.append(ErrorDetail(path=path, message=f"no bullet {evaluation.bullet_id!r} in the playbook"))
-        elif used is not None and evaluation.bullet_id not in used:
-            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} was not used"))
-        elif evaluation.bullet_id in seen:
-            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} is evaluated twice"))
-        seen.add(evaluation.bullet_id)
-    return problems
-
-
 def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Seed 000 §10: read the dataset's playbook from the store (missing → empty; corrupt → PlaybookCorrupt)."""
     request = state["request"]
     assert isinstance(request, WorkflowRequest)
     options = _options(runtime)
-    store = PlaybookStore(options.playbook_data_dir)
-    if request.save and not store.path_for(request.dataset).is_file():
-        # Requests may update a stored playbook, never create files: datasets are imported by an operator.
-        message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"
-        raise InvalidInput(message, [ErrorDetail(path="$.save", message=message)])
-    playbook = store.load(request.dataset)
+    playbook = PlaybookStore(options.playbook_data_dir).load(request.dataset)
     rules = section_rules(runtime.context.sections, request.dataset)
     problems = playbook_problems(playbook, rules, "$")
     if problems:

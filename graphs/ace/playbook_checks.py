@@ -6,7 +6,7 @@ playbook or the configuration and end in a 400 INVALID_INPUT that lists every pr
 
 from __future__ import annotations
 
-from contracts.ace import Playbook
+from contracts.ace import AceCurateRequest, Playbook
 from contracts.common import ErrorDetail
 from graphs.ace.sections import SectionRules
 from graphs.errors import InvalidInput
@@ -60,3 +60,21 @@ def check_sections(sections: list[str] | None, rules: SectionRules, path: str) -
         if not rules.allows(name)
     ]
     raise_if_problems(problems, "invalid section filter")
+
+
+def evaluation_problems(request: AceCurateRequest) -> list[ErrorDetail]:
+    """Evaluations must name bullets of the playbook (and, given the trajectory, ones it used), once each."""
+    existing = {b.id for b in request.playbook.bullets}
+    used = set(request.trajectory.used_bullet_ids) if request.trajectory else None
+    problems: list[ErrorDetail] = []
+    seen: set[str] = set()
+    for i, evaluation in enumerate(request.reflection.bullet_evaluations):
+        path = f"$.reflection.bullet_evaluations[{i}].bullet_id"
+        if evaluation.bullet_id not in existing:
+            problems.append(ErrorDetail(path=path, message=f"no bullet {evaluation.bullet_id!r} in the playbook"))
+        elif used is not None and evaluation.bullet_id not in used:
+            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} was not used"))
+        elif evaluation.bullet_id in seen:
+            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} is evaluated twice"))
+        seen.add(evaluation.bullet_id)
+    return problems

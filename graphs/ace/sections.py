@@ -11,6 +11,7 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from contracts.ace import AceCurateRequest, AceReflectRequest
 from graphs.config_files import ANY_SECTION, SectionDefinition
 from graphs.text.normalize import normalize
 
@@ -82,3 +83,14 @@ def section_rules(sections: dict[str, list[SectionDefinition]], dataset: str) ->
         return SectionRules(dataset=dataset, definitions=(), permissive=True)
     named = tuple(d for d in chosen if d.name != ANY_SECTION)
     return SectionRules(dataset=dataset, definitions=named, permissive=any(d.name == ANY_SECTION for d in chosen))
+
+
+def reflect_dataset(request: AceReflectRequest) -> str:
+    """The dataset whose rules apply: the request's, else the trajectory's."""
+    return request.dataset or request.trajectory.dataset
+
+
+def curate_dataset(request: AceCurateRequest) -> str:
+    """The dataset whose rules apply: the request's, else the trajectory's, else the reflection's."""
+    dataset = request.dataset or (request.trajectory.dataset if request.trajectory else None)
+    return dataset or request.reflection.trajectory_dataset

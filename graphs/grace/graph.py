@@ -19,6 +19,7 @@ from graphs.grace.nodes import (
     make_plan,
     reason,
     replan_node,
+    respond,
     take_tool_result,
     take_user_response,
 )
@@ -45,7 +46,7 @@ def _on_loop(route: Callable[[GraceGraphState], R]) -> Callable[[GraceGraphState
 
 
 def build_graph() -> Any:
-    """(make_plan | take_tool_result → judge | take_user_response) → advance ⇄ reason/judge/replan → an action."""
+    """(make_plan | take_tool_result → judge | take_user_response) → advance ⇄ reason/judge/replan → respond."""
     graph = StateGraph(GraceGraphState, context_schema=AgentContext)
     graph.add_node("make_plan", make_plan)
     graph.add_node("take_tool_result", take_tool_result)
@@ -58,6 +59,7 @@ def build_graph() -> Any:
     graph.add_node("ask_question", ask_question)
     graph.add_node("ask_intervention", ask_intervention)
     graph.add_node("finish", finish)
+    graph.add_node("respond", respond)
     graph.add_conditional_edges(START, _on_loop(route_entry))
     graph.add_edge("make_plan", "advance")
     graph.add_edge("take_tool_result", "judge")
@@ -67,5 +69,6 @@ def build_graph() -> Any:
     graph.add_conditional_edges("replan", _on_loop(route_after_replan))
     graph.add_conditional_edges("advance", _on_loop(route_after_advance))
     for last in ("emit_search", "ask_question", "ask_intervention", "finish"):
-        graph.add_edge(last, END)
+        graph.add_edge(last, "respond")
+    graph.add_edge("respond", END)
     return graph.compile(name="grace")

@@ -11,6 +11,7 @@ thread pool, and a thread hop per node costs more than these steps do.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Literal
 
 import msgspec
@@ -366,7 +367,8 @@ async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     assert step is not None
     assert step.collection is not None
     session = msgspec.structs.replace(session, pending=Pending(kind="SEARCH", step_id=step.step_id, turn=session.turn))
-    outcome = GraceSearchAction(
+    reply = partial(
+        GraceSearchAction,
         request_id=state["request"].request_id,
         turn=session.turn,
         step_id=step.step_id,
@@ -376,11 +378,8 @@ async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
         top_k=runtime.context.grace.executor.top_k,
         rationale=step.description,
         plan=session.plan,
-        events=[],
-        state=None,
-        usage=state["usage"],
     )
-    return {"session": session, "outcome": outcome, "events": [_started(session, step)]}
+    return {"session": session, "reply": reply, "events": [_started(session, step)]}
 
 
 async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -396,7 +395,8 @@ async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -
         question = cursor.step.description or cursor.step.query
         events.append(_started(session, cursor.step))
     session = msgspec.structs.replace(session, pending=pending)
-    outcome = GraceAskUserAction(
+    reply = partial(
+        GraceAskUserAction,
         request_id=state["request"].request_id,
         turn=session.turn,
         kind=pending.ask_kind or "QUESTION",
@@ -406,11 +406,8 @@ async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -
         result=None,
         confidence=None,
         plan=session.plan,
-        events=[],
-        state=None,
-        usage=state["usage"],
     )
-    return {"session": session, "outcome": outcome, "events": events}
+    return {"session": session, "reply": reply, "events": events}
 
 
 async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -429,7 +426,8 @@ async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext
     session = msgspec.structs.replace(
         session, pending=Pending(kind="ASK_USER", step_id=step.step_id, ask_kind=decision, turn=session.turn)
     )
-    outcome = GraceAskUserAction(
+    reply = partial(
+        GraceAskUserAction,
         request_id=state["request"].request_id,
         turn=session.turn,
         kind=decision,
@@ -439,11 +437,8 @@ async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext
         result=result,
         confidence=result.detail,
         plan=session.plan,
-        events=[],
-        state=None,
-        usage=state["usage"],
     )
-    return {"session": session, "outcome": outcome}
+    return {"session": session, "reply": reply}
 
 
 async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -474,12 +469,13 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
         )
         if reason == "replan_limit" and not material.evidence and not material.user_inputs:
             session = msgspec.structs.replace(session, done=True, pending=None)
-            error = ErrorResponse(
+            error = partial(
+                ErrorResponse,
                 request_id=request.request_id,
                 error_type="LOOP_LIMIT",
                 message=f"nothing usable was gathered before the replan limit ({state['max_replans']}) was reached",
             )
-            return {"session": session, "outcome": error}
+            return {"session": session, "reply": error}
         answer = extractive_answer(session.query, material, max_sentences=context.grace.executor.answer_sentences)
         detail = score_step(_answer_factors(answer), "reasoning", context.grace, session.thresholds)
         text, confidence, sources = answer.text, detail.score, answer.cited
@@ -495,7 +491,8 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
         else _event("completed", say("ev_completed", session.query, score=confidence), confidence=confidence)
     )
     session = msgspec.structs.replace(session, done=True, pending=None)
-    outcome = GraceCompleteAction(
+    reply = partial(
+        GraceCompleteAction,
         request_id=request.request_id,
         status=status,
         answer=text,
@@ -513,8 +510,23 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
         ],
         history=list(session.results),
         plan=session.plan,
-        events=[],
-        state=None,
-        usage=state["usage"],
     )
-    return {"session": session, "outcome": outcome, "events": [event]}
+    return {"session": session, "reply": reply, "events": [event]}
+
+
+async def respond(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
+    """Build the action the request answers with, once: its fields, the numbered events, usage and state token.
+
+    Events are numbered across the session (continuing the previous state's count), so a UI that
+    reconnects can tell which it has seen; the session sealed into the token waits for exactly what
+    this action asks for.
+    """
+    prior = state.get("prior")
+    base = prior.event_count if prior is not None else 0
+    events = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate(state["events"])]
+    session = msgspec.structs.replace(state["session"], event_count=base + len(events))
+    token = runtime.context.seal(session)
+    reply = state["reply"]
+    if reply.func is ErrorResponse:
+        return {"outcome": reply(state=token)}
+    return {"outcome": reply(events=events, usage=state["usage"], state=token)}

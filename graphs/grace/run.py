@@ -1,33 +1,25 @@
-"""Run one GRACE step on the compiled graph: whole (`step`) or as its progress records arrive (`stream`).
+"""GRACE's operation as the request runner serves it: the input check, one step whole (`step`) or streamed.
 
-Both go through `stream`, so the SSE endpoint and the plain one cannot drift apart. Events are
-numbered here, continuing the session's count, so a UI that reconnects can tell which it has seen;
-the session's turn advances by one per step, which binds the next request to this response.
+The graph's `respond` node builds the action once (events numbered across the session, usage, the next
+state's token); `stream` relays the same events live as their nodes finish. The session's turn advances
+by one per step, which binds the next request to this response.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from contracts.common import ErrorResponse
-from contracts.grace import GraceEvent, GraceRequest, GraceState
+from contracts.grace import GRACE_STATE_VERSION, GraceEvent, GraceRequest, GraceResponse, GraceState
+from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
+from graphs.grace.protocol import check_request
 from graphs.grace.state import GraceGraphState, Outcome
 
 NODE_VISITS_PER_STEP = 4
 """advance → reason → judge (→ replan) at most per plan step: the bound on graph supersteps per request."""
-
-
-@dataclass(frozen=True)
-class StepOutcome:
-    """The action to return (events and usage filled in) and the state to seal into it."""
-
-    response: Outcome
-    next_state: GraceState
 
 
 def recursion_limit(context: AgentContext) -> int:
@@ -53,8 +45,8 @@ def _inputs(context: AgentContext, request: GraceRequest, prior: GraceState | No
 
 async def stream(
     graph: Any, context: AgentContext, request: GraceRequest, prior: GraceState | None
-) -> AsyncIterator[GraceEvent | StepOutcome]:
-    """Yield each progress record as its node finishes, then the StepOutcome."""
+) -> AsyncIterator[GraceEvent | Outcome]:
+    """Yield each progress record as its node finishes (numbered as `respond` numbers them), then the action."""
     base = prior.event_count if prior is not None else 0
     emitted = 0
     final: dict[str, Any] | None = None
@@ -72,24 +64,33 @@ async def stream(
                 yield msgspec.structs.replace(event, index=base + emitted)
                 emitted += 1
     assert final is not None, "the graph always runs"
-    assert "outcome" in final, "the graph always ends in a node that sets `outcome`"
-    yield _finalize(final, base)
+    assert "outcome" in final, "the graph always ends in `respond`, which sets `outcome`"
+    outcome: Outcome = final["outcome"]
+    yield outcome
 
 
-def _finalize(values: dict[str, Any], base: int) -> StepOutcome:
-    events = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate(values["events"])]
-    session = msgspec.structs.replace(values["session"], event_count=base + len(events))
-    outcome = values["outcome"]
-    if isinstance(outcome, ErrorResponse):
-        return StepOutcome(response=outcome, next_state=session)
-    return StepOutcome(
-        response=msgspec.structs.replace(outcome, events=events, usage=values["usage"]), next_state=session
+async def step(graph: Any, context: AgentContext, request: GraceRequest, prior: GraceState | None) -> Outcome:
+    """One step, all at once: the action with its events, usage and the next state's token."""
+    result = await graph.ainvoke(
+        _inputs(context, request, prior), {"recursion_limit": recursion_limit(context)}, context=context
     )
+    outcome: Outcome = result["outcome"]
+    return outcome
 
 
-async def step(graph: Any, context: AgentContext, request: GraceRequest, prior: GraceState | None) -> StepOutcome:
-    """One step, all at once."""
-    async for item in stream(graph, context, request, prior):
-        if isinstance(item, StepOutcome):
-            return item
-    raise AssertionError("stream() always ends with a StepOutcome")
+def check(request: GraceRequest, prior: GraceState | None, context: AgentContext) -> None:
+    """The request answers exactly what the state waits for, and the state itself is consistent."""
+    check_request(request, prior, context.grace)
+
+
+SPEC: AgentSpec[GraceRequest, GraceState] = AgentSpec(
+    name="grace",
+    request_type=GraceRequest,
+    response_type=GraceResponse,
+    graph="grace",
+    state=StateSpec(agent="grace", version=GRACE_STATE_VERSION, state_type=GraceState),
+    check=check,
+    run=step,
+    stream=stream,
+    progress_type=GraceEvent,
+)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Literal, TypedDict
+from functools import partial
+from typing import Annotated, Any, Literal, TypedDict
 
 from contracts.common import ErrorResponse, Usage
 from contracts.grace import (
@@ -50,4 +51,5 @@ class GraceGraphState(TypedDict, total=False):
     cursor: Cursor
     replanned: bool
     finish: FinishReason
+    reply: partial[Any]  # an action's constructor with its fields bound; `respond` adds events, usage, state
     outcome: Outcome

@@ -12,7 +12,7 @@ import hashlib
 import msgspec
 
 from contracts.common import ErrorDetail
-from contracts.librarian import LibrarianRequest, LibrarianState, SearchRound
+from contracts.librarian import DEFAULT_MAX_LOOPS, LibrarianRequest, LibrarianState, SearchRound
 from graphs.errors import InvalidInput
 from graphs.text.normalize import normalize
 
@@ -33,10 +33,22 @@ def query_digest(user_query: str, subject_id: str) -> str:
     return hashlib.sha256(f"{subject_id}\x00{normalize(user_query)}".encode()).hexdigest()
 
 
-def effective_max_loops(request: LibrarianRequest, prior: LibrarianState | None) -> int:
-    """The first call fixes the limit; later calls may lower it but never raise it."""
+def loop_limit(request: LibrarianRequest, prior: LibrarianState | None) -> int:
+    """The loop limit of this session: the first call's (or the default), then whatever the state pinned.
+
+    Raises:
+        InvalidInput: (422) a later call asks for a different `max_loops` than the state pinned; the
+            limit never changes behind the caller's back, in either direction.
+    """
     asked = request.constraints.max_loops
-    return asked if prior is None else min(asked, prior.max_loops)
+    if prior is None:
+        return DEFAULT_MAX_LOOPS if isinstance(asked, msgspec.UnsetType) else asked
+    if not isinstance(asked, msgspec.UnsetType) and asked != prior.max_loops:
+        message = (
+            f"max_loops is pinned to {prior.max_loops} by this session's first call; omit it or send {prior.max_loops}"
+        )
+        raise InvalidInput(message, [ErrorDetail(path="$.constraints.max_loops", message=message)], status_code=422)
+    return prior.max_loops
 
 
 def verify_continuation(request: LibrarianRequest, prior: LibrarianState | None) -> None:

@@ -22,7 +22,7 @@ from contracts.librarian import (
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
 from graphs.librarian.candidates import build_pool
-from graphs.librarian.history_check import chain_digest, effective_max_loops, query_digest, verify_continuation
+from graphs.librarian.history_check import chain_digest, loop_limit, query_digest
 from graphs.librarian.llm_step import decide_with_llm
 from graphs.librarian.query_planning import QueryPlan, _fresh, plan_first, plan_follow_up, split_budget
 from graphs.librarian.question import profile_question
@@ -37,12 +37,10 @@ MAX_HINT_LOCATIONS = 50
 
 
 async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
-    """Check the history continues the state, fix the loop limit and analyse the question."""
+    """Fix the loop limit (the runner's `check` already verified the history) and analyse the question."""
     request = state["request"]
-    prior = state.get("prior")
-    verify_continuation(request, prior)
     return {
-        "max_loops": effective_max_loops(request, prior),
+        "max_loops": loop_limit(request, state.get("prior")),
         "profile": profile_question(request.user_query),
         "issued": _issued_queries(state),
         "usage": runtime.context.empty_usage(),
@@ -152,10 +150,10 @@ async def plan_queries(
         filters_hint=hints,
         rationale=plan.rationale,
         missing=state["assessment"].missing,
-        state=None,
+        state=runtime.context.seal(_next_state(state, issued=issued)),
         usage=state["usage"],
     )
-    return Command(goto="__end__", update={"outcome": outcome, "next_state": _next_state(state, issued=issued)})
+    return Command(goto="__end__", update={"outcome": outcome})
 
 
 def _model_selection(state: LibrarianGraphState) -> list[ScoredCandidate]:
@@ -181,9 +179,13 @@ async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentCont
         profile, assessment, selected
     )
     outcome = CompleteAction(
-        request_id=request.request_id, evidence=evidence, coverage_notes=notes, state=None, usage=state["usage"]
+        request_id=request.request_id,
+        evidence=evidence,
+        coverage_notes=notes,
+        state=runtime.context.seal(_next_state(state, issued=state["issued"])),
+        usage=state["usage"],
     )
-    return {"outcome": outcome, "next_state": _next_state(state, issued=state["issued"])}
+    return {"outcome": outcome}
 
 
 async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
@@ -196,5 +198,6 @@ async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> Li
     else:
         error_type = "OTHER"
         message = f"no usable evidence after {rounds} search rounds and no new query left to try"
-    outcome = ErrorResponse(request_id=request.request_id, error_type=error_type, message=message)
-    return {"outcome": outcome, "next_state": _next_state(state, issued=state["issued"])}
+    token = runtime.context.seal(_next_state(state, issued=state["issued"]))
+    outcome = ErrorResponse(request_id=request.request_id, error_type=error_type, message=message, state=token)
+    return {"outcome": outcome}

@@ -1,16 +1,36 @@
-"""Run one Librarian think step on the compiled graph."""
+"""The Librarian's operation as the request runner serves it: its one input check and one think step."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from contracts.librarian import LibrarianRequest, LibrarianResponse, LibrarianState
+from contracts.librarian import LIBRARIAN_STATE_VERSION, LibrarianRequest, LibrarianResponse, LibrarianState
+from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
+from graphs.librarian.history_check import loop_limit, verify_continuation
+
+
+def check(request: LibrarianRequest, prior: LibrarianState | None, context: AgentContext) -> None:
+    """The history continues the state exactly, and the loop limit is the one the session pinned."""
+    verify_continuation(request, prior)
+    loop_limit(request, prior)
 
 
 async def think(
     graph: Any, context: AgentContext, request: LibrarianRequest, prior: LibrarianState | None
-) -> tuple[LibrarianResponse, LibrarianState | None]:
-    """One step: the action to return and the state to seal into it."""
+) -> LibrarianResponse:
+    """One step: SEARCH, COMPLETE or ERROR, with the next state sealed into it."""
     result = await graph.ainvoke({"request": request, "prior": prior}, context=context)
-    return result["outcome"], result.get("next_state")
+    outcome: LibrarianResponse = result["outcome"]
+    return outcome
+
+
+SPEC: AgentSpec[LibrarianRequest, LibrarianState] = AgentSpec(
+    name="librarian",
+    request_type=LibrarianRequest,
+    response_type=LibrarianResponse,
+    graph="librarian",
+    state=StateSpec(agent="librarian", version=LIBRARIAN_STATE_VERSION, state_type=LibrarianState),
+    check=check,
+    run=think,
+)

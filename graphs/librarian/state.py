@@ -29,4 +29,3 @@ class LibrarianGraphState(TypedDict, total=False):
     decision: LLMDecision | None
     usage: Usage
     outcome: SearchAction | CompleteAction | ErrorResponse
-    next_state: LibrarianState | None

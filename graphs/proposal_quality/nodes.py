@@ -14,7 +14,6 @@ import structlog
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from contracts.common import ErrorDetail
 from contracts.proposal_quality import (
     AdvisorReport,
     OrganizerReport,
@@ -23,7 +22,6 @@ from contracts.proposal_quality import (
     ValidationResult,
 )
 from graphs.context import AgentContext
-from graphs.errors import InvalidInput
 from graphs.proposal_quality.advisor_heuristic import advisor_report
 from graphs.proposal_quality.board import board_from_dashboard
 from graphs.proposal_quality.grounding import ground_report
@@ -38,17 +36,9 @@ log = structlog.get_logger(__name__)
 
 
 def prepare(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
-    """Flatten the dashboard, check the focus node exists, and fix how many generations are allowed.
-
-    Raises:
-        InvalidInput: The focus node is not on the dashboard, or the dashboard is too big.
-    """
+    """Flatten the dashboard and fix how many generations are allowed (the runner's `check` vetted the focus)."""
     request = state["request"]
     board = board_from_dashboard(request.dashboard)
-    focus = request.focus_node_id
-    if focus is not None and board.get(focus) is None:
-        message = "focusNodeId is not a node of the dashboard"
-        raise InvalidInput(message, [ErrorDetail(path="$.focusNodeId", message=message)], status_code=422)
     # Re-asking the deterministic engine would only repeat its answer.
     corrections = request.constraints.max_corrections if runtime.context.llm is not None else 0
     return {

@@ -1,7 +1,7 @@
-"""Entry points the controllers call: one run of the Organizer or Advisor graph, and the validate check.
+"""Proposal quality's operations as the request runner serves them: Organizer and Advisor runs, and validate.
 
-Both take the request after msgspec decoded it; the limits a schema cannot express (the report's
-overall size and depth, one source of valid ids) are checked here and raised as `InvalidInput`.
+The checks a schema cannot express (a focus node that is on the dashboard, exactly one source of valid
+ids, the report's overall size and depth) are each operation's `check`, raised as `InvalidInput`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from contracts.common import ErrorDetail, Usage
+from contracts.common import ErrorDetail, ErrorResponse, Usage
 from contracts.proposal_quality import (
     ProposalRunRequest,
     ProposalRunResponse,
@@ -18,6 +18,7 @@ from contracts.proposal_quality import (
     ProposalValidateResponse,
     ReportKind,
 )
+from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 from graphs.proposal_quality.board import board_from_dashboard
@@ -29,34 +30,64 @@ MAX_REPORT_DEPTH = 32
 """A report to validate nests at most this deep; the report types need five levels."""
 
 
-async def run_report(
-    graph: Any, context: AgentContext, kind: ReportKind, request: ProposalRunRequest, request_id: str
-) -> ProposalRunResponse:
-    """Generate, validate (self-correcting) and render one Organizer or Advisor report."""
-    result = await graph.ainvoke({"kind": kind, "request": request, "request_id": request_id}, context=context)
-    outcome: ProposalRunResponse = result["outcome"]
-    return outcome
-
-
-def validate_request(request: ProposalValidateRequest, request_id: str) -> ProposalValidateResponse:
-    """Check a report produced anywhere with the same rules the run endpoints use (seed 004 §6, 案 B).
-
-    The verdict comes from the rules alone, so the usage names the embedded engine and no model call.
+def check_run(request: ProposalRunRequest, prior: None, context: AgentContext) -> None:
+    """The focus node, when given, is on the dashboard (the dashboard's own size is the board's check).
 
     Raises:
-        InvalidInput: Both or neither of `validNodeIds` and `dashboard`; a report too big or too deep.
+        InvalidInput: 422 at `$.focusNodeId`, or the dashboard is too big.
+    """
+    board = board_from_dashboard(request.dashboard)
+    if request.focus_node_id is not None and board.get(request.focus_node_id) is None:
+        message = "focusNodeId is not a node of the dashboard"
+        raise InvalidInput(message, [ErrorDetail(path="$.focusNodeId", message=message)], status_code=422)
+
+
+def check_validate(request: ProposalValidateRequest, prior: None, context: AgentContext) -> None:
+    """Exactly one of `validNodeIds` and `dashboard`; a report neither too big nor too deep.
+
+    Raises:
+        InvalidInput: 422 at `$.validNodeIds`, or 413 at `$.report`.
     """
     if (request.valid_node_ids is None) == (request.dashboard is None):
         message = "give exactly one of validNodeIds or dashboard"
         raise InvalidInput(message, [ErrorDetail(path="$.validNodeIds", message=message)], status_code=422)
     check_report_size(request.report)
+
+
+async def run_report(
+    graph: Any, context: AgentContext, kind: ReportKind, request: ProposalRunRequest
+) -> ProposalRunResponse:
+    """Generate, validate (self-correcting) and render one Organizer or Advisor report."""
+    inputs = {"kind": kind, "request": request, "request_id": context.request_id}
+    result = await graph.ainvoke(inputs, context=context)
+    outcome: ProposalRunResponse = result["outcome"]
+    return outcome
+
+
+async def run_organizer(graph: Any, context: AgentContext, request: ProposalRunRequest, prior: None) -> Any:
+    """The Organizer: decomposition, grouping and relation proposals."""
+    return await run_report(graph, context, "organizer", request)
+
+
+async def run_advisor(graph: Any, context: AgentContext, request: ProposalRunRequest, prior: None) -> Any:
+    """The Advisor: two or more options for one node."""
+    return await run_report(graph, context, "advisor", request)
+
+
+async def validate(
+    graph: None, context: AgentContext, request: ProposalValidateRequest, prior: None
+) -> ProposalValidateResponse:
+    """Check a report produced anywhere with the same rules the run endpoints use (seed 004 §6, 案 B).
+
+    The verdict comes from the rules alone, so the usage names the embedded engine and no model call.
+    """
     if request.dashboard is not None:
         valid_ids: list[str] = board_from_dashboard(request.dashboard).ids
     else:
         valid_ids = request.valid_node_ids or []
     verdict = validate_report(request.kind, request.report, valid_ids)
     return ProposalValidateResponse(
-        request_id=request_id,
+        request_id=context.request_id,
         ok=verdict.ok,
         errors=verdict.errors,
         warnings=verdict.warnings,
@@ -95,3 +126,29 @@ def _depth(value: object) -> int:
             return deepest
         stack.extend((child, level + 1) for child in children)
     return deepest
+
+
+ORGANIZER: AgentSpec[ProposalRunRequest, None] = AgentSpec(
+    name="organizer",
+    request_type=ProposalRunRequest,
+    response_type=ProposalRunResponse | ErrorResponse,
+    graph="proposal_quality",
+    check=check_run,
+    run=run_organizer,
+)
+ADVISOR: AgentSpec[ProposalRunRequest, None] = AgentSpec(
+    name="advisor",
+    request_type=ProposalRunRequest,
+    response_type=ProposalRunResponse | ErrorResponse,
+    graph="proposal_quality",
+    check=check_run,
+    run=run_advisor,
+)
+VALIDATE: AgentSpec[ProposalValidateRequest, None] = AgentSpec(
+    name="proposal_validate",
+    request_type=ProposalValidateRequest,
+    response_type=ProposalValidateResponse | ErrorResponse,
+    check=check_validate,
+    run=validate,
+    timeout_ms=lambda request: None,
+)

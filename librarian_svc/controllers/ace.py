@@ -1,39 +1,26 @@
 """ACE endpoints: `POST /agent/ace/{search,generate,reflect,curate}` and seed 000 §11's `POST /workflow/run`.
 
-Stateless: the playbook comes in the request and the updated playbook goes out. Each handler decodes,
-runs one agent step under the request's deadline (`run_step`: TIMEOUT / MODEL_FAILURE become HTTP 200
-ERROR bodies) and returns the action; contract violations are 4xx INVALID_INPUT.
+Stateless: the playbook comes in the request and the updated playbook goes out. Every handler names its
+operation; the request runner decodes, checks, runs it under the request's deadline and maps failures.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, Response, post
+from litestar import Controller, Request, Response
 from litestar.di import NamedDependency
-from litestar.params import JSONBody
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from contracts.ace import (
-    AceCurateRequest,
     AceCurateResponse,
-    AceGenerateRequest,
     AceGenerateResponse,
-    AceReflectRequest,
     AceReflectResponse,
-    AceSearchRequest,
     AceSearchResponse,
-    WorkflowRequest,
-    WorkflowResponse,
     WorkflowRunResponse,
 )
-from contracts.common import ErrorResponse
 from graphs.ace import run as ace
-from graphs.ace.playbook_store import PlaybookStoreError
-from graphs.context import AgentContext
-from librarian_svc.request_context import request_id_for
+from librarian_svc.request_runner import agent_post, run_agent
 from librarian_svc.services import Services
-from librarian_svc.step_runner import run_step
 
 AGENT_DESCRIPTION = (
     "Agent-level failures (TIMEOUT, MODEL_FAILURE) are HTTP 200 with `action: ERROR`; contract violations "
@@ -48,53 +35,37 @@ class AceController(Controller):
     path = "/agent/ace"
     tags = ["ace"]  # noqa: RUF012 - Litestar reads this class attribute
 
-    @post(
+    @agent_post(
         "/search",
-        status_code=200,
+        ace.SEARCH,
         operation_id="aceSearch",
         summary="Hybrid (vector + BM25) search over the playbook in the request",
         description="Results best first, at most `query.top_k`, filtered by section and confidence. "
         + AGENT_DESCRIPTION,
     )
     async def search(
-        self, data: JSONBody[AceSearchRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
-    ) -> AceSearchResponse:
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[AceSearchResponse]:
         """Decode → search → results."""
-        request_id = request_id_for(request.scope, data.request_id)
+        return await run_agent(request, services)
 
-        return await run_step(
-            services,
-            request.scope,
-            request_id=request_id,
-            timeout_ms=data.constraints.timeout_ms,
-            step=lambda context: ace.search(context, data, request_id),
-        )
-
-    @post(
+    @agent_post(
         "/generate",
-        status_code=200,
+        ace.GENERATE,
         operation_id="aceGenerate",
         summary="Answer a query with the playbook's most relevant bullets",
         description="Returns the answer, the trajectory (used bullets, reasoning steps) to send to /reflect, and "
         "the search results it was built from. " + AGENT_DESCRIPTION,
     )
     async def generate(
-        self, data: JSONBody[AceGenerateRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
-    ) -> AceGenerateResponse:
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[AceGenerateResponse]:
         """Decode → generator graph → answer."""
-        request_id = request_id_for(request.scope, data.request_id)
+        return await run_agent(request, services)
 
-        return await run_step(
-            services,
-            request.scope,
-            request_id=request_id,
-            timeout_ms=data.constraints.timeout_ms,
-            step=lambda context: ace.generate(services.graphs["ace_generator"], context, data, request_id),
-        )
-
-    @post(
+    @agent_post(
         "/reflect",
-        status_code=200,
+        ace.REFLECT,
         operation_id="aceReflect",
         summary="Reflect on a trajectory: insights and an evaluation of every used bullet",
         description="Ids the trajectory used that are not in the playbook are skipped (listed in "
@@ -102,22 +73,14 @@ class AceController(Controller):
         "(seed 001). " + AGENT_DESCRIPTION,
     )
     async def reflect(
-        self, data: JSONBody[AceReflectRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
-    ) -> AceReflectResponse:
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[AceReflectResponse]:
         """Decode → reflector graph → reflection."""
-        request_id = request_id_for(request.scope, data.request_id)
+        return await run_agent(request, services)
 
-        return await run_step(
-            services,
-            request.scope,
-            request_id=request_id,
-            timeout_ms=data.constraints.timeout_ms,
-            step=lambda context: ace.reflect(services.graphs["ace_reflector"], context, data, request_id),
-        )
-
-    @post(
+    @agent_post(
         "/curate",
-        status_code=200,
+        ace.CURATE,
         operation_id="aceCurate",
         summary="Turn a reflection into delta items and return the updated playbook",
         description="Counters from the evaluations, then the caller's `deltas`, then the curator's own, merged "
@@ -125,18 +88,10 @@ class AceController(Controller):
         "UPDATEs; optional `max_bullets` budget). " + AGENT_DESCRIPTION,
     )
     async def curate(
-        self, data: JSONBody[AceCurateRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
-    ) -> AceCurateResponse:
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[AceCurateResponse]:
         """Decode → curator graph → deltas and the new playbook."""
-        request_id = request_id_for(request.scope, data.request_id)
-
-        return await run_step(
-            services,
-            request.scope,
-            request_id=request_id,
-            timeout_ms=data.constraints.timeout_ms,
-            step=lambda context: ace.curate(services.graphs["ace_curator"], context, data, request_id),
-        )
+        return await run_agent(request, services)
 
 
 class WorkflowController(Controller):
@@ -145,9 +100,9 @@ class WorkflowController(Controller):
     path = "/workflow"
     tags = ["ace"]  # noqa: RUF012 - Litestar reads this class attribute
 
-    @post(
+    @agent_post(
         "/run",
-        status_code=200,
+        ace.WORKFLOW,
         operation_id="workflowRun",
         summary="Load the dataset's stored playbook → search → generate (→ reflect → curate → save)",
         description="Reads `PLAYBOOK_DATA_DIR/<dataset>.json` (missing: an empty playbook). With `ground_truth` or "
@@ -156,24 +111,7 @@ class WorkflowController(Controller):
         "naming the problem. " + AGENT_DESCRIPTION,
     )
     async def run(
-        self, data: JSONBody[WorkflowRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
     ) -> Response[WorkflowRunResponse]:
         """Decode → workflow graph → seed 000's response (or the store's problem as a 500)."""
-        request_id = request_id_for(request.scope, data.request_id)
-
-        async def step(context: AgentContext) -> WorkflowResponse:
-            return await ace.run_workflow(services.graphs["ace_workflow"], context, data, request_id)
-
-        try:
-            body = await run_step(
-                services,
-                request.scope,
-                request_id=request_id,
-                timeout_ms=data.constraints.timeout_ms,
-                retry_state=None,
-                step=step,
-            )
-        except PlaybookStoreError as exc:
-            problem = ErrorResponse(request_id=request_id, error_type="OTHER", message=str(exc))
-            return Response(problem, status_code=HTTP_500_INTERNAL_SERVER_ERROR)
-        return Response(body, status_code=200)
+        return await run_agent(request, services)

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, post
+from litestar import Controller, Request, Response
 from litestar.di import NamedDependency
-from litestar.params import JSONBody
 
 from contracts.common import ErrorResponse
-from contracts.proposal_quality import (
-    ProposalRunRequest,
-    ProposalRunResponse,
-    ProposalValidateRequest,
-    ProposalValidateResponse,
-    ReportKind,
-)
-from graphs.context import AgentContext
-from graphs.proposal_quality.run import run_report, validate_request
-from librarian_svc.request_context import request_id_for
+from contracts.proposal_quality import ProposalRunResponse, ProposalValidateResponse
+from graphs.proposal_quality import run as proposals
+from librarian_svc.request_runner import agent_post, run_agent
 from librarian_svc.services import Services
-from librarian_svc.step_runner import run_step
-
-AGENT = "proposal_quality"
 
 RUN_DESCRIPTION = (
     "Body: `{dashboard, focusNodeId?, userIntent?, constraints?}`; `dashboard` is `GET /api/dashboard`'s "
@@ -39,9 +28,9 @@ class ProposalQualityController(Controller):
     path = "/api"
     tags = ["proposal-quality"]  # noqa: RUF012 - Litestar reads this class attribute
 
-    @post(
+    @agent_post(
         "/proposal-quality/validate",
-        status_code=200,
+        proposals.VALIDATE,
         operation_id="proposalQualityValidate",
         summary="Validate an Organizer or Advisor report: {ok, errors, warnings}",
         description=(
@@ -50,61 +39,33 @@ class ProposalQualityController(Controller):
         ),
     )
     async def validate(
-        self,
-        data: JSONBody[ProposalValidateRequest],
-        services: NamedDependency[Services],
-        request: Request[Any, Any, Any],
-    ) -> ProposalValidateResponse | ErrorResponse:
-        """Decode → validate → the verdict."""
-        request_id = request_id_for(request.scope, data.request_id)
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[ProposalValidateResponse | ErrorResponse]:
+        """Decode → check → the rules' verdict."""
+        return await run_agent(request, services)
 
-        async def step(context: AgentContext) -> ProposalValidateResponse:
-            return validate_request(data, request_id)
-
-        return await run_step(
-            services, request.scope, request_id=request_id, timeout_ms=None, retry_state=None, step=step
-        )
-
-    @post(
+    @agent_post(
         "/organizer/run",
-        status_code=200,
+        proposals.ORGANIZER,
         operation_id="organizerRun",
         summary="Organizer: decomposition, grouping and relation proposals that pass the quality gate",
         description=RUN_DESCRIPTION,
     )
     async def organizer(
-        self, data: JSONBody[ProposalRunRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
-    ) -> ProposalRunResponse | ErrorResponse:
-        """Decode → one Organizer run → the report and its verdict."""
-        return await _run("organizer", data, services, request)
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[ProposalRunResponse | ErrorResponse]:
+        """Decode → check → one Organizer run → the report and its verdict."""
+        return await run_agent(request, services)
 
-    @post(
+    @agent_post(
         "/advisor/run",
-        status_code=200,
+        proposals.ADVISOR,
         operation_id="advisorRun",
         summary="Advisor: two or more options for one node that pass the quality gate",
         description=RUN_DESCRIPTION,
     )
     async def advisor(
-        self, data: JSONBody[ProposalRunRequest], services: NamedDependency[Services], request: Request[Any, Any, Any]
-    ) -> ProposalRunResponse | ErrorResponse:
-        """Decode → one Advisor run → the report and its verdict."""
-        return await _run("advisor", data, services, request)
-
-
-async def _run(
-    kind: ReportKind, data: ProposalRunRequest, services: Services, request: Request[Any, Any, Any]
-) -> ProposalRunResponse | ErrorResponse:
-    request_id = request_id_for(request.scope, data.request_id)
-
-    async def step(context: AgentContext) -> ProposalRunResponse:
-        return await run_report(services.graphs[AGENT], context, kind, data, request_id)
-
-    return await run_step(
-        services,
-        request.scope,
-        request_id=request_id,
-        timeout_ms=data.constraints.timeout_ms,
-        retry_state=None,
-        step=step,
-    )
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[ProposalRunResponse | ErrorResponse]:
+        """Decode → check → one Advisor run → the report and its verdict."""
+        return await run_agent(request, services)

@@ -53,7 +53,7 @@ request POST $VALIDATE '{"kind":"organizer","report":{},"validNodeIds":[1]}'
 check "an id of the wrong type is 422 at its path" 422 "$ERROR_SHAPE and .details[0].path == \"\$.validNodeIds[0]\""
 
 request POST $ORGANIZER '{"dashboard":{"nodes":[]}}'
-check "a dashboard without trays is 422 at \$.dashboard" 422 "$ERROR_SHAPE and .error_type == \"INVALID_INPUT\" and .details[0].path == \"\$.dashboard\""
+check "a dashboard without trays is 422 at \$.dashboard.trays" 422 "$ERROR_SHAPE and .error_type == \"INVALID_INPUT\" and ([.details[].path] | index(\"\$.dashboard.trays\"))"
 
 request POST $ADVISOR "{\"dashboard\":$DASHBOARD,\"focusNodeId\":\"n99\"}"
 check "a focus node that is not on the dashboard is 422" 422 "$ERROR_SHAPE and .details[0].path == \"\$.focusNodeId\""

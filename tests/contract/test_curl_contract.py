@@ -30,6 +30,7 @@ def _run(script: str, base_url: str, **env: str) -> subprocess.CompletedProcess[
         env={**os.environ, "BASE_URL": base_url, **env},
         capture_output=True,
         text=True,
+        errors="replace",  # a failing check prints a body cut at a byte count, maybe mid-character
         timeout=120,
         check=False,
     )
@@ -48,6 +49,7 @@ def test_run_sh_runs_every_agent_script(live_service: LiveService) -> None:
         env={**os.environ, "BASE_URL": live_service.base_url},
         capture_output=True,
         text=True,
+        errors="replace",  # a failing check prints a body cut at a byte count, maybe mid-character
         timeout=300,
         check=False,
     )

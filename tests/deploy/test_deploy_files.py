@@ -38,7 +38,7 @@ PROVIDER_VARS = {
 SECRET_NAME = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|CREDENTIAL", re.IGNORECASE)
 EXPECTED_SECRETS = {
     "GOOGLE_API_KEY": "librarian-google-api-key",
-    "STATE_SIGNING_KEY": "librarian-state-signing-key",
+    "STATE_SIGNING_KEYS": "librarian-state-signing-keys",
 }
 
 
@@ -244,7 +244,10 @@ def test_secrets_come_from_secret_manager(container: dict[str, Any]) -> None:
     entries = env_entries(container)
     for name, secret in EXPECTED_SECRETS.items():
         ref = entries[name]["valueFrom"]["secretKeyRef"]
-        assert ref == {"name": secret, "key": "latest"}
+        assert ref["name"] == secret
+        # Signing keys are pinned to a version, so a new one reaches instances only with a new revision (a
+        # `latest` reference would mix keys inside one revision as instances start); see the rotation note.
+        assert ref["key"] == ("latest" if name != "STATE_SIGNING_KEYS" else "1")
         assert "value" not in entries[name]
     for name, entry in entries.items():
         if SECRET_NAME.search(name):
@@ -277,5 +280,5 @@ def test_environment_passes_the_service_settings_validation(container: dict[str,
     settings = load_settings(env)
     assert settings.llm.provider == "gemini"
     assert settings.log_format == "json"
-    assert settings.state_signing_key is not None
+    assert settings.state.keys
     assert settings.port == 8080

@@ -319,7 +319,7 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
         pytest.param(
             SEARCH, {"query": {"query_text": "x", "top_k": 0}, "playbook": {}}, 422, "$.query.top_k", id="top-k-zero"
         ),
-        pytest.param(GENERATE, {"playbook": {}}, 422, "$", id="missing-query"),
+        pytest.param(GENERATE, {"playbook": {}}, 422, "$.query", id="missing-query"),
     ],
 )
 def test_bad_input_is_invalid_input_with_the_path(

@@ -11,6 +11,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from tests.graphs.grace.helpers import STEP, STRONG_TOWER_HITS, TOWER_QUESTION, Walker, hit
+from tests.support.state_tokens import TEST_STATE_KEY, edit_token
 
 Body = dict[str, Any]
 
@@ -258,10 +259,10 @@ def test_hits_over_the_limit_are_422(client: TestClient[Litestar], pending_searc
     refused(client.post(STEP, json=body), 422, "$.tool_result.hits")
 
 
-def _edit(search: Body, edit: Callable[[Body], None]) -> Body:
+def _edit(search: Body, edit: Callable[[Body], None], key: str = TEST_STATE_KEY) -> Body:
+    """The good answer with its state token edited and re-signed with `key` (the service's, by default)."""
     body = good_answer(search)
-    body["state"] = copy.deepcopy(body["state"])
-    edit(body["state"])
+    body["state"] = edit_token(body["state"], edit, key=key)
     return body
 
 
@@ -272,7 +273,7 @@ def _huge_plan(state: Body) -> None:
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
-        pytest.param(lambda s: s.update(schema_version=2), "schema_version", id="version"),
+        pytest.param(lambda s: s.update(schema_version=2), "schema version", id="version"),
         pytest.param(lambda s: s.update(agent="librarian"), "agent", id="agent"),
         pytest.param(
             lambda s: s["data"].update(replans=[]) or s["data"]["plan"].update(revision=1), "replan", id="replans"
@@ -300,14 +301,18 @@ def test_an_edited_state_is_refused(
     assert client.post(STEP, json=good_answer(pending_search)).status_code == 200
 
 
-def test_a_signed_state_cannot_be_edited_or_unsigned(make_app: Callable[..., Litestar]) -> None:
-    with TestClient(app=make_app({"STATE_SIGNING_KEY": "k" * 32}), raise_server_exceptions=False) as client:
+@pytest.mark.parametrize("keys", [pytest.param("", id="no-key-configured"), pytest.param("k" * 32, id="own-key")])
+def test_an_edited_token_is_refused_without_the_key(make_app: Callable[..., Litestar], keys: str) -> None:
+    with TestClient(app=make_app({"STATE_SIGNING_KEYS": keys}), raise_server_exceptions=False) as client:
         search = Walker(client).start()
-        assert search["state"]["signature"]
-        edited = _edit(search, lambda s: s["data"]["thresholds"].update(confirm=0.39))
-        refused(client.post(STEP, json=edited), 400, "$.state.signature", "signature does not match")
-        unsigned = _edit(search, lambda s: s.update(signature=None))
-        refused(client.post(STEP, json=unsigned), 400, "$.state.signature", "not signed")
+        for edit in (
+            lambda s: s["data"].update(replans=[]) or s["data"]["plan"].update(revision=0),
+            lambda s: s["data"]["thresholds"].update(confirm=0.39),
+        ):
+            edited = _edit(search, edit, key="attacker-key-0123456789")
+            refused(client.post(STEP, json=edited), 400, "$.state", "signature does not match")
+        truncated = {**good_answer(search), "state": search["state"][:-2]}
+        refused(client.post(STEP, json=truncated), 400, "$.state")
         assert client.post(STEP, json=good_answer(search)).status_code == 200
 
 

@@ -26,6 +26,7 @@ from tests.graphs.grace.helpers import (
     STRONG_TOWER_HITS,
     Walker,
 )
+from tests.support.state_tokens import Envelope, edit_token, read_token
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 
@@ -110,11 +111,15 @@ def test_an_edited_state_never_breaks_the_service(
     client: TestClient[Litestar], states: list[dict[str, Any]], data: st.DataObject, value: Any
 ) -> None:
     body = copy.deepcopy(data.draw(st.sampled_from(states)))
-    paths = [p for p in _paths(body["state"]["data"]) if p]
+    paths = [p for p in _paths(read_token(body["state"])["data"]) if p]
     path = data.draw(st.sampled_from(paths))
-    target = body["state"]["data"]
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
+
+    def edit(envelope: Envelope) -> None:  # as an attacker holding the key: the cross-checks must hold
+        target = envelope["data"]
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    body["state"] = edit_token(body["state"], edit)
     response = client.post(STEP, json={"request_id": "fuzz", **body})
     _assert_contract(response.status_code, response.json(), response.text)

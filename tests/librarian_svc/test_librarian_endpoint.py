@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.metadata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from litestar.testing import TestClient
 from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
 from reference_orchestrator.loop import LoopResult, run_question
 from tests.graphs.librarian.helpers import TOWER_HIT
+from tests.support.state_tokens import TEST_STATE_KEY, Envelope, edit_token, read_token
 
 THINK = "/agent/librarian/think"
 SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
@@ -93,7 +94,7 @@ async def test_nothing_usable_after_the_last_round_is_loop_limit(app: Litestar) 
     assert result.final["action"] == "ERROR"
     assert result.final["error_type"] == "LOOP_LIMIT"
     assert len([s for s in result.steps if s["action"] == "SEARCH"]) == 2
-    assert result.final["state"]["agent"] == "librarian"
+    assert read_token(result.final["state"])["agent"] == "librarian"
 
 
 def test_first_call_can_carry_rounds_the_caller_ran_itself(client: TestClient[Litestar]) -> None:
@@ -124,7 +125,7 @@ def test_search_action_shape(client: TestClient[Litestar]) -> None:
     assert answer["rationale"]
     assert 1 <= len(answer["queries_text"]) + len(answer["queries_vector"]) <= 4
     assert "subject_id" not in answer["filters_hint"]
-    assert answer["state"]["schema_version"] == 1
+    assert read_token(answer["state"])["schema_version"] == 1
 
 
 def test_max_queries_is_respected(client: TestClient[Litestar]) -> None:
@@ -141,14 +142,25 @@ def test_second_call_completes_with_grounded_evidence(client: TestClient[Litesta
     assert final["evidence"][0]["snippets"] == [TOWER["snippet"]]
 
 
+def _resealed(edit: Callable[[Envelope], object]) -> Callable[[dict[str, Any]], object]:
+    return lambda body: body.update(state=edit_token(body["state"], edit))
+
+
 @pytest.mark.parametrize(
     ("tamper", "message"),
     [
-        pytest.param(lambda b: b["state"]["data"].update(rounds_seen=5), "rounds", id="rounds-seen"),
-        pytest.param(lambda b: b["state"]["data"].update(max_loops=10), None, id="max-loops-lifted"),
+        # With the signing key (an attacker who stole it): the server's own cross-checks still hold.
+        pytest.param(_resealed(lambda s: s["data"].update(rounds_seen=5)), "rounds", id="rounds-seen"),
+        pytest.param(_resealed(lambda s: s.update(schema_version=99)), "schema version", id="version"),
+        pytest.param(_resealed(lambda s: s.update(agent="grace")), "agent", id="agent"),
+        # Without it: any change to the token is refused.
+        pytest.param(_resealed(lambda s: s["data"].update(max_loops=10)), None, id="max-loops-lifted-with-key"),
+        pytest.param(
+            lambda b: b.update(state=edit_token(b["state"], lambda s: s["data"].update(max_loops=10), key="k" * 32)),
+            "signature",
+            id="max-loops-lifted-without-key",
+        ),
         pytest.param(lambda b: b.update(subject_id="someone-else"), "another question", id="other-subject"),
-        pytest.param(lambda b: b["state"].update(schema_version=99), "schema_version", id="version"),
-        pytest.param(lambda b: b["state"].update(agent="grace"), "agent", id="agent"),
         pytest.param(lambda b: b.update(search_history=[]), "rounds", id="history-dropped"),
     ],
 )
@@ -158,8 +170,7 @@ def test_bad_state_is_invalid_input(client: TestClient[Litestar], tamper: Any, m
     tamper(second)
     response = client.post(THINK, json=second)
     if message is None:
-        # Unsigned state: editing max_loops gains nothing a first call could not ask for (the contract
-        # caps it at 10, and the request's own limit still applies); a signed deployment rejects it.
+        # Only a holder of the key can re-sign, and max_loops 10 is what a first call may ask for anyway.
         assert response.status_code == 200
         return
     assert response.status_code == 400, response.text
@@ -167,18 +178,29 @@ def test_bad_state_is_invalid_input(client: TestClient[Litestar], tamper: Any, m
     assert message in response.json()["message"]
 
 
-def test_signed_state_cannot_be_edited(make_app) -> None:  # type: ignore[no-untyped-def]
-    with TestClient(app=make_app({"STATE_SIGNING_KEY": "x" * 32}), raise_server_exceptions=False) as client:
+def test_with_no_key_configured_an_edited_token_is_still_refused(make_app) -> None:  # type: ignore[no-untyped-def]
+    with TestClient(app=make_app({"STATE_SIGNING_KEYS": ""}), raise_server_exceptions=False) as client:
         body, answer = _first_search(client)
-        assert answer["state"]["signature"]
         second = _second_call(body, answer, [TOWER])
         assert client.post(THINK, json=second).json()["action"] == "COMPLETE"
-        second["state"]["data"]["max_loops"] = 10
-        response = client.post(THINK, json=second)
-        assert response.status_code == 400
-        assert "signature" in response.json()["message"]
-        second["state"]["signature"] = None
-        assert "not signed" in client.post(THINK, json=second).json()["message"]
+        for key in ("", TEST_STATE_KEY):  # nobody outside the process knows its ephemeral key
+            second["state"] = edit_token(answer["state"], lambda s: s["data"].update(max_loops=10), key=key or "x" * 32)
+            response = client.post(THINK, json=second)
+            assert response.status_code == 400
+            assert "signature" in response.json()["message"]
+
+
+def test_a_pinned_max_loops_holds_when_later_calls_omit_constraints(client: TestClient[Litestar]) -> None:
+    body, answer = _first_search(client, constraints={"max_loops": 6})
+    assert read_token(answer["state"])["data"]["max_loops"] == 6
+    later = _second_call({k: v for k, v in body.items() if k != "constraints"}, answer, [])
+    follow = client.post(THINK, json=later).json()
+    assert read_token(follow["state"])["data"]["max_loops"] == 6
+    changed = _second_call({**body, "constraints": {"max_loops": 3}}, answer, [])
+    response = client.post(THINK, json=changed)
+    assert response.status_code == 422
+    assert response.json()["details"][0]["path"] == "$.constraints.max_loops"
+    assert "pinned to 6" in response.json()["message"]
 
 
 def test_hostile_snippets_are_data_not_instructions(client: TestClient[Litestar]) -> None:
@@ -218,11 +240,10 @@ def test_grounding_property(client: TestClient[Litestar], results: list[dict[str
         assert all((item["document_id"], p) in pages for p in item["pages"])
 
 
-def test_no_database_driver_in_the_dependency_tree() -> None:
+def test_no_database_driver_in_the_runtime_image() -> None:
+    """The service never touches a database (the Go side searches); the tests' PostgreSQL driver stays out of it."""
     drivers = {"psycopg", "psycopg2", "psycopg2-binary", "asyncpg", "pg8000", "psycopg-binary", "sqlalchemy"}
-    installed = {d.metadata["Name"].lower() for d in importlib.metadata.distributions()}
-    assert not drivers & installed
-    lock = (Path(__file__).resolve().parents[2] / "requirements.lock").read_text()
+    lock = (Path(__file__).resolve().parents[2] / "requirements-runtime.lock").read_text()
     assert not any(f"\n{name}==" in lock for name in drivers)
 
 

@@ -25,7 +25,7 @@ def test_json_logs_carry_severity_request_id_and_trace(start_live_service: Calla
         {
             "OPENAI_API_KEY": SECRET,
             "LLM_PROVIDER": "heuristic",
-            "STATE_SIGNING_KEY": SIGNING,
+            "STATE_SIGNING_KEYS": SIGNING,
             "GOOGLE_CLOUD_PROJECT": "p1",
         }
     )
@@ -38,7 +38,7 @@ def test_json_logs_carry_severity_request_id_and_trace(start_live_service: Calla
         timeout=10,
     )
     assert response.status_code == 200
-    signature = response.json()["state"]["signature"]
+    signature = response.json()["state"].split(".")[2]
     httpx.get(f"{service.base_url}/health", headers={"X-Cloud-Trace-Context": "abc123/1;o=1"}, timeout=5)
     service.stop()
     text = service.logs()

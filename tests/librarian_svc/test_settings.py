@@ -16,7 +16,8 @@ def test_defaults_give_the_embedded_engine() -> None:
     assert settings.llm.provider == "heuristic"
     assert settings.embedding.provider == "hashing"
     assert settings.port == int(ENV_DEFAULTS["PORT"])
-    assert settings.state_signing_key is None
+    assert settings.state.keys == []  # the service then signs with an ephemeral key of its own
+    assert settings.state.ttl_s is None
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Scale-out proof (issue 7 item 2): any instance serves any step, and losing one loses nothing.
 
-Two (and three) real service processes share only their configuration (the same STATE_SIGNING_KEY, as Cloud
+Two (and three) real service processes share only their configuration (the same STATE_SIGNING_KEYS, as Cloud
 Run revisions do). Every step of every session of all four agents (Librarian loops, GRACE step
 loops, ACE learning turns, proposal runs) goes to a different instance than the step before;
 then one instance is SIGKILLed mid-run and the sessions continue on the other. Outcomes must equal
@@ -29,7 +29,7 @@ from tests.support.live_service import LiveService
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
-KEY = {"STATE_SIGNING_KEY": "scale-out-shared-signing-key-0123456789"}
+KEY = {"STATE_SIGNING_KEYS": "scale-out-shared-signing-key-0123456789"}
 DASHBOARD = {
     "trays": {
         "todo": [{"id": "n1", "title": "告知文の作成と当日の連絡体制", "status": "todo"}],

@@ -8,7 +8,7 @@ import pytest
 from contracts.librarian import LibrarianState
 from graphs.errors import InvalidInput
 from graphs.librarian.assessment import Assessment
-from graphs.librarian.history_check import chain_digest, effective_max_loops, query_digest, verify_continuation
+from graphs.librarian.history_check import chain_digest, loop_limit, query_digest, verify_continuation
 from graphs.librarian.routing import route_after_evaluate
 from tests.graphs.librarian.helpers import hit, request, round_of
 
@@ -87,7 +87,22 @@ def test_digest_survives_reserialisation_but_not_edits() -> None:
     assert chain_digest(list(reversed(ROUNDS))) != chain_digest(ROUNDS)
 
 
-@pytest.mark.parametrize(("asked", "pinned", "expected"), [(3, None, 3), (10, 3, 3), (2, 3, 2)])
-def test_max_loops_cannot_be_raised_after_the_first_call(asked: int, pinned: int | None, expected: int) -> None:
+@pytest.mark.parametrize(
+    ("asked", "pinned", "expected"),
+    [(None, None, 3), (6, None, 6), (None, 6, 6), (6, 6, 6), (None, 3, 3)],
+)
+def test_the_loop_limit_is_the_first_calls_and_then_the_pinned_one(
+    asked: int | None, pinned: int | None, expected: int
+) -> None:
     prior = None if pinned is None else _state_after([], max_loops=pinned)
-    assert effective_max_loops(request(constraints={"max_loops": asked}), prior) == expected
+    constraints = {} if asked is None else {"max_loops": asked}
+    assert loop_limit(request(constraints=constraints), prior) == expected
+
+
+@pytest.mark.parametrize(("asked", "pinned"), [(10, 3), (2, 3), (3, 6)])
+def test_a_different_max_loops_after_the_first_call_is_422_naming_the_pinned_value(asked: int, pinned: int) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        loop_limit(request(constraints={"max_loops": asked}), _state_after([], max_loops=pinned))
+    assert caught.value.status_code == 422
+    assert caught.value.details[0].path == "$.constraints.max_loops"
+    assert f"pinned to {pinned}" in caught.value.message

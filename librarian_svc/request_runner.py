@@ -1,0 +1,215 @@
+"""The one request runner every agent endpoint goes through: from raw body to the action it answers.
+
+For each request it does, in this order and the same way for every agent (`graphs/agent_spec.py`):
+check the Content-Type (415), decode the body strictly into the operation's request type (400 for
+malformed JSON, 422 with every violation and its JSON path), adopt the request id, start the
+deadline, open and verify the state token, run the agent's one pre-graph `check`, run the agent
+with a context that knows how to seal the next state, and map agent-level failures to HTTP 200
+ERROR bodies (TIMEOUT and MODEL_FAILURE carry the request's own state token, so the caller can
+retry the step as it was). Controllers only name the operation; the SSE relay lives here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import msgspec
+import structlog
+from litestar import Request, Response, post
+from litestar.handlers import HTTPRouteHandler
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
+from contracts.common import ErrorDetail, ErrorResponse
+from graphs.agent_spec import AgentSpec
+from graphs.context import AgentContext
+from graphs.errors import InvalidInput
+from graphs.llm.errors import ModelFailure, ModelTimeout
+from graphs.llm.validation import collect_errors
+from librarian_svc.request_context import adopt_request_id, current_request_id
+from librarian_svc.services import Services
+
+log = structlog.get_logger(__name__)
+
+SPEC_KEY = "agent_spec"
+"""Where `agent_post` keeps the operation's spec on the route handler (`opt`), for the runner and OpenAPI."""
+
+
+def agent_post(path: str, spec: AgentSpec[Any, Any], **kwargs: Any) -> Callable[[Any], HTTPRouteHandler]:
+    """`@post` for an agent operation: status 200 and the spec attached, so the handler body is one call."""
+    return post(path, status_code=200, opt={SPEC_KEY: spec}, **kwargs)
+
+
+def spec_of(request: Request[Any, Any, Any]) -> AgentSpec[Any, Any]:
+    """The spec `agent_post` attached to the route this request matched."""
+    spec: AgentSpec[Any, Any] = request.route_handler.opt[SPEC_KEY]
+    return spec
+
+
+@dataclass(frozen=True)
+class Call:
+    """One decoded, checked request, ready to run."""
+
+    spec: AgentSpec[Any, Any]
+    data: Any
+    prior: Any
+    token: str | None
+    context: AgentContext
+    graph: Any
+
+
+_DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder(request_type: type[Any]) -> msgspec.json.Decoder[Any]:
+    """One strict decoder per request type, built on first use (msgspec decoders are reusable and thread-safe)."""
+    decoder = _DECODERS.get(request_type)
+    if decoder is None:
+        decoder = _DECODERS[request_type] = msgspec.json.Decoder(request_type)
+    return decoder
+
+
+def _refuse(status: int, message: str, details: list[ErrorDetail] | None = None) -> InvalidInput:
+    return InvalidInput(message, details or [ErrorDetail(path="$", message=message)], status_code=status)
+
+
+def check_content_type(request: Request[Any, Any, Any]) -> None:
+    """JSON bodies only: `application/json` or any `+json` type (415 otherwise, a missing header included)."""
+    raw = request.headers.get("content-type", "")
+    media_type = raw.split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
+        return
+    shown = f"Content-Type {raw!r}" if raw else "no Content-Type"
+    raise _refuse(415, f"request body must be JSON (Content-Type: application/json); got {shown}")
+
+
+def decode_strict(body: bytes, request_type: type[Any]) -> Any:
+    """The body as `request_type`, with no coercion and no unknown fields; every violation reported at once."""
+    if not body.strip():
+        raise _refuse(400, "request body is empty; expected a JSON object")
+    try:
+        return _decoder(request_type).decode(body)
+    except msgspec.ValidationError as exc:
+        first = str(exc)
+    except msgspec.DecodeError as exc:
+        raise _refuse(400, f"request body is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise _refuse(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
+    except RecursionError:
+        raise _refuse(400, "request body is nested too deeply") from None
+    try:  # a typed decode stops at the first problem: walk the whole value to report every one
+        value = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:  # a schema error came first, but the JSON is broken further on
+        raise _refuse(400, f"request body is not valid JSON: {exc}") from None
+    problems = collect_errors(value, request_type) or [f"$: {first}"]
+    details = [ErrorDetail(path=path, message=message) for path, _, message in (p.partition(": ") for p in problems)]
+    raise _refuse(422, "; ".join(problems), details)
+
+
+async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:
+    """Everything before the agent runs; raises `InvalidInput` (a 4xx) for anything the caller got wrong."""
+    spec = spec_of(request)
+    check_content_type(request)
+    data = decode_strict(await request.body(), spec.request_type)
+    request_id = getattr(data, "request_id", None) or current_request_id(request.scope)
+    adopt_request_id(request.scope, request_id)
+    token: str | None = getattr(data, "state", None) if spec.state is not None else None
+    seal = None
+    prior = None
+    if spec.state is not None:
+        state = spec.state
+        prior = (
+            services.codec.open(token, agent=state.agent, schema_version=state.version, state_type=state.state_type)
+            if token is not None
+            else None
+        )
+        seal = partial(services.codec.seal, agent=state.agent, schema_version=state.version)
+    context = services.request_context(spec.timeout_ms(data), request_id=request_id, seal_state=seal)
+    spec.check(data, prior, context)
+    graph = services.graphs[spec.graph] if spec.graph else None
+    return Call(spec=spec, data=data, prior=prior, token=token, context=context, graph=graph)
+
+
+async def guarded(call: Call, step: Awaitable[Any]) -> Any:
+    """Await the agent under the request's deadline; TIMEOUT / MODEL_FAILURE become ERROR bodies (HTTP 200)."""
+    budget = call.context.remaining_s()
+    try:
+        async with asyncio.timeout(budget):
+            return await step
+    except (TimeoutError, ModelTimeout) as exc:
+        log.warning("step timed out", agent=call.spec.name, budget_s=budget, reason=str(exc) or "deadline")
+        return ErrorResponse(
+            request_id=call.context.request_id,
+            error_type="TIMEOUT",
+            message=f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
+            "retry with the same state",
+            state=call.token,
+        )
+    except ModelFailure as exc:
+        log.warning("model failure", agent=call.spec.name, reason=str(exc))
+        return ErrorResponse(
+            request_id=call.context.request_id,
+            error_type="MODEL_FAILURE",
+            message=f"the language model failed: {exc}",
+            state=call.token,
+        )
+
+
+async def run_agent(request: Request[Any, Any, Any], services: Services) -> Response[Any]:
+    """Serve one agent step: prepare, run under the deadline, answer with the action."""
+    call = await prepare(request, services)
+    body = await guarded(call, call.spec.run(call.graph, call.context, call.data, call.prior))
+    return Response(body, status_code=200)
+
+
+async def stream_agent(request: Request[Any, Any, Any], services: Services) -> ServerSentEvent:
+    """The same step as Server-Sent Events: checked now (so bad input is still a 4xx), then relayed live."""
+    call = await prepare(request, services)
+    return ServerSentEvent(_relay(call))
+
+
+def _message(event: str, item: Any, event_id: int | None = None) -> ServerSentEventMessage:
+    return ServerSentEventMessage(event=event, id=event_id, data=msgspec.json.encode(item).decode())
+
+
+async def _relay(call: Call) -> AsyncIterator[ServerSentEventMessage]:
+    """One `progress` event per record as the agent produces it, then one `action` event with the body."""
+    stream, progress_type = call.spec.stream, call.spec.progress_type
+    assert stream is not None, "stream_agent serves only operations that stream"
+    assert progress_type is not None, "a streaming operation names its progress record type"
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def advance() -> Any:
+        async for item in stream(call.graph, call.context, call.data, call.prior):
+            if not isinstance(item, progress_type):
+                return item
+            queue.put_nowait(item)
+        raise AssertionError("a stream always ends with the response")
+
+    task = asyncio.create_task(guarded(call, advance()))
+    try:
+        while True:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter in done:
+                record = getter.result()
+                yield _message("progress", record, getattr(record, "index", None))
+                continue
+            getter.cancel()
+            break
+        while not queue.empty():
+            record = queue.get_nowait()
+            yield _message("progress", record, getattr(record, "index", None))
+        try:
+            body = task.result()
+        except Exception as exc:  # the headers are sent: report a bug as an ERROR event, never a torn stream
+            log.error("unhandled exception in a streamed step", exc_info=exc)
+            body = ErrorResponse(request_id=call.context.request_id, error_type="OTHER", message="internal error")
+        yield _message("action", body)
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,139 @@
+"""Seal typed agent state into an opaque token for the client, and open it again on the way back.
+
+State is the only memory the service has between calls, and it comes back from the client, so it
+is treated as hostile. The token is `v1.<payload>.<signature>`, both parts base64url without
+padding: the payload is zlib-compressed JSON `{a: agent, v: version, iat, exp?, d: state}`, the
+signature an HMAC-SHA256 over the exact ASCII bytes `v1.<payload>`. Signing the bytes as sent
+(not a re-encoding of the data) means nothing a client's JSON library does can break a token it
+passes back verbatim, and any change to it is refused.
+
+Every token is signed. The first of `STATE_SIGNING_KEYS` signs and every one verifies, so keys
+rotate without breaking sessions in flight; with no key configured the process makes an
+ephemeral one (states then only work on this process, which start-up says loudly).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+import time
+import zlib
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import msgspec
+
+from contracts.common import ErrorDetail
+from graphs.errors import InvalidInput
+
+S = TypeVar("S")
+
+VERSION_PREFIX = b"v1."
+_TOKEN = re.compile(rb"v1\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})")
+_STATE_PATH = "$.state"
+
+
+class TokenContents(msgspec.Struct, kw_only=True):
+    """What a token carries once its signature checked out (the JSON inside the payload)."""
+
+    a: str
+    v: int
+    iat: int
+    exp: int | None = None
+    d: dict[str, Any]
+
+
+_contents_decoder = msgspec.json.Decoder(TokenContents)
+_encoder = msgspec.json.Encoder()
+
+
+def _b64(raw: bytes) -> bytes:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=")
+
+
+def _unb64(text: bytes) -> bytes:
+    return base64.urlsafe_b64decode(text + b"=" * (-len(text) % 4))
+
+
+def _refuse(message: str) -> InvalidInput:
+    return InvalidInput(message, [ErrorDetail(path=_STATE_PATH, message=message)])
+
+
+class StateCodec:
+    """Turns typed agent state into signed tokens and back, enforcing signature, agent, version, expiry and size."""
+
+    def __init__(self, *, keys: Sequence[bytes], max_state_bytes: int, ttl_s: int | None = None) -> None:
+        if not keys:
+            raise ValueError("a StateCodec needs at least one key")
+        self._keys = list(keys)
+        self.max_state_bytes = max_state_bytes
+        self.ttl_s = ttl_s
+
+    def _sign(self, key: bytes, signed: bytes) -> bytes:
+        return hmac.new(key, signed, hashlib.sha256).digest()
+
+    def seal(self, state: msgspec.Struct, *, agent: str, schema_version: int, now: float | None = None) -> str:
+        """The token for `state`, signed with the first key."""
+        issued = int(time.time() if now is None else now)
+        contents = TokenContents(
+            a=agent,
+            v=schema_version,
+            iat=issued,
+            exp=issued + self.ttl_s if self.ttl_s else None,
+            d=msgspec.to_builtins(state),
+        )
+        signed = VERSION_PREFIX + _b64(zlib.compress(_encoder.encode(contents), 6))
+        return (signed + b"." + _b64(self._sign(self._keys[0], signed))).decode("ascii")
+
+    def read(self, token: str, *, now: float | None = None) -> TokenContents:
+        """Verify a token and return its contents, whatever agent it belongs to (for `open` and debugging).
+
+        Raises:
+            InvalidInput: The token is malformed, too large, not signed by any configured key, or expired.
+        """
+        if len(token) > self.max_state_bytes:
+            raise _refuse(f"state is {len(token)} bytes, over the {self.max_state_bytes}-byte limit")
+        raw = token.encode("ascii", "replace")
+        match = _TOKEN.fullmatch(raw)
+        if match is None:
+            raise _refuse("state is not a state token this service issued (expected v1.<payload>.<signature>)")
+        signed = raw[: match.start(2) - 1]
+        try:
+            signature = _unb64(match.group(2))
+        except (binascii.Error, ValueError):
+            raise _refuse("state signature is not valid base64url") from None
+        if not any(hmac.compare_digest(self._sign(key, signed), signature) for key in self._keys):
+            raise _refuse(
+                "state signature does not match: the token was modified, or signed with a key this service "
+                "does not have (send the state back verbatim; instances must share STATE_SIGNING_KEYS)"
+            )
+        contents = self._decode(match.group(1))
+        if contents.exp is not None and (time.time() if now is None else now) > contents.exp:
+            raise _refuse("state has expired (STATE_TTL_S); start the session again")
+        return contents
+
+    def _decode(self, payload_b64: bytes) -> TokenContents:
+        # Signed by us, so well formed; still bounded, so a leaked key cannot make a decompression bomb.
+        try:
+            inflater = zlib.decompressobj()
+            payload = inflater.decompress(_unb64(payload_b64), self.max_state_bytes * 8)
+            if inflater.unconsumed_tail:
+                raise _refuse("state is too large once decompressed")
+            return _contents_decoder.decode(payload)
+        except (zlib.error, binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+            raise _refuse("state payload is unreadable") from None
+
+    def open(self, token: str, *, agent: str, schema_version: int, state_type: type[S]) -> S:
+        """Check a token from a request and decode the agent's state; raise `InvalidInput` if it cannot be trusted."""
+        contents = self.read(token)
+        if contents.a != agent:
+            raise _refuse(f"state belongs to agent {contents.a!r}, not {agent!r}")
+        if contents.v != schema_version:
+            raise _refuse(f"state schema version {contents.v} is not supported (expected {schema_version})")
+        try:
+            return msgspec.convert(contents.d, state_type)
+        except msgspec.ValidationError as exc:
+            raise _refuse(f"state does not match the {agent} state schema: {exc}") from None
