@@ -273,9 +273,6 @@
 //    searchRound, err := UnmarshalSearchRound(bytes)
 //    bytes, err = searchRound.Marshal()
 //
-//    stateEnvelope, err := UnmarshalStateEnvelope(bytes)
-//    bytes, err = stateEnvelope.Marshal()
-//
 //    stepResult, err := UnmarshalStepResult(bytes)
 //    bytes, err = stepResult.Marshal()
 //
@@ -1225,16 +1222,6 @@ func (r *SearchRound) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
-func UnmarshalStateEnvelope(data []byte) (StateEnvelope, error) {
-	var r StateEnvelope
-	err := json.Unmarshal(data, &r)
-	return r, err
-}
-
-func (r *StateEnvelope) Marshal() ([]byte, error) {
-	return json.Marshal(r)
-}
-
 func UnmarshalStepResult(data []byte) (StepResult, error) {
 	var r StepResult
 	err := json.Unmarshal(data, &r)
@@ -1660,30 +1647,18 @@ type AdvisorOption struct {
 // agent-level outcomes (LOOP_LIMIT, TIMEOUT, MODEL_FAILURE) come with HTTP 200 because
 // the exchange itself was well formed.
 type ErrorResponse struct {
-	Action    Action         `json:"action"`
-	Details   []ErrorDetail  `json:"details,omitempty"`
-	ErrorType ErrorType      `json:"error_type"`
-	Message   string         `json:"message"`
-	RequestID string         `json:"request_id"`
-	State     *StateEnvelope `json:"state,omitempty"`
+	Action    Action        `json:"action"`
+	Details   []ErrorDetail `json:"details,omitempty"`
+	ErrorType ErrorType     `json:"error_type"`
+	Message   string        `json:"message"`
+	RequestID string        `json:"request_id"`
+	State     *string       `json:"state,omitempty"`
 }
 
 // One problem with the input: where it is (a JSON path) and what is wrong.
 type ErrorDetail struct {
 	Message *string `json:"message,omitempty"`
 	Path    *string `json:"path,omitempty"`
-}
-
-// Versioned, optionally signed agent state.
-//
-// `signature` is an HMAC-SHA256 (hex) over the agent name, the version and a canonical
-// encoding of `data`, so a client that re-serialises the JSON (key order, whitespace,
-// number spelling) does not break it, while any change to a value does.
-type StateEnvelope struct {
-	Agent         string                 `json:"agent"`
-	Data          map[string]interface{} `json:"data"`
-	SchemaVersion int64                  `json:"schema_version"`
-	Signature     *string                `json:"signature,omitempty"`
 }
 
 // Ask the user; call back with `user_response` (one of `options`; `input` required for
@@ -1700,7 +1675,7 @@ type GraceAskUserAction struct {
 	Question   string           `json:"question"`
 	RequestID  string           `json:"request_id"`
 	Result     *StepResult      `json:"result"`
-	State      *StateEnvelope   `json:"state"`
+	State      *string          `json:"state"`
 	Step       *PlanStep        `json:"step"`
 	Turn       int64            `json:"turn"`
 	Usage      Usage            `json:"usage"`
@@ -1798,7 +1773,7 @@ type GraceCompleteAction struct {
 	Plan       ExecutionPlan             `json:"plan"`
 	RequestID  string                    `json:"request_id"`
 	Sources    []GraceSource             `json:"sources"`
-	State      *StateEnvelope            `json:"state"`
+	State      *string                   `json:"state"`
 	Status     GraceCompleteActionStatus `json:"status"`
 	Usage      Usage                     `json:"usage"`
 }
@@ -1829,7 +1804,7 @@ type GraceRequest struct {
 	Query       *string            `json:"query,omitempty"`
 	// Caller's tracing id; echoed in the response and every log line.
 	RequestID    string                `json:"request_id"`
-	State        *StateEnvelope        `json:"state,omitempty"`
+	State        *string               `json:"state,omitempty"`
 	ToolResult   *ToolResult           `json:"tool_result,omitempty"`
 	UserResponse *InterventionResponse `json:"user_response,omitempty"`
 }
@@ -1883,22 +1858,22 @@ type InterventionResponse struct {
 // server refuse
 // an answer sent with any other state than this action's.
 type GraceSearchAction struct {
-	Action     Action         `json:"action"`
-	Collection string         `json:"collection"`
-	Events     []GraceEvent   `json:"events"`
-	Keywords   []string       `json:"keywords"`
-	Plan       ExecutionPlan  `json:"plan"`
-	Query      string         `json:"query"`
-	Rationale  string         `json:"rationale"`
-	RequestID  string         `json:"request_id"`
-	State      *StateEnvelope `json:"state"`
-	StepID     int64          `json:"step_id"`
-	TopK       int64          `json:"top_k"`
-	Turn       int64          `json:"turn"`
-	Usage      Usage          `json:"usage"`
+	Action     Action        `json:"action"`
+	Collection string        `json:"collection"`
+	Events     []GraceEvent  `json:"events"`
+	Keywords   []string      `json:"keywords"`
+	Plan       ExecutionPlan `json:"plan"`
+	Query      string        `json:"query"`
+	Rationale  string        `json:"rationale"`
+	RequestID  string        `json:"request_id"`
+	State      *string       `json:"state"`
+	StepID     int64         `json:"step_id"`
+	TopK       int64         `json:"top_k"`
+	Turn       int64         `json:"turn"`
+	Usage      Usage         `json:"usage"`
 }
 
-// What a session needs between calls (inside `StateEnvelope.data`).
+// What a session needs between calls (sealed inside the state token).
 //
 // The server re-derives what it enforces from this and checks that it is consistent (the
 // replan
@@ -1982,7 +1957,7 @@ type LibrarianCompleteAction struct {
 	CoverageNotes string         `json:"coverage_notes"`
 	Evidence      []EvidenceItem `json:"evidence"`
 	RequestID     string         `json:"request_id"`
-	State         *StateEnvelope `json:"state"`
+	State         *string        `json:"state"`
 	Usage         Usage          `json:"usage"`
 }
 
@@ -2000,19 +1975,19 @@ type LibrarianRequest struct {
 	Constraints  *LibrarianConstraints `json:"constraints,omitempty"`
 	Conversation []ConversationTurn    `json:"conversation,omitempty"`
 	// Caller's tracing id; echoed in the response and every log line.
-	RequestID     string         `json:"request_id"`
-	SearchHistory []SearchRound  `json:"search_history,omitempty"`
-	State         *StateEnvelope `json:"state,omitempty"`
-	SubjectID     string         `json:"subject_id"`
-	UserQuery     string         `json:"user_query"`
+	RequestID     string        `json:"request_id"`
+	SearchHistory []SearchRound `json:"search_history,omitempty"`
+	State         *string       `json:"state,omitempty"`
+	SubjectID     string        `json:"subject_id"`
+	UserQuery     string        `json:"user_query"`
 }
 
-// Limits for the whole search; `max_loops` is fixed by the first call and cannot be raised
-// later.
+// Limits for the search; `max_loops` is pinned by the first call (see `max_loops`).
 type LibrarianConstraints struct {
 	// snippets in COMPLETE at most
 	MaxEvidence *int64 `json:"max_evidence,omitempty"`
-	// SEARCH rounds allowed
+	// SEARCH rounds allowed (default 3). Pinned by the first call: later calls may omit it (the
+	// pinned value holds) or repeat it; a different value is 422.
 	MaxLoops *int64 `json:"max_loops,omitempty"`
 	// queries per SEARCH, text+vector
 	MaxQueries *int64 `json:"max_queries,omitempty"`
@@ -2041,7 +2016,7 @@ type LibrarianSearchAction struct {
 	QueriesVector []string               `json:"queries_vector"`
 	Rationale     string                 `json:"rationale"`
 	RequestID     string                 `json:"request_id"`
-	State         *StateEnvelope         `json:"state"`
+	State         *string                `json:"state"`
 	Usage         Usage                  `json:"usage"`
 }
 
@@ -2051,7 +2026,7 @@ type MissingElement struct {
 	Description string   `json:"description"`
 }
 
-// What the loop needs between calls (inside `StateEnvelope.data`).
+// What the loop needs between calls (sealed inside the state token).
 //
 // The candidate pool itself is not stored: the caller re-sends `search_history` on
 // every

@@ -163,3 +163,75 @@ func TestLiveGeneratedTypesDescribeTheResponses(t *testing.T) {
 		t.Fatalf("ACE answered %T %+v", ace, ace)
 	}
 }
+
+func TestLiveLoopLimitAfterEveryRound(t *testing.T) {
+	c := liveClient(t)
+	loop := NewLoop(c, &corpus.Memory{Chunks: corpus.Landmarks()})
+	loops := int64(2)
+	result, err := loop.Run(context.Background(), Question{
+		RequestID:   "go-limit",
+		UserQuery:   "What is the population of Osaka?",
+		SubjectID:   "landmarks",
+		Constraints: &api.LibrarianConstraints{MaxLoops: &loops},
+	})
+	// The pinned max_loops goes with every call, so the service runs both rounds and then stops.
+	if !IsErrorType(err, api.ErrorTypeLoopLimit) || len(result.History) != 2 || result.Calls != 3 {
+		t.Fatalf("err %v, %d rounds, %d calls", err, len(result.History), result.Calls)
+	}
+}
+
+func TestLiveMisspelledAndCoercedFieldsAre422WithTheirPaths(t *testing.T) {
+	c := liveClient(t)
+	_, err := c.Post(context.Background(), "/agent/librarian/think", map[string]any{
+		"request_id": "go-typo", "user_query": "q", "subject_id": "s",
+		"constraints": map[string]any{"max_loop": 1, "max_loops": "3"},
+	})
+	var service *ServiceError
+	if !errors.As(err, &service) || service.StatusCode != 422 || service.ErrorType != api.ErrorTypeInvalidInput {
+		t.Fatalf("got %T %v", err, err)
+	}
+	paths := map[string]bool{}
+	for _, d := range service.Details {
+		paths[*d.Path] = true
+	}
+	if !paths["$.constraints.max_loop"] || !paths["$.constraints.max_loops"] {
+		t.Fatalf("details %+v do not name both fields", service.Details)
+	}
+}
+
+func TestLiveEditedStateTokenIsRefused(t *testing.T) {
+	c := liveClient(t)
+	ctx := context.Background()
+	req := &api.LibrarianRequest{RequestID: "go-edit-1", UserQuery: "How tall is Tokyo Tower?", SubjectID: "landmarks"}
+	resp, err := c.Think(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	search, ok := resp.(*api.LibrarianSearchAction)
+	if !ok || search.State == nil {
+		t.Fatalf("got %T %+v", resp, resp)
+	}
+	parts := strings.Split(*search.State, ".")
+	if len(parts) != 3 {
+		t.Fatalf("state %q is not a v1 token", *search.State)
+	}
+	middle := []byte(parts[1])
+	i := len(middle) / 2
+	if middle[i] == 'A' {
+		middle[i] = 'B'
+	} else {
+		middle[i] = 'A'
+	}
+	edited := strings.Join([]string{parts[0], string(middle), parts[2]}, ".")
+	req.RequestID = "go-edit-2"
+	req.State = &edited
+	req.SearchHistory = []api.SearchRound{{QueriesText: search.QueriesText, QueriesVector: search.QueriesVector}}
+	_, err = c.Think(ctx, req)
+	var service *ServiceError
+	if !errors.As(err, &service) || service.StatusCode != 400 || service.ErrorType != api.ErrorTypeInvalidInput {
+		t.Fatalf("an edited token got %T %v", err, err)
+	}
+	if len(service.Details) == 0 || *service.Details[0].Path != "$.state" {
+		t.Fatalf("details %+v", service.Details)
+	}
+}

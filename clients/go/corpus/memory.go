@@ -100,14 +100,14 @@ func (m *Memory) query(subjectID, query string, retrieval api.Retrieval) []api.S
 	return hits
 }
 
-// Terms splits a query into lower-case words, dropping punctuation and words of one letter.
+// Terms splits a query into lower-case words, dropping punctuation and words of one or two letters.
 func Terms(query string) []string {
 	words := strings.FieldsFunc(strings.ToLower(query), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
 	})
 	terms := words[:0]
 	for _, word := range words {
-		if len([]rune(word)) > 1 {
+		if len([]rune(word)) > 2 {
 			terms = append(terms, word)
 		}
 	}
