@@ -1,16 +1,17 @@
 """Generate the Go wire types in `clients/go/api/` from `contracts/schema/*.json` with the pinned quicktype.
 
-    python clients/go/generate.py           # (re)write clients/go/api/types.gen.go
-    python clients/go/generate.py --check   # exit 1 when the committed file differs from what the generator makes now
+    python clients/go/generate.py           # (re)write clients/go/api/types.gen.go and unions.gen.go
+    python clients/go/generate.py --check   # exit 1 when they differ from what the generator makes now
 
 quicktype (pinned in `clients/go/tools/package-lock.json`, installed there with `npm ci`) flattens a
 `oneOf`/`anyOf` response union into one struct whose every field is optional, which hides which action
 carries what. So it never sees a union: every `$defs` entry of every schema becomes one definition of a
 single combined schema, and each is handed to quicktype as its own top-level type. A union's variants are
 renamed after their agent where the name alone is ambiguous (`SearchAction` -> `LibrarianSearchAction`),
-and every variant's `action` tag points at one shared `Action` enum, so a caller decodes `action` first and
-then the variant the tag names (`clients/go/client/` does). The unions themselves are written out as
-Go data (`ResponseUnions`) from each schema's discriminator mapping, so that table cannot drift either.
+every variant's `action` tag points at one shared `Action` enum, and each inline enum gets a name (quicktype
+would call them `Purple…`). The unions are written by this script, not quicktype, from each schema's
+discriminator mapping (`unions.gen.go`): a sealed interface and a decoder that reads `action` first, then
+the variant the tag names, so neither the types nor the dispatch can drift from the schemas.
 """
 
 from __future__ import annotations
