@@ -320,13 +320,18 @@ def render(directory: Path = SCHEMA_DIR) -> dict[Path, str]:
     }
 
 
-def drift(directory: Path = SCHEMA_DIR) -> list[str]:
-    """Generated files that are missing or differ from what the generator makes now."""
+def stale(rendered: dict[Path, str]) -> list[str]:
+    """The files of `rendered` that are missing on disk or differ from it."""
     return [
         str(path.relative_to(ROOT))
-        for path, text in render(directory).items()
+        for path, text in rendered.items()
         if not path.is_file() or path.read_text(encoding="utf-8") != text
     ]
+
+
+def drift(directory: Path = SCHEMA_DIR) -> list[str]:
+    """Generated files that are missing or differ from what the generator makes now."""
+    return stale(render(directory))
 
 
 def main(argv: list[str]) -> int:
