@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.install.stamp
 PORT   ?= 8080
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: install run test lint typecheck unit contract schema schema-check bench demo lock clean hadolint
+.PHONY: install run test lint typecheck unit fuzz contract schema schema-check bench demo lock clean hadolint
 
 install: $(STAMP) ## Create .venv and install the pinned dependencies (idempotent)
 
@@ -32,6 +32,9 @@ typecheck: install
 
 unit: install
 	$(VENV)/bin/pytest -q
+
+fuzz: install ## The long schemathesis run: 500 examples per operation and mode, every conformance check
+	FUZZ_EXAMPLES=500 $(VENV)/bin/pytest -q tests/fuzz/test_openapi_fuzz.py
 
 contract: install ## curl + jq contract scripts against BASE_URL (default: a local server you started)
 	BASE_URL=$${BASE_URL:-http://127.0.0.1:$(PORT)} bash tests/contract/run.sh

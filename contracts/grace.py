@@ -27,7 +27,9 @@ MAX_HITS = 200
 MAX_COLLECTIONS = 50
 
 StepId = Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="A step's id, unique within a session.")]
-Text = Annotated[str, msgspec.Meta(max_length=2_000)]
+MAX_QUERY_CHARS = 8_000
+Text = Annotated[str, msgspec.Meta(max_length=10_000)]
+"""Plan and result text: room for a question of the request's maximum length plus the planner's wording."""
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Turn = Annotated[
     int,
@@ -194,7 +196,7 @@ class GraceRequest(WireStruct):
     """
 
     request_id: RequestId
-    query: Annotated[str, msgspec.Meta(max_length=8_000)] | None = None
+    query: Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)] | None = None
     state: StateToken | None = None
     tool_result: ToolResult | None = None
     user_response: InterventionResponse | None = None

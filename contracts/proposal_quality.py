@@ -166,8 +166,11 @@ class ProposalValidateRequest(WireStruct, kw_only=True):
     dashboard: Dashboard | None = None
 
 
-class ProposalValidateResponse(ValidationResult):
-    """The `ValidationResult` plus the request id and usage (no model is called: `llm_calls` is 0)."""
+class ProposalValidateResponse(ValidationResult, tag_field="action", tag="VALIDATION"):
+    """The `ValidationResult` plus the request id and usage (no model is called: `llm_calls` is 0).
+
+    Tagged `action: VALIDATION` so a client tells it from the ERROR body by one field, as with every agent.
+    """
 
     request_id: str
     usage: Usage
@@ -231,8 +234,10 @@ class ProposalAttempt(WireStruct):
     warnings: list[str]
 
 
-class ProposalRunResponse(WireStruct):
+class ProposalRunResponse(WireStruct, tag_field="action", tag="REPORT"):
     """`{ok, report, errors, warnings, rendered?, attempts}` (seed 004 §7), with request id and usage.
+
+    Tagged `action: REPORT` so a client tells it from the ERROR body by one field, as with every agent.
 
     `report` is the validated report when `ok`; otherwise the last rejected attempt (with any node id
     that is not on the dashboard removed), or null when no attempt was a JSON object. `rendered` is

@@ -16,6 +16,7 @@ from litestar.types import ControllerRouterHandler
 
 from graphs.embeddings.factory import aclose_embeddings
 from graphs.llm.providers import aclose_chat_model
+from librarian_svc import openapi
 from librarian_svc.controllers.ace import AceController, WorkflowController
 from librarian_svc.controllers.grace import GraceController
 from librarian_svc.controllers.health import HealthController
@@ -79,5 +80,6 @@ def create_app(
     )
     # Outermost, around routing and exception handling, so 404/405 and errors get the request id
     # and an access line too (Litestar's `middleware=` only wraps matched route handlers).
+    openapi.install(app)
     app.asgi_handler = make_request_context_middleware(settings.google_cloud_project)(app.asgi_handler)
     return app

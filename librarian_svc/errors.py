@@ -48,12 +48,13 @@ def error_response(
     status_code: int,
     details: list[ErrorDetail] | None = None,
     state: StateToken | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response[ErrorResponse]:
     """Build the ERROR body with its status code (the middleware adds `X-Request-ID`)."""
     body = ErrorResponse(
         request_id=request_id, error_type=error_type, message=message, details=details or [], state=state
     )
-    return Response(body, status_code=status_code)
+    return Response(body, status_code=status_code, headers=headers)
 
 
 def _request_id_for(request: Request[Any, Any, Any]) -> str:
@@ -116,6 +117,7 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
         detail,
         status,
         [ErrorDetail(path="$", message=detail)],
+        headers=exc.headers,  # e.g. `Allow` on a 405 (RFC 9110)
     )
 
 

@@ -38,9 +38,15 @@ SPEC_KEY = "agent_spec"
 """Where `agent_post` keeps the operation's spec on the route handler (`opt`), for the runner and OpenAPI."""
 
 
-def agent_post(path: str, spec: AgentSpec[Any, Any], **kwargs: Any) -> Callable[[Any], HTTPRouteHandler]:
+STREAMS_KEY = "agent_streams"
+"""Set on routes that answer with Server-Sent Events (the OpenAPI document describes them so)."""
+
+
+def agent_post(
+    path: str, spec: AgentSpec[Any, Any], *, streams: bool = False, **kwargs: Any
+) -> Callable[[Any], HTTPRouteHandler]:
     """`@post` for an agent operation: status 200 and the spec attached, so the handler body is one call."""
-    return post(path, status_code=200, opt={SPEC_KEY: spec}, **kwargs)
+    return post(path, status_code=200, opt={SPEC_KEY: spec, STREAMS_KEY: streams}, **kwargs)
 
 
 def spec_of(request: Request[Any, Any, Any]) -> AgentSpec[Any, Any]:

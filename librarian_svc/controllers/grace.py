@@ -44,6 +44,7 @@ class GraceController(Controller):
     @agent_post(
         "/step/stream",
         grace.SPEC,
+        streams=True,
         operation_id="graceStepStream",
         summary="The same step as Server-Sent Events: one `progress` event per record, then one `action` event",
         description=DESCRIPTION

@@ -1,6 +1,8 @@
 """schemathesis against the service's own OpenAPI document: every operation, valid and invalid data.
 
-Property: no generated request gets a 5xx, and every 4xx carries the structured ERROR body.
+Properties: no generated request gets a 5xx; every status, content type and body the service answers is
+the one the document declares for that operation (schemathesis's conformance checks); every 4xx
+carries the structured ERROR body.
 `FUZZ_EXAMPLES` sets the examples per operation and mode (CI default keeps the suite fast;
 `FUZZ_EXAMPLES=500 pytest tests/fuzz` is the long run).
 """
@@ -13,6 +15,15 @@ from collections.abc import Iterator
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import (
+    content_type_conformance,
+    negative_data_rejection,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+    unsupported_method,
+)
 from schemathesis.generation import GenerationMode
 
 from librarian_svc.app import create_app
@@ -23,6 +34,15 @@ pytestmark = pytest.mark.slow
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 MIN_REQUESTS = int(os.environ.get("FUZZ_MIN_REQUESTS", "1000"))
 SENT: list[tuple[str, int]] = []
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    response_headers_conformance,
+    negative_data_rejection,
+    unsupported_method,
+]
 
 schema = schemathesis.openapi.from_asgi("/schema/openapi.json", create_app(load_settings()))
 schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
@@ -55,3 +75,4 @@ def test_no_5xx_and_structured_4xx(case: schemathesis.Case) -> None:
     response = case.call()
     SENT.append((case.operation.label, response.status_code))
     _assert_contract(response)
+    case.validate_response(response, checks=CHECKS)

@@ -120,6 +120,7 @@ def test_validate_reports_must_errors_and_should_warnings(client: TestClient[Lit
         VALIDATE, json={"request_id": "v-1", "kind": "advisor", "report": a1, "validNodeIds": ["n1"]}
     ).json()
     assert answer == {
+        "action": "VALIDATION",
         "ok": False,
         "errors": ["options must have at least 2 items"],
         "warnings": ["options[0].label should contain 案/パターン/候補", "criteria should have at least 2 items"],

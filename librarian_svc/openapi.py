@@ -1,0 +1,163 @@
+"""The OpenAPI document, made truthful for the agent operations.
+
+Agent handlers read their body through the request runner (strict decoding), so Litestar sees no
+request type, and its generated error responses describe its own error shape, not ours. This module
+rewrites each agent operation from its `AgentSpec`: the request body; the 200 body as a named union
+component with a discriminator mapping on `action`; and every status the runner can answer (400,
+404, 405, 413, 415, 422, and 500 where a stored file can be corrupt) with the one ERROR body. The
+schemas are msgspec's own (`contracts/schema/` comes from the same function), so the document, the
+JSON Schemas and the decoder cannot disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Litestar
+from litestar._openapi.plugin import OpenAPIPlugin
+
+from contracts.common import ErrorResponse
+from graphs.agent_spec import AgentSpec
+from librarian_svc.request_runner import SPEC_KEY, STREAMS_KEY
+
+REF = "#/components/schemas/{name}"
+
+ERROR_STATUSES: dict[str, str] = {
+    "400": "Malformed JSON, an empty body, or input the agent refuses (bad state token, history that does not "
+    "continue the state, ids that are not in the input); `details` name the JSON paths",
+    "404": "No such route",
+    "405": "Method not allowed on this route",
+    "413": "Request body over MAX_BODY_BYTES (or a part of it over its own documented limit)",
+    "415": "Request body is not JSON (Content-Type must be application/json or +json)",
+    "422": "The body does not match the request schema: unknown fields, wrong types (no coercion), values out of "
+    "range; every violation is in `details` with its exact JSON path",
+}
+SERVER_ERROR = "A stored playbook could not be read or written (`error_type: OTHER`, the message names the problem)"
+
+
+class _TruthfulOpenAPIPlugin(OpenAPIPlugin):
+    """Litestar's plugin, with the agent operations rewritten once, the first time the document is asked for."""
+
+    __slots__ = ()
+
+    def provide_openapi_schema(self) -> dict[str, Any]:
+        if not self._openapi_schema:
+            self._openapi_schema = truthful_document(super().provide_openapi_schema(), self.app)
+        return self._openapi_schema
+
+
+def install(app: Litestar) -> None:
+    """Serve the rewritten document at `/schema/openapi.json` (and to Redoc/Swagger); built lazily, on first use."""
+    plugin = app.plugins.get(OpenAPIPlugin)
+    plugin.__class__ = _TruthfulOpenAPIPlugin  # same slots: only the document it serves changes
+
+
+def _agent_operations(app: Litestar) -> list[tuple[str, str, AgentSpec[Any, Any], bool]]:
+    """(path, operationId, spec, streams) of every agent route."""
+    found = []
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", []):
+            spec = handler.opt.get(SPEC_KEY)
+            if spec is not None:
+                found.append((route.path, handler.operation_id or handler.handler_name, spec, handler.opt[STREAMS_KEY]))
+    return found
+
+
+def _response_name(operation_id: str) -> str:
+    return operation_id[:1].upper() + operation_id[1:] + "Response"
+
+
+def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]:
+    """`document` with every agent operation's request, responses and schemas taken from its spec."""
+    operations = _agent_operations(app)
+    types: list[Any] = [ErrorResponse]
+    for _, _, spec, _ in operations:
+        types += [spec.request_type, spec.response_type]
+        if spec.progress_type is not None:
+            types.append(spec.progress_type)
+    schemas, components = msgspec.json.schema_components(types, ref_template=REF)
+    by_type = dict(zip(map(id, types), schemas, strict=True))
+    doc_components = document.setdefault("components", {}).setdefault("schemas", {})
+    doc_components.update(components)
+    union_names: dict[str, str] = {}  # one name per spec: a step and its stream share their union
+    for path, operation_id, spec, streams in sorted(operations, key=lambda op: op[3]):
+        operation = document["paths"][path]["post"]
+        request_schema = by_type[id(spec.request_type)]
+        union_name = union_names.setdefault(spec.name, _response_name(operation_id))
+        doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": request_schema}},
+        }
+        if streams:
+            assert spec.progress_type is not None, "a streaming operation names its progress record type"
+            progress = by_type[id(spec.progress_type)]
+            success = {
+                "description": "Server-Sent Events: `event: progress` records, then one `event: action` whose data is "
+                f"a `{union_name}`",
+                "content": {"text/event-stream": {"schema": _event_schema(progress, union_name)}},
+            }
+        else:
+            success = {
+                "description": "The action: read `action` first, then the matching variant",
+                "content": {"application/json": {"schema": {"$ref": REF.format(name=union_name)}}},
+            }
+        error_body = {"application/json": {"schema": {"$ref": REF.format(name="ErrorResponse")}}}
+        responses: dict[str, Any] = {"200": success}
+        responses |= {status: {"description": text, "content": error_body} for status, text in ERROR_STATUSES.items()}
+        if spec.graph == "ace_workflow":
+            responses["500"] = {"description": SERVER_ERROR, "content": error_body}
+        operation["responses"] = responses
+    _drop_unreferenced(document)
+    return document
+
+
+def _event_schema(progress: dict[str, Any], union_name: str) -> dict[str, Any]:
+    """One SSE event (OpenAPI 3.1: `schema` describes each event): a progress record, or the final action."""
+
+    def event(name: str, payload: dict[str, Any], *, with_id: bool) -> dict[str, Any]:
+        properties: dict[str, Any] = {
+            "event": {"const": name},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": payload},
+        }
+        if with_id:
+            properties["id"] = {"type": "string", "pattern": "^[0-9]+$"}
+        return {"type": "object", "required": ["event", "data"], "properties": properties}
+
+    return {
+        "oneOf": [
+            event("progress", progress, with_id=True),
+            event("action", {"$ref": REF.format(name=union_name)}, with_id=False),
+        ]
+    }
+
+
+def _named_union(schema: dict[str, Any], name: str) -> dict[str, Any]:
+    """The response union as a component: `oneOf` its variants with msgspec's discriminator on `action`."""
+    variants = schema.get("anyOf") or schema.get("oneOf") or [schema]
+    union: dict[str, Any] = {"title": name, "oneOf": variants}
+    if "discriminator" in schema:
+        union["discriminator"] = schema["discriminator"]
+    return union
+
+
+def _drop_unreferenced(document: dict[str, Any]) -> None:
+    """Remove components nothing points at any more (Litestar's guesses from the handlers' annotations)."""
+    schemas = document["components"]["schemas"]
+    reachable: set[str] = set()
+    pending = [document["paths"]]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[1]
+                if name not in reachable and name in schemas:
+                    reachable.add(name)
+                    pending.append(schemas[name])
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    for name in set(schemas) - reachable:
+        del schemas[name]

@@ -1,0 +1,99 @@
+"""The OpenAPI document tells the truth about every agent operation (issue 11 item 5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from contracts.common import ErrorResponse
+from graphs.agent_spec import AgentSpec
+from librarian_svc.request_runner import SPEC_KEY
+
+ERROR_REF = "#/components/schemas/ErrorResponse"
+
+
+@pytest.fixture(name="document", scope="module")
+def fixture_document(app: Litestar) -> dict[str, Any]:
+    with TestClient(app=app) as client:
+        body: dict[str, Any] = client.get("/schema/openapi.json").json()
+    return body
+
+
+def _agent_routes(app: Litestar) -> list[tuple[str, AgentSpec[Any, Any]]]:
+    return [
+        (route.path, handler.opt[SPEC_KEY])
+        for route in app.routes
+        for handler in getattr(route, "route_handlers", [])
+        if SPEC_KEY in handler.opt
+    ]
+
+
+def _resolve(document: dict[str, Any], ref: str) -> dict[str, Any]:
+    schema: dict[str, Any] = document["components"]["schemas"][ref.rsplit("/", 1)[1]]
+    return schema
+
+
+def test_every_agent_operation_documents_its_request_body(app: Litestar, document: dict[str, Any]) -> None:
+    routes = _agent_routes(app)
+    assert len(routes) == 11
+    for path, spec in routes:
+        body = document["paths"][path]["post"]["requestBody"]
+        assert body["required"] is True
+        ref = body["content"]["application/json"]["schema"]["$ref"]
+        assert ref.endswith("/" + spec.request_type.__name__)
+        assert _resolve(document, ref)["additionalProperties"] is False  # unknown fields are refused
+
+
+def test_the_200_body_is_a_named_union_discriminated_by_action(app: Litestar, document: dict[str, Any]) -> None:
+    for path, spec in _agent_routes(app):
+        if path.endswith("/stream"):
+            continue
+        ref = document["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        union = _resolve(document, ref)
+        assert union["title"] == ref.rsplit("/", 1)[1]
+        mapping = union["discriminator"]["mapping"]
+        assert union["discriminator"]["propertyName"] == "action"
+        assert mapping["ERROR"] == ERROR_REF
+        variants = spec.response_type.__args__
+        tags = {msgspec.inspect.type_info(v).tag for v in variants}  # type: ignore[attr-defined]
+        assert set(mapping) == tags
+        assert sorted(v["$ref"] for v in union["oneOf"]) == sorted(mapping.values())
+
+
+@pytest.mark.parametrize("status", ["400", "404", "405", "413", "415", "422"])
+def test_every_error_status_is_documented_with_the_error_body(
+    app: Litestar, document: dict[str, Any], status: str
+) -> None:
+    for path, _ in _agent_routes(app):
+        response = document["paths"][path]["post"]["responses"][status]
+        assert response["description"]
+        assert response["content"]["application/json"]["schema"]["$ref"] == ERROR_REF
+    error = _resolve(document, ERROR_REF)
+    assert set(error["required"]) >= {"action", "request_id", "error_type", "message"}
+    assert "status_code" not in error["properties"]  # not Litestar's own error shape
+
+
+def test_the_stream_documents_each_event_and_its_json_payload(document: dict[str, Any]) -> None:
+    content = document["paths"]["/agent/grace/step/stream"]["post"]["responses"]["200"]["content"]
+    events = content["text/event-stream"]["schema"]["oneOf"]
+    by_name = {e["properties"]["event"]["const"]: e["properties"]["data"] for e in events}
+    assert by_name["progress"]["contentSchema"]["$ref"].endswith("/GraceEvent")
+    assert by_name["action"]["contentSchema"]["$ref"].endswith("/GraceStepResponse")
+
+
+def test_no_component_is_left_unreferenced_and_errors_are_ours(document: dict[str, Any]) -> None:
+    text = msgspec.json.encode(document).decode()
+    for name in document["components"]["schemas"]:
+        assert f'"#/components/schemas/{name}"' in text, name
+    assert ErrorResponse.__name__ in document["components"]["schemas"]
+
+
+def test_a_405_names_the_allowed_methods(client: TestClient[Litestar]) -> None:
+    response = client.get("/agent/librarian/think")
+    assert response.status_code == 405
+    assert "POST" in response.headers["allow"].split(", ")
+    assert response.json()["error_type"] == "INVALID_INPUT"
