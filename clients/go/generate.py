@@ -195,13 +195,18 @@ def combined_schema(schemas: dict[str, Json]) -> tuple[Json, dict[str, dict[str,
     definitions = collect_definitions(schemas)
     unions = collect_unions(schemas)
     renames = variant_names(unions)
-    tags = sorted({tag for mapping in unions.values() for tag in mapping})
+    # The tags: every union's, and the one-value `action` of responses that are no union (REPORT, VALIDATION).
+    tags = {tag for mapping in unions.values() for tag in mapping}
+    for definition in definitions.values():
+        action = definition.get("properties", {}).get("action")
+        if isinstance(action, dict) and len(action.get("enum", ())) == 1:
+            tags.add(action["enum"][0])
     combined: Json = {}
     for name, definition in definitions.items():
         go_name = renames.get(name, name)
         body = rewrite(definition, renames)
         action = body.get("properties", {}).get("action")
-        if isinstance(action, dict) and action.get("enum") and set(action["enum"]) <= set(tags):
+        if isinstance(action, dict) and action.get("enum") and set(action["enum"]) <= tags:
             body["properties"]["action"] = {"$ref": "#/definitions/Action"}
         body["title"] = go_name
         combined[go_name] = body
@@ -209,7 +214,7 @@ def combined_schema(schemas: dict[str, Json]) -> tuple[Json, dict[str, dict[str,
         raise SystemExit("a contract type is named Action: the generator keeps that name for the shared tag enum")
     names = enum_names(find_enums(combined), set(combined) | {"Action"})
     combined = {name: lift_enums(body, names) for name, body in combined.items()}
-    combined["Action"] = {"title": "Action", "description": "The tag of every response union.", "enum": tags}
+    combined["Action"] = {"title": "Action", "description": "The `action` tag of every response.", "enum": sorted(tags)}
     for values, name in names.items():
         combined[name] = {"title": name, "enum": list(values)}
     go_unions = {

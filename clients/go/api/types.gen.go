@@ -2118,12 +2118,16 @@ type DashboardNode struct {
 // `{ok, report, errors, warnings, rendered?, attempts}` (seed 004 §7), with request id and
 // usage.
 //
+// Tagged `action: REPORT` so a client tells it from the ERROR body by one field, as with
+// every agent.
+//
 // `report` is the validated report when `ok`; otherwise the last rejected attempt (with any
 // node id
 // that is not on the dashboard removed), or null when no attempt was a JSON object.
 // `rendered` is
 // present only when `ok`.
 type ProposalRunResponse struct {
+	Action     Action                 `json:"action"`
 	AttemptLog []ProposalAttempt      `json:"attempt_log"`
 	Attempts   int64                  `json:"attempts"`
 	Errors     []string               `json:"errors"`
@@ -2183,7 +2187,11 @@ type ProposalValidateRequest struct {
 
 // The `ValidationResult` plus the request id and usage (no model is called: `llm_calls` is
 // 0).
+//
+// Tagged `action: VALIDATION` so a client tells it from the ERROR body by one field, as
+// with every agent.
 type ProposalValidateResponse struct {
+	Action    Action   `json:"action"`
 	Errors    []string `json:"errors"`
 	Ok        bool     `json:"ok"`
 	RequestID string   `json:"request_id"`
@@ -2242,7 +2250,7 @@ type WorkflowResponse struct {
 	UsedBulletIDS      []string           `json:"used_bullet_ids"`
 }
 
-// The tag of every response union.
+// The `action` tag of every response.
 type Action string
 
 const (
@@ -2253,7 +2261,9 @@ const (
 	ActionCurated    Action = "CURATED"
 	ActionError      Action = "ERROR"
 	ActionReflection Action = "REFLECTION"
+	ActionReport     Action = "REPORT"
 	ActionResults    Action = "RESULTS"
+	ActionValidation Action = "VALIDATION"
 )
 
 type Engine string

@@ -162,6 +162,22 @@ func TestLiveGeneratedTypesDescribeTheResponses(t *testing.T) {
 	if !ok || len(results.Results) != 1 || results.Results[0].Bullet.ID != "shr-00001" {
 		t.Fatalf("ACE answered %T %+v", ace, ace)
 	}
+
+	validate := &api.ProposalValidateRequest{
+		Kind: api.ReportKindOrganizer, Report: map[string]interface{}{"summary": "x"}, ValidNodeIDS: []string{"n1"},
+	}
+	body, err = c.Post(ctx, "/api/proposal-quality/validate", validate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var validation api.ProposalValidateResponse
+	strictDecode(t, body, &validation)
+	if validation.Action != api.ActionValidation || validation.Ok || len(validation.Errors) == 0 {
+		t.Fatalf("validate answered %+v", validation)
+	}
+	if _, err := c.ProposalValidate(ctx, validate); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestLiveLoopLimitAfterEveryRound(t *testing.T) {
