@@ -50,6 +50,7 @@ async def run_step(
             message=f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
             "retry with the same state",
             state=retry_state,
+            usage=context.usage,
         )
     except ModelFailure as exc:
         log.warning("model failure", reason=str(exc))
@@ -58,4 +59,5 @@ async def run_step(
             error_type="MODEL_FAILURE",
             message=f"the language model failed: {exc}",
             state=retry_state,
+            usage=context.usage,
         )

@@ -18,7 +18,6 @@ from contracts.ace import (
 )
 from contracts.common import Usage
 from graphs.ace.hybrid_search import HybridSearch, candidate_mask
-from graphs.ace.options import AceOptions
 from graphs.ace.playbook_checks import check_playbook, check_sections
 from graphs.ace.sections import section_rules
 from graphs.ace.state import AceOutcome, AceRequest
@@ -30,7 +29,7 @@ async def search(context: AgentContext, request: AceSearchRequest, request_id: s
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
     check_sections(request.query.section_filter, rules, "$.query.section_filter")
-    alpha = AceOptions.from_mapping(context.options).search_alpha if request.alpha is None else request.alpha
+    alpha = context.ace.search_alpha if request.alpha is None else request.alpha
     hits = await HybridSearch(context.embeddings, alpha=alpha).asearch(request.query, request.playbook)
     return SearchResultsAction(
         request_id=request_id,

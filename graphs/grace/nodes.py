@@ -17,7 +17,7 @@ import msgspec
 import structlog
 from langgraph.runtime import Runtime
 
-from contracts.common import ErrorResponse, Usage
+from contracts.common import ErrorResponse
 from contracts.grace import (
     Citation,
     ConfidenceFactors,
@@ -57,10 +57,6 @@ def _event(kind: EventType, message: str, **fields: object) -> GraceEvent:
     return GraceEvent(index=0, type=kind, message=message, **fields)  # type: ignore[arg-type]
 
 
-def _plus(usage: Usage, extra: Usage | None) -> Usage:
-    return usage if extra is None else usage.plus(extra)
-
-
 def _step(session: GraceState, step_id: int | None) -> PlanStep:
     return next(s for s in session.plan.steps if s.step_id == step_id)
 
@@ -87,11 +83,10 @@ async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> G
         turn=1,
     )
     message = say("ev_plan_created", query, count=len(plan.steps), complexity=plan.complexity)
-    return {
-        "session": session,
-        "usage": _plus(state["usage"], planned.usage),
-        "events": [_event("plan_created", f"{message} [{planned.source}]")],
-    }
+    events = [_event("plan_created", f"{message} [{planned.source}]")]
+    if planned.fallback is not None:
+        events.insert(0, _event("plan_fallback", say("ev_plan_fallback", query, reason=planned.fallback)))
+    return {"session": session, "events": events}
 
 
 async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -278,11 +273,9 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
     assert step is not None
     material = gather(step, session)
     events: list[GraceEvent] = []
-    usage = state["usage"]
     answer: Answer | None = None
     if context.llm is not None and (material.evidence or material.user_inputs):
-        answer, used = await answer_with_llm(context, session.query, step, material)
-        usage = usage.plus(used)
+        answer = await answer_with_llm(context, session.query, step, material)
         if answer is None:
             events.append(_event("fallback_answer", say("ev_fallback_answer", session.query), step_id=step.step_id))
     if answer is None:
@@ -310,7 +303,7 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
             confidence=detail.score,
         )
     )
-    return {"session": session, "result": result, "usage": usage, "events": events}
+    return {"session": session, "result": result, "events": events}
 
 
 def _answer_factors(answer: Answer) -> ConfidenceFactors:
@@ -351,7 +344,6 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
         "session": session,
         "replanned": True,
         "trigger": None,
-        "usage": _plus(state["usage"], replanned.usage),
         "events": [_event("replanned", message, strategy=replanned.strategy, step_id=record.step_id)],
     }
 
@@ -378,7 +370,7 @@ async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
         plan=session.plan,
         events=[],
         state=None,
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"session": session, "outcome": outcome, "events": [_started(session, step)]}
 
@@ -408,7 +400,7 @@ async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -
         plan=session.plan,
         events=[],
         state=None,
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"session": session, "outcome": outcome, "events": events}
 
@@ -441,7 +433,7 @@ async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext
         plan=session.plan,
         events=[],
         state=None,
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"session": session, "outcome": outcome}
 
@@ -478,6 +470,7 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
                 request_id=request.request_id,
                 error_type="LOOP_LIMIT",
                 message=f"nothing usable was gathered before the replan limit ({state['max_replans']}) was reached",
+                usage=context.usage,
             )
             return {"session": session, "outcome": error}
         answer = extractive_answer(session.query, material, max_sentences=context.grace.executor.answer_sentences)
@@ -515,6 +508,6 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
         plan=session.plan,
         events=[],
         state=None,
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"session": session, "outcome": outcome, "events": [event]}

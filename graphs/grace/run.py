@@ -41,7 +41,6 @@ def _inputs(context: AgentContext, request: GraceRequest, prior: GraceState | No
         "request": request,
         "prior": prior,
         "max_replans": context.grace.replan.max_replans,
-        "usage": context.empty_usage(),
         "events": [],
         "result": None,
         "trigger": None,
@@ -73,17 +72,17 @@ async def stream(
                 emitted += 1
     assert final is not None, "the graph always runs"
     assert "outcome" in final, "the graph always ends in a node that sets `outcome`"
-    yield _finalize(final, base)
+    yield _finalize(final, base, context)
 
 
-def _finalize(values: dict[str, Any], base: int) -> StepOutcome:
+def _finalize(values: dict[str, Any], base: int, context: AgentContext) -> StepOutcome:
     events = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate(values["events"])]
     session = msgspec.structs.replace(values["session"], event_count=base + len(events))
     outcome = values["outcome"]
     if isinstance(outcome, ErrorResponse):
-        return StepOutcome(response=outcome, next_state=session)
+        return StepOutcome(response=msgspec.structs.replace(outcome, usage=context.usage), next_state=session)
     return StepOutcome(
-        response=msgspec.structs.replace(outcome, events=events, usage=values["usage"]), next_state=session
+        response=msgspec.structs.replace(outcome, events=events, usage=context.usage), next_state=session
     )
 
 

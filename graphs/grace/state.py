@@ -10,7 +10,7 @@ import operator
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
-from contracts.common import ErrorResponse, Usage
+from contracts.common import ErrorResponse
 from contracts.grace import (
     GraceAskUserAction,
     GraceCompleteAction,
@@ -44,7 +44,6 @@ class GraceGraphState(TypedDict, total=False):
     max_replans: int
     session: GraceState
     events: Annotated[list[GraceEvent], operator.add]
-    usage: Usage
     result: StepResult | None
     trigger: Trigger | None
     cursor: Cursor

@@ -53,6 +53,8 @@ def test_first_call_plans_search_then_answer_and_asks_for_the_search(walker: Wal
         "input_tokens": 0,
         "output_tokens": 0,
         "total_tokens": 0,
+        "fallback": False,
+        "fallback_reason": None,
     }
     assert first["state"]["agent"] == "grace"
     assert first["state"]["schema_version"] == 1
