@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 
 import msgspec
@@ -43,12 +44,26 @@ def normalize_text(text: str) -> str:
 
     A text that is nothing but punctuation ("...", a classic placeholder) keeps it, so it can match.
     """
-    folded = "".join(unicodedata.normalize("NFKC", text).casefold().split())
+    folded = "".join(unicodedata.normalize("NFKC", text).casefold().split()).replace("\0", "")
     return folded.strip(_EDGES) or folded
 
 
+@dataclass(frozen=True)
+class Phrases:
+    """A template's normalised placeholders and instruction sentences, indexed for the three matches."""
+
+    exact: frozenset[str]
+    long: re.Pattern[str] | None
+    """Those of at least `MIN_COPY_CHARS`, as one alternation: a reply containing one copies it."""
+    joined: str
+    """All of them, NUL-separated: one substring search finds a reply that is a piece of any."""
+
+    def __bool__(self) -> bool:
+        return bool(self.exact)
+
+
 @lru_cache(maxsize=64)
-def prompt_phrases(template: str) -> frozenset[str]:
+def prompt_phrases(template: str) -> Phrases:
     """The normalised placeholders and instruction sentences of `template` (an unfilled prompt)."""
     phrases: set[str] = set()
     for match in _QUOTED.finditer(template):
@@ -66,22 +81,28 @@ def prompt_phrases(template: str) -> frozenset[str]:
             if len(normalized) >= MIN_COPY_CHARS:
                 phrases.add(normalized)
     phrases.discard("")
-    return frozenset(phrases)
+    ordered = sorted(phrases)
+    return Phrases(
+        exact=frozenset(ordered),
+        long=_alternation([p for p in ordered if len(p) >= MIN_COPY_CHARS]),
+        joined="\0".join(ordered),
+    )
 
 
-def copied_phrase(text: str, phrases: frozenset[str]) -> str | None:
-    """The prompt phrase `text` copies, or None."""
+def copied_phrase(text: str, phrases: Phrases) -> bool:
+    """Whether `text` copies one of `phrases`."""
     mine = normalize_text(text)
     if not mine:
-        return None
-    for phrase in phrases:
-        if mine == phrase:
-            return phrase
-        if len(phrase) >= MIN_COPY_CHARS and phrase in mine:
-            return phrase
-        if len(mine) >= MIN_COPY_CHARS and mine in phrase:
-            return phrase
-    return None
+        return False
+    if mine in phrases.exact:
+        return True
+    if len(mine) >= MIN_COPY_CHARS and mine in phrases.joined:
+        return True
+    return phrases.long is not None and phrases.long.search(mine) is not None
+
+
+def _alternation(phrases: list[str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(map(re.escape, phrases))) if phrases else None
 
 
 def echo_problems(value: object, template: str) -> list[str]:
@@ -95,7 +116,7 @@ def echo_problems(value: object, template: str) -> list[str]:
         return []
     problems = []
     for path, text in _strings(msgspec.to_builtins(value), "$"):
-        if copied_phrase(text, phrases) is not None:
+        if copied_phrase(text, phrases):
             problems.append(
                 f"{path}: {text[:120]!r} repeats the prompt's example or instruction text; "
                 "write the actual content for this request"
