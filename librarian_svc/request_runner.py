@@ -153,6 +153,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
             message=f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
             "retry with the same state",
             state=call.token,
+            usage=call.context.usage,  # what the step spent on the model before the deadline
         )
     except ModelFailure as exc:
         log.warning("model failure", agent=call.spec.name, reason=str(exc))
@@ -161,6 +162,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
             error_type="MODEL_FAILURE",
             message=f"the language model failed: {exc}",
             state=call.token,
+            usage=call.context.usage,
         )
 
 

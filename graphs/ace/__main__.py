@@ -4,7 +4,8 @@
     python -m graphs.ace export --dataset appworld > playbook.txt
     python -m graphs.ace list
 
-`--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads).
+`--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads,
+the service's own default for PLAYBOOK_DATA_DIR).
 An import is checked against the dataset's sections in `config/sections.yaml` before it is saved.
 """
 
@@ -15,13 +16,14 @@ import os
 import sys
 from pathlib import Path
 
-from graphs.ace.options import DEFAULT_PLAYBOOK_DATA_DIR, PROJECT_ROOT
 from graphs.ace.playbook_checks import playbook_problems
 from graphs.ace.playbook_store import PlaybookStore, PlaybookStoreError
 from graphs.ace.playbook_text import PlaybookTextError, export_playbook, parse_playbook
 from graphs.ace.sections import section_rules
 from graphs.config_files import load_sections
 from graphs.llm.config import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", nargs="?", type=Path, help="the ACE text playbook to import")
     parser.add_argument("--dataset", default="appworld")
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", DEFAULT_PLAYBOOK_DATA_DIR))
+        "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", PROJECT_ROOT / "data" / "playbooks"))
     )
     parser.add_argument("--config-dir", type=Path, default=Path(os.environ.get("CONFIG_DIR", PROJECT_ROOT / "config")))
     args = parser.parse_args(argv)

@@ -20,7 +20,6 @@ import msgspec
 import structlog
 
 from contracts.ace import Playbook
-from graphs.ace.options import DEFAULT_PLAYBOOK_DATA_DIR
 
 log = structlog.get_logger(__name__)
 
@@ -45,7 +44,7 @@ class InvalidDatasetName(PlaybookStoreError, ValueError):
 class PlaybookStore:
     """Playbooks as `<data_dir>/<dataset>.json`."""
 
-    def __init__(self, data_dir: str | Path = DEFAULT_PLAYBOOK_DATA_DIR) -> None:
+    def __init__(self, data_dir: str | Path) -> None:
         """Use `data_dir` (created on the first save)."""
         self.data_dir = Path(data_dir)
         self._lock = threading.Lock()

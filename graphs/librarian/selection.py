@@ -59,8 +59,19 @@ def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
     return "; ".join(parts)
 
 
-def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) -> list[EvidenceItem]:
-    """One EvidenceItem per document, in order of its best snippet's relevance."""
+def _model_why(members: list[ScoredCandidate], reasons: dict[str, str]) -> str:
+    """The model's reasons for a document's snippets, each once, in page order."""
+    return "; ".join(dict.fromkeys(r for m in members if (r := reasons.get(m.candidate.cid, ""))))
+
+
+def group_evidence(
+    profile: QuestionProfile, selected: list[ScoredCandidate], *, reasons: dict[str, str] | None = None
+) -> list[EvidenceItem]:
+    """One EvidenceItem per document, in order of its best snippet's relevance.
+
+    `why_relevant` is the rules' description of the best snippet, or, given `reasons` (the model's,
+    by candidate id), the model's reasons for the document's snippets, each once.
+    """
     groups: OrderedDict[str, list[ScoredCandidate]] = OrderedDict()
     for scored in selected:
         groups.setdefault(scored.candidate.document_id, []).append(scored)
@@ -76,7 +87,7 @@ def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) ->
                 pages=pages,
                 snippets=[m.candidate.snippet for m in members],
                 score=round(max(m.relevance for m in members), 4),
-                why_relevant=_why(profile, best),
+                why_relevant=_why(profile, best) if reasons is None else _model_why(members, reasons),
             )
         )
     return items

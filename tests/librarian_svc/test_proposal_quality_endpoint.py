@@ -46,6 +46,8 @@ def test_organizer_run_on_every_sample(client: TestClient[Litestar], sample: Sam
         "input_tokens": 0,
         "output_tokens": 0,
         "total_tokens": 0,
+        "fallback": False,
+        "fallback_reason": None,
     }
     assert validate_organizer_report(answer["report"], sample.valid_ids).ok
     assert answer["rendered"]["kind"] == "organizer"

@@ -1418,14 +1418,28 @@ type Trajectory struct {
 	UsedBulletIDS   []string `json:"used_bullet_ids,omitempty"`
 }
 
-// Which engine answered and what it cost, so the orchestrator can account for it.
+// Which engine produced the answer and what the model cost, so the orchestrator can account
+// for it.
+//
+// `engine` names what produced the answer: `heuristic` when no model is configured, and
+// also when a
+// model was configured but the embedded rules stood in for its output (`fallback` true,
+// with the
+// reason); `model` and the counts are then still the model's, because its calls were made
+// and billed.
+// `llm_calls` counts every request sent to the provider, transport retries and re-asks
+// included.
 type Usage struct {
-	Engine       Engine  `json:"engine"`
-	InputTokens  *int64  `json:"input_tokens,omitempty"`
-	LlmCalls     *int64  `json:"llm_calls,omitempty"`
-	Model        *string `json:"model,omitempty"`
-	OutputTokens *int64  `json:"output_tokens,omitempty"`
-	TotalTokens  *int64  `json:"total_tokens,omitempty"`
+	Engine Engine `json:"engine"`
+	// The embedded rules stood in for a model's unusable or failed output.
+	Fallback *bool `json:"fallback,omitempty"`
+	// Why the rules stood in (agent and reason); null without a fallback.
+	FallbackReason *string `json:"fallback_reason,omitempty"`
+	InputTokens    *int64  `json:"input_tokens,omitempty"`
+	LlmCalls       *int64  `json:"llm_calls,omitempty"`
+	Model          *string `json:"model,omitempty"`
+	OutputTokens   *int64  `json:"output_tokens,omitempty"`
+	TotalTokens    *int64  `json:"total_tokens,omitempty"`
 }
 
 // `POST /agent/ace/curate`: turn a reflection into delta items and apply them to the
@@ -1653,6 +1667,8 @@ type ErrorResponse struct {
 	Message   string        `json:"message"`
 	RequestID string        `json:"request_id"`
 	State     *string       `json:"state,omitempty"`
+	// What the step spent on the model before it failed (TIMEOUT, MODEL_FAILURE).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // One problem with the input: where it is (a JSON path) and what is wrong.
@@ -2359,6 +2375,7 @@ const (
 	GraceEventTypeCompleted          GraceEventType = "completed"
 	GraceEventTypeNotify             GraceEventType = "notify"
 	GraceEventTypePlanCreated        GraceEventType = "plan_created"
+	GraceEventTypePlanFallback       GraceEventType = "plan_fallback"
 	GraceEventTypeReplanLimit        GraceEventType = "replan_limit"
 	GraceEventTypeReplanned          GraceEventType = "replanned"
 	GraceEventTypeStepFinished       GraceEventType = "step_finished"
