@@ -2123,7 +2123,13 @@ type Dashboard struct {
 	Trays *Trays `json:"trays"`
 }
 
-// A node as `GET /api/dashboard` lists it; fields other than these are accepted and ignored.
+// A node as `GET /api/dashboard` lists it; fields other than these are accepted and
+// ignored.
+//
+// The one exception to the contract's strictness, on purpose: a dashboard is another
+// system's document,
+// passed through as it is (nodes carry estimates, assignees, dates…), not parameters a
+// caller spells.
 type DashboardNode struct {
 	// A dashboard node id.
 	ID     string  `json:"id"`
