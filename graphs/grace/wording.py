@@ -1,13 +1,24 @@
-"""User-facing texts in the question's language (graphs/grace/messages.yaml), so a Japanese UI reads Japanese."""
+"""User-facing texts in the question's language (graphs/grace/messages.yaml), so a Japanese UI reads Japanese.
+
+Numbers are shown through `figure`, never with a fixed format: two decimals read naturally, but
+rounding 0.6951 to "0.70" tells the user a CONFIRM result met the NOTIFY threshold (0.7) when it did
+not. `figure` adds digits until the shown value sits on the same side of every threshold as the
+value itself, and `say` refuses a bare float so no message can bypass it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 
 import yaml
 
+from contracts.grace import Thresholds
 from graphs.grace.complexity import is_japanese
+
+MIN_DECIMALS = 2
+MAX_DECIMALS = 6
 
 
 @lru_cache(maxsize=1)
@@ -18,7 +29,39 @@ def _messages() -> dict[str, dict[str, str]]:
     return raw
 
 
+def figure(value: float, limits: Iterable[float] = (), *, exact: bool = False) -> str:
+    """`value` with two decimals, or more when fewer would misstate it.
+
+    Args:
+        value: The number to show (a confidence, a complexity, a threshold).
+        limits: Thresholds the value was compared with: the shown number is on the same side of each
+            (at or above, or below) as `value`, so 0.6951 against 0.7 shows "0.695", never "0.70".
+        exact: Show every digit up to `MAX_DECIMALS` that the value has (thresholds: 0.675, not 0.68).
+    """
+    bounds = tuple(limits)
+    for decimals in range(MIN_DECIMALS, MAX_DECIMALS + 1):
+        text = f"{value:.{decimals}f}"
+        shown = float(text)
+        if exact and abs(shown - value) > 10 ** -(MAX_DECIMALS + 2):
+            continue
+        if all((shown >= limit) == (value >= limit) for limit in bounds):
+            return text
+    return repr(value)  # every digit: no rounding can cross a threshold then
+
+
+def levels(thresholds: Thresholds) -> tuple[float, float, float]:
+    """The three thresholds a confidence is judged against (SILENT, NOTIFY, CONFIRM)."""
+    return (thresholds.silent, thresholds.notify, thresholds.confirm)
+
+
 def say(key: str, language_of: str, /, **values: object) -> str:
-    """The text `key` in the language of `language_of` (the question: Japanese or English), `values` filled in."""
+    """The text `key` in the language of `language_of` (the question: Japanese or English), `values` filled in.
+
+    Raises:
+        TypeError: A value is a float: format it with `figure` first.
+    """
+    raw = [name for name, value in values.items() if isinstance(value, float)]
+    if raw:
+        raise TypeError(f"say({key!r}): format {', '.join(raw)} with figure() (a bare float can misstate a threshold)")
     entry = _messages()[key]
     return entry["ja" if is_japanese(language_of) else "en"].format(**values)
