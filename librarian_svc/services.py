@@ -16,6 +16,7 @@ import structlog
 
 from graphs.ace.graph import GRAPH_BUILDERS as ACE_GRAPH_BUILDERS
 from graphs.context import AgentContext
+from graphs.data_files import load_packaged_data
 from graphs.embeddings.factory import describe, make_embeddings
 from graphs.grace import graph as grace_graph
 from graphs.librarian import graph as librarian_graph
@@ -69,6 +70,7 @@ def _state_keys(settings: Settings) -> list[bytes]:
 
 def build_services(settings: Settings) -> Services:
     """Create the model client, embedder, codec and compiled graphs; raise if any cannot be built."""
+    load_packaged_data()  # ConfigError for a broken cue table or message file, before anything is served
     chat_model = make_chat_model(settings.llm)
     if chat_model is None:
         log.warning(

@@ -21,9 +21,11 @@ from graphs.llm.config import (
     EmbeddingConfig,
     LLMConfig,
     LLMProviderName,
+    check_url_settings,
     resolve_embedding_config,
     resolve_llm_config,
 )
+from graphs.prompt_files import check_prompts
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -169,6 +171,7 @@ def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings; raise `ConfigError` on the first bad variable."""
     env = os.environ if env is None else env
+    check_url_settings(env)
     llm_provider = _choice(env, "LLM_PROVIDER", ("auto", "heuristic", "gemini", "openai", "azure", "openai-compatible"))
     llm = resolve_llm_config(
         env,
@@ -189,6 +192,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
     project = _str(env, "GOOGLE_CLOUD_PROJECT")
     config_dir = _dir(env, "CONFIG_DIR")
+    prompts_dir = _dir(env, "PROMPTS_DIR")
+    check_prompts(prompts_dir)
     return Settings(
         host=_str(env, "HOST"),
         port=_int(env, "PORT", low=1, high=65535),
@@ -200,7 +205,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_body_bytes=_int(env, "MAX_BODY_BYTES", low=1024, high=1 << 30),
         state=load_state_settings(env),
         config_dir=config_dir,
-        prompts_dir=_dir(env, "PROMPTS_DIR"),
+        prompts_dir=prompts_dir,
         google_cloud_project=project or None,
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
         keepalive_timeout_s=_int(env, "KEEPALIVE_TIMEOUT_S", low=1, high=3600),

@@ -12,21 +12,34 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib import resources
 
-import yaml
+import msgspec
 
 from contracts.grace import Thresholds
+from graphs.config_files import read_typed
 from graphs.grace.complexity import is_japanese
+from graphs.llm.config import ConfigError
+from graphs.prompt_files import template_problem
 
 MIN_DECIMALS = 2
 MAX_DECIMALS = 6
 
 
+class _Text(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ja: str
+    en: str
+
+
 @lru_cache(maxsize=1)
-def _messages() -> dict[str, dict[str, str]]:
-    raw: dict[str, dict[str, str]] = yaml.safe_load(
-        resources.files(__package__).joinpath("messages.yaml").read_text(encoding="utf-8")
-    )
-    return raw
+def messages() -> dict[str, dict[str, str]]:
+    """messages.yaml, every entry with both languages (checked at start-up)."""
+    source = resources.files(__package__).joinpath("messages.yaml")
+    raw = read_typed(source, dict[str, _Text])
+    for key, text in raw.items():
+        for language, template in (("ja", text.ja), ("en", text.en)):
+            problem = template_problem(template)
+            if problem is not None:
+                raise ConfigError(f"{source}: {key}.{language}: {problem}")
+    return {key: {"ja": text.ja, "en": text.en} for key, text in raw.items()}
 
 
 def figure(value: float, limits: Iterable[float] = (), *, exact: bool = False) -> str:
@@ -63,5 +76,5 @@ def say(key: str, language_of: str, /, **values: object) -> str:
     raw = [name for name, value in values.items() if isinstance(value, float)]
     if raw:
         raise TypeError(f"say({key!r}): format {', '.join(raw)} with figure() (a bare float can misstate a threshold)")
-    entry = _messages()[key]
+    entry = messages()[key]
     return entry["ja" if is_japanese(language_of) else "en"].format(**values)

@@ -12,9 +12,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-import yaml
+import msgspec
 
 from contracts.librarian import MissingCategory
+from graphs.config_files import read_typed
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
@@ -46,16 +47,29 @@ class ElementCues:
     suffix_en: str
 
 
+class _Suffix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ja: str
+    en: str
+
+
+class _CueSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One row of element_cues.yaml as written (checked at start-up: a wrong type stops the service)."""
+
+    question: list[str]
+    evidence: list[str]
+    query_suffix: _Suffix
+
+
 @lru_cache(maxsize=1)
 def element_cues() -> dict[ElementCategory, ElementCues]:
     """Load the cue table once per process."""
-    raw = yaml.safe_load(resources.files(__package__).joinpath("element_cues.yaml").read_text(encoding="utf-8"))
+    raw = read_typed(resources.files(__package__).joinpath("element_cues.yaml"), dict[ElementCategory, _CueSpec])
     return {
         name: ElementCues(
-            question=tuple(normalize(c) for c in spec["question"]),
-            evidence=tuple(normalize(c) if c.strip() else c for c in spec["evidence"]),
-            suffix_ja=spec["query_suffix"]["ja"],
-            suffix_en=spec["query_suffix"]["en"],
+            question=tuple(normalize(c) for c in spec.question),
+            evidence=tuple(normalize(c) if c.strip() else c for c in spec.evidence),
+            suffix_ja=spec.query_suffix.ja,
+            suffix_en=spec.query_suffix.en,
         )
         for name, spec in raw.items()
     }

@@ -16,7 +16,7 @@ from litestar.testing import TestClient
 
 from contracts.grace import ConfidenceScore
 from graphs.grace import confidence, search_results
-from graphs.grace.wording import _messages, figure, say
+from graphs.grace.wording import messages, figure, say
 from tests.graphs.grace.helpers import MIDDLING_TOWER_HITS, STEP, TOWER_QUESTION, Walker, event_types
 
 THRESHOLDS = (0.9, 0.7, 0.4)
@@ -95,7 +95,7 @@ def test_any_figure_is_on_the_same_side_of_every_threshold(value: float, limits:
 
 def test_no_message_formats_a_number_itself() -> None:
     """Every number goes through `figure`: a fixed format in messages.yaml could round across a threshold."""
-    texts = [text for entry in _messages().values() for text in entry.values()]
+    texts = [text for entry in messages().values() for text in entry.values()]
     assert not [text for text in texts if re.search(r"\{\w+:[^}]*\}", text)]
     with pytest.raises(TypeError, match="figure"):
         say("ev_completed", "q", score=0.5)
