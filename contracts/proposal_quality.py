@@ -126,11 +126,14 @@ class ValidationResult(WireStruct):
 
 
 class DashboardNode(WireStruct):
-    """A node as `GET /api/dashboard` lists it; fields other than these are accepted and ignored."""
+    """A node as `GET /api/dashboard` lists it; `parentId` makes it a child of that node (the Advisor uses it)."""
 
     id: NodeId
     title: Annotated[str, msgspec.Meta(max_length=2_000)] = ""
     status: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    parent_id: (
+        Annotated[str, msgspec.Meta(max_length=256, description="The node this one is a child of, if any.")] | None
+    ) = msgspec.field(default=None, name="parentId")
 
 
 Tray = Annotated[list[DashboardNode], msgspec.Meta(max_length=MAX_NODES_PER_TRAY)]

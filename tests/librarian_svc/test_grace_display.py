@@ -16,7 +16,7 @@ from litestar.testing import TestClient
 
 from contracts.grace import ConfidenceScore
 from graphs.grace import confidence, search_results
-from graphs.grace.wording import messages, figure, say
+from graphs.grace.wording import figure, messages, say
 from tests.graphs.grace.helpers import MIDDLING_TOWER_HITS, STEP, TOWER_QUESTION, Walker, event_types
 
 THRESHOLDS = (0.9, 0.7, 0.4)

@@ -293,3 +293,20 @@ def test_any_dashboard_gets_a_valid_grounded_report(
     ids = {node["id"] for tray in trays.values() for node in tray}
     check = validate_organizer_report if kind == ORGANIZER else validate_advisor_report
     assert check(answer["report"], ids).ok
+
+
+def test_advisor_options_use_the_nodes_children_sent_as_parent_id(client: TestClient[Litestar]) -> None:
+    trays = {
+        "todo": [
+            {"id": "r", "title": "リリース準備", "status": "todo"},
+            {"id": "c2", "title": "当日の連絡体制", "status": "todo", "parentId": "r"},
+        ],
+        "保留": [{"id": "c3", "title": "会場の予約", "status": "保留", "parentId": "r"}],
+    }
+    response = client.post(ADVISOR, json={"dashboard": {"trays": trays}, "focusNodeId": "r"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["ok"], body["errors"]
+    labels = [option["label"] for option in body["report"]["options"]]
+    assert any("会場の予約" in label for label in labels)  # the child on hold
+    assert "子ノード2件" in body["report"]["summary"]
