@@ -113,6 +113,16 @@ CASES = {
     "stopwords-undecodable": Breakage(
         "source", "graphs/text/stopwords_en.txt", content(b"the\n\xff\xfe\n"), mentions="stopwords_en.txt"
     ),
+    "advisor-texts-wrong-type": Breakage(
+        "source",
+        "graphs/proposal_quality/advisor_options.yaml",
+        content("kinds: {default: {cues: [], info: x}}\nfirst_steps: []\n"),
+        mentions="advisor_options.yaml",
+    ),
+    # other settings
+    "host-with-a-space": Breakage("env", env={"HOST": "bad host"}, mentions="HOST"),
+    "host-not-an-address": Breakage("env", env={"HOST": "999.1.1.1"}, mentions="HOST"),
+    "playbook-dir-is-a-file": Breakage("env", env={"PLAYBOOK_DATA_DIR": "/etc/passwd"}, mentions="PLAYBOOK_DATA_DIR"),
     # URL settings
     **{
         f"url-{name}-{label}": Breakage("env", env={name: value}, mentions=name)
