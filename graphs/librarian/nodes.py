@@ -24,7 +24,14 @@ from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
 from graphs.librarian.candidates import build_pool
 from graphs.librarian.history_check import chain_digest, loop_limit, query_digest
 from graphs.librarian.llm_step import decide_with_llm
-from graphs.librarian.query_planning import QueryPlan, _fresh, plan_first, plan_follow_up, split_budget
+from graphs.librarian.query_planning import (
+    QueryPlan,
+    fresh_text,
+    fresh_vector,
+    plan_first,
+    plan_follow_up,
+    split_budget,
+)
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import coverage_notes, group_evidence, select_minimal
 from graphs.librarian.state import LibrarianGraphState
@@ -115,8 +122,12 @@ def _plan(state: LibrarianGraphState) -> QueryPlan:
     max_queries = request.constraints.max_queries
     decision = state.get("decision")
     if decision is not None:
+        # The model's queries are held to the same contract as the rules': no question words, no repeats
+        # (in any order), and no vector query that is merely the question copied.
         text, vector = split_budget(
-            _fresh(decision.queries_text, issued), _fresh(decision.queries_vector, issued), max_queries
+            fresh_text(decision.queries_text, issued),
+            fresh_vector(decision.queries_vector, issued | {request.user_query}),
+            max_queries,
         )
         if text or vector:
             return QueryPlan(queries_text=text, queries_vector=vector, rationale=decision.rationale or "model plan")

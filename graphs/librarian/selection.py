@@ -17,7 +17,7 @@ from graphs.librarian.question import QuestionProfile
 
 MIN_GAIN = 0.15
 """A second snippet must add at least this share of the question's (weighted) tokens."""
-TIE_SHARE = 0.75
+TIE_SHARE = 0.85
 """A candidate scoring at least this share of the best is kept too: the rules cannot tell them apart
 reliably, and returning both costs less than returning the wrong one (tuned on a JSQuAD slice disjoint
 from the benchmark's sample; see bench/README.md)."""
@@ -48,7 +48,7 @@ def select_minimal(profile: QuestionProfile, assessment: Assessment, *, max_evid
 
 
 def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
-    terms = [t for t in profile.key_terms if t in scored.candidate.snippet][:4]
+    terms = [t for t in profile.key_terms if t in scored.candidate.normalized][:4]
     found_by = len(scored.candidate.queries) or scored.candidate.occurrences
     parts = [f"covers {round(scored.coverage * 100)}% of the question's key content"]
     if terms:
@@ -84,9 +84,12 @@ def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) ->
 
 def coverage_notes(profile: QuestionProfile, assessment: Assessment, selected: list[ScoredCandidate]) -> str:
     """What the selected evidence covers and what remains uncertain, in one or two sentences."""
-    covered = [t for t in profile.key_terms if any(t in s.candidate.snippet for s in selected)]
+    # Key terms are normalised (case-folded): compare them with the normalised snippets ("newton" is in
+    # "Newton's second law").
+    covered = [t for t in profile.key_terms if any(t in s.candidate.normalized for s in selected)]
     uncovered = [t for t in profile.key_terms if t not in covered and len(t) >= 2]
-    elements = [m.description for m in assessment.missing if m.category != "term"]
+    supplied = set().union(*(s.elements for s in selected)) if selected else set()
+    elements = [f"{category} for {profile.phrase}" for category in profile.required if category not in supplied]
     notes = [f"Covered: {', '.join(covered) or 'none of the key terms verbatim'}."]
     if uncovered:
         notes.append(f"Not found in the evidence: {', '.join(uncovered)}.")
