@@ -12,11 +12,19 @@ from collections.abc import Callable
 
 from graphs.grace.complexity import cue_table
 from graphs.grace.wording import messages
-from graphs.librarian.question import element_cues
+from graphs.librarian.question import answer_type_cues, asking_words, element_cues
 from graphs.proposal_quality.advisor_heuristic import advisor_texts
 from graphs.text.tokenize import stoplists
 
-LOADERS: tuple[Callable[[], object], ...] = (stoplists, element_cues, cue_table, messages, advisor_texts)
+LOADERS: tuple[Callable[[], object], ...] = (
+    stoplists,
+    element_cues,
+    answer_type_cues,
+    asking_words,
+    cue_table,
+    messages,
+    advisor_texts,
+)
 """Every cached loader of a packaged data file."""
 
 

@@ -15,7 +15,8 @@ from typing import Literal
 import msgspec
 
 from contracts.librarian import MissingCategory
-from graphs.config_files import read_typed
+from graphs.config_files import read_text, read_typed
+from graphs.llm.config import ConfigError
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
@@ -88,16 +89,24 @@ class AnswerTypeCues:
     evidence: re.Pattern[str]
 
 
+class _AnswerTypeSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    question: list[str]
+    evidence: str
+
+
 @lru_cache(maxsize=1)
 def answer_type_cues() -> dict[AnswerType, AnswerTypeCues]:
-    """Load the answer-type table once per process."""
-    raw = yaml.safe_load(resources.files(__package__).joinpath("answer_types.yaml").read_text(encoding="utf-8"))
-    return {
-        name: AnswerTypeCues(
-            question=tuple(normalize(c) for c in spec["question"]), evidence=re.compile(spec["evidence"])
-        )
-        for name, spec in raw.items()
-    }
+    """Load the answer-type table once per process (checked at start-up, a bad pattern included)."""
+    source = resources.files(__package__).joinpath("answer_types.yaml")
+    raw = read_typed(source, dict[AnswerType, _AnswerTypeSpec])
+    cues = {}
+    for name, spec in raw.items():
+        try:
+            evidence = re.compile(spec.evidence)
+        except re.error as exc:
+            raise ConfigError(f"{source}: {name}.evidence is not a valid regular expression ({exc})") from None
+        cues[name] = AnswerTypeCues(question=tuple(normalize(c) for c in spec.question), evidence=evidence)
+    return cues
 
 
 def states_answer_type(normalized_snippet: str, wanted: tuple[AnswerType, ...]) -> bool:
@@ -157,7 +166,7 @@ def search_phrase(question: str) -> str:
 @lru_cache(maxsize=1)
 def asking_words() -> frozenset[str]:
     """Words that say what is asked rather than what it is about: request words and element cue words."""
-    text = resources.files(__package__).joinpath("request_words.txt").read_text(encoding="utf-8")
+    text = read_text(resources.files(__package__).joinpath("request_words.txt"))
     words = {normalize(line) for line in text.splitlines() if line.strip() and not line.startswith("#")}
     for cues in element_cues().values():
         words |= {cue.strip() for cue in cues.question if cue.strip() and " " not in cue.strip()}

@@ -113,6 +113,15 @@ CASES = {
     "stopwords-undecodable": Breakage(
         "source", "graphs/text/stopwords_en.txt", content(b"the\n\xff\xfe\n"), mentions="stopwords_en.txt"
     ),
+    "answer-types-bad-pattern": Breakage(
+        "source",
+        "graphs/librarian/answer_types.yaml",
+        content("time:\n  question: [いつ]\n  evidence: '(unclosed'\n"),
+        mentions="answer_types.yaml",
+    ),
+    "request-words-undecodable": Breakage(
+        "source", "graphs/librarian/request_words.txt", content("例\n".encode("euc_jp")), mentions="request_words.txt"
+    ),
     "advisor-texts-wrong-type": Breakage(
         "source",
         "graphs/proposal_quality/advisor_options.yaml",
