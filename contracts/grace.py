@@ -196,7 +196,7 @@ class GraceRequest(WireStruct):
     the previous `state` verbatim plus `tool_result` (after SEARCH) or `user_response` (after ASK_USER).
     """
 
-    request_id: RequestId
+    request_id: RequestId | None = None
     query: Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)] | None = None
     state: StateToken | None = None
     tool_result: ToolResult | None = None

@@ -126,15 +126,19 @@ class ValidationResult(WireStruct):
 
 
 class DashboardNode(WireStruct, forbid_unknown_fields=False):
-    """A node as `GET /api/dashboard` lists it; fields other than these are accepted and ignored.
+    """A node as `GET /api/dashboard` lists it; `parentId` makes it a child of that node (the Advisor uses it).
 
-    The one exception to the contract's strictness, on purpose: a dashboard is another system's document,
-    passed through as it is (nodes carry estimates, assignees, dates…), not parameters a caller spells.
+    Its other fields are accepted and ignored: the one exception to the contract's strictness, on purpose,
+    because a dashboard is another system's document passed through as it is (nodes carry estimates,
+    assignees, dates…), not parameters a caller spells.
     """
 
     id: NodeId
     title: Annotated[str, msgspec.Meta(max_length=2_000)] = ""
     status: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    parent_id: (
+        Annotated[str, msgspec.Meta(max_length=256, description="The node this one is a child of, if any.")] | None
+    ) = msgspec.field(default=None, name="parentId")
 
 
 Tray = Annotated[list[DashboardNode], msgspec.Meta(max_length=MAX_NODES_PER_TRAY)]

@@ -7,8 +7,9 @@ the path inside it, so the service refuses to start rather than fail on a reques
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 import yaml
@@ -18,6 +19,8 @@ from graphs.llm.config import ConfigError
 SECTIONS_FILE = "sections.yaml"
 GRACE_FILE = "grace_config.yml"
 ANY_SECTION = "*"
+
+T = TypeVar("T")
 
 
 class SectionDefinition(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -138,19 +141,46 @@ class GraceConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return self.confidence_weights.get(step_type) or DEFAULT_CONFIDENCE_WEIGHTS["rag_search"]
 
 
-def _read_yaml(path: Path) -> Any:
+def read_text(path: Path | Traversable) -> str:
+    """A configuration or data file as UTF-8 text; any problem reading it is a one-line `ConfigError`.
+
+    Every file the service reads at start-up goes through here (YAML configuration, packaged cue
+    tables, prompts), so a file saved as Shift_JIS, a directory where a file should be or an
+    unreadable file stops the start-up with a line naming the file, never a traceback.
+    """
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
+def read_yaml(path: Path | Traversable) -> Any:
+    """A YAML file's content (`read_text`'s checks, then the parser's first line on a syntax error)."""
+    text = read_text(path)
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(exc).split())[:300]})") from None
+
+
+def read_typed(path: Path | Traversable, shape: type[T]) -> T:
+    """A YAML file converted to `shape`; a wrong type or a missing key names the file and the path inside it."""
+    try:
+        return msgspec.convert(read_yaml(path), shape)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def load_sections(config_dir: Path) -> dict[str, list[SectionDefinition]]:
     """Section definitions per dataset; `default` covers datasets not listed."""
     path = config_dir / SECTIONS_FILE
-    raw = _read_yaml(path)
+    raw = read_yaml(path)
     try:
         sections = msgspec.convert(raw, dict[str, list[SectionDefinition]])
     except msgspec.ValidationError as exc:
@@ -186,7 +216,7 @@ def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[st
 def load_grace_config(config_dir: Path, env: Mapping[str, str]) -> GraceConfig:
     """The GRACE configuration with `GRACE_` overrides, validated (threshold order, ranges)."""
     path = config_dir / GRACE_FILE
-    raw = _read_yaml(path) or {}
+    raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     raw = _apply_env_overrides(raw, env)

@@ -11,8 +11,13 @@ untrusted text with braces in it is safe to substitute.
 
 from __future__ import annotations
 
+import re
+import string
 from functools import cache
 from pathlib import Path
+
+from graphs.config_files import read_text
+from graphs.llm.config import ConfigError
 
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 """The repository's `prompts/` directory, the default place to look."""
@@ -49,7 +54,7 @@ def load_prompt(name: str, prompts_dir: Path | None = None) -> str:
         path = path.with_name(path.name + ".txt")
     if not path.is_relative_to(root) or not path.is_file():
         raise FileNotFoundError(f"no prompt {name!r} under {root}")
-    return strip_header(path.read_text(encoding="utf-8"))
+    return strip_header(read_text(path))
 
 
 def render_prompt(name: str, prompts_dir: Path | None = None, **variables: object) -> str:
@@ -60,3 +65,42 @@ def render_prompt(name: str, prompts_dir: Path | None = None, **variables: objec
         KeyError: The template names a variable that was not given.
     """
     return load_prompt(name, prompts_dir).format(**variables)
+
+
+def template_problem(text: str) -> str | None:
+    """Why `text` cannot be filled by `render_prompt` (a lone brace, `{}`, `{"json": ...}`), or None."""
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(text) if field is not None]
+    except ValueError as exc:
+        return f"not a valid template ({exc}; write literal braces as {{{{ and }}}})"
+    for field in fields:
+        name = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if not name.isidentifier():
+            shown = field if len(field) <= 40 else field[:40] + "…"
+            return f"placeholder {{{shown}}} is not a variable name (write literal braces as {{{{ and }}}})"
+    return None
+
+
+def check_prompts(prompts_dir: Path) -> None:
+    """Start-up check of `PROMPTS_DIR`: every prompt the agents use is there, and every prompt file is usable.
+
+    Prompts are otherwise read on first use; a missing file, one saved in another encoding or a template
+    with a stray brace would fail requests long after a deployment looked healthy.
+
+    Raises:
+        ConfigError: One line naming the file and the problem.
+    """
+    root = prompts_dir.resolve()
+    missing = sorted(
+        str(p.relative_to(PROMPTS_DIR))
+        for p in PROMPTS_DIR.rglob("*.txt")
+        if not (root / p.relative_to(PROMPTS_DIR)).is_file()
+    )
+    if missing:
+        raise ConfigError(
+            f"PROMPTS_DIR={str(root)!r} lacks {len(missing)} prompt(s) the agents use: {', '.join(missing[:5])}"
+        )
+    for path in sorted(root.rglob("*.txt")):
+        problem = template_problem(strip_header(read_text(path)))
+        if problem is not None:
+            raise ConfigError(f"{path}: {problem}")

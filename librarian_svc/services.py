@@ -16,6 +16,7 @@ import structlog
 
 from graphs.ace.graph import GRAPH_BUILDERS as ACE_GRAPH_BUILDERS
 from graphs.context import AceOptions, AgentContext, LibrarianOptions
+from graphs.data_files import load_packaged_data
 from graphs.embeddings.factory import describe, make_embeddings
 from graphs.grace import graph as grace_graph
 from graphs.librarian import graph as librarian_graph
@@ -88,6 +89,7 @@ def agent_context(settings: Settings, *, llm: Any, embeddings: Any) -> AgentCont
 
 def build_services(settings: Settings) -> Services:
     """Create the model client, embedder, codec and compiled graphs; raise if any cannot be built."""
+    load_packaged_data()  # ConfigError for a broken cue table or message file, before anything is served
     chat_model = make_chat_model(settings.llm)
     if chat_model is None:
         log.warning(

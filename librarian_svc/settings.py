@@ -8,7 +8,9 @@ on the first request.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -21,9 +23,11 @@ from graphs.llm.config import (
     EmbeddingConfig,
     LLMConfig,
     LLMProviderName,
+    check_url_settings,
     resolve_embedding_config,
     resolve_llm_config,
 )
+from graphs.prompt_files import check_prompts
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,6 +147,28 @@ def _dir(env: Mapping[str, str], name: str) -> Path:
     return path.resolve()  # absolute: what it names must not change with the working directory
 
 
+_HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
+
+
+def _host(env: Mapping[str, str]) -> str:
+    """An IP address or a host name (a bad one would otherwise fail only when uvicorn binds)."""
+    raw = _str(env, "HOST")
+    try:
+        ipaddress.ip_address(raw)
+    except ValueError:
+        if len(raw) > 253 or not _HOST_NAME.fullmatch(raw) or raw.replace(".", "").isdigit():
+            raise ConfigError(f"HOST={raw!r} is not an IP address or a host name") from None
+    return raw
+
+
+def _data_dir(env: Mapping[str, str], name: str) -> Path:
+    """A directory created on first use: it may be absent, but not a file."""
+    path = Path(_str(env, name))
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{name}={str(path)!r} is a file, not a directory")
+    return path
+
+
 def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:
     """The state-token settings alone (the service and `python -m librarian_svc.state` share them).
 
@@ -169,6 +195,7 @@ def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings; raise `ConfigError` on the first bad variable."""
     env = os.environ if env is None else env
+    check_url_settings(env)
     llm_provider = _choice(env, "LLM_PROVIDER", ("auto", "heuristic", "gemini", "openai", "azure", "openai-compatible"))
     llm = resolve_llm_config(
         env,
@@ -189,8 +216,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
     project = _str(env, "GOOGLE_CLOUD_PROJECT")
     config_dir = _dir(env, "CONFIG_DIR")
+    prompts_dir = _dir(env, "PROMPTS_DIR")
+    check_prompts(prompts_dir)
     return Settings(
-        host=_str(env, "HOST"),
+        host=_host(env),
         port=_int(env, "PORT", low=1, high=65535),
         log_format=_choice(env, "LOG_FORMAT", ("console", "json")),  # type: ignore[arg-type]
         log_level=_choice(env, "LOG_LEVEL", ("debug", "info", "warning", "error")),  # type: ignore[arg-type]
@@ -200,12 +229,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         max_body_bytes=_int(env, "MAX_BODY_BYTES", low=1024, high=1 << 30),
         state=load_state_settings(env),
         config_dir=config_dir,
-        prompts_dir=_dir(env, "PROMPTS_DIR"),
+        prompts_dir=prompts_dir,
         google_cloud_project=project or None,
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
         keepalive_timeout_s=_int(env, "KEEPALIVE_TIMEOUT_S", low=1, high=3600),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
-        playbook_data_dir=Path(_str(env, "PLAYBOOK_DATA_DIR")),  # created on first save
+        playbook_data_dir=_data_dir(env, "PLAYBOOK_DATA_DIR"),  # created on first save
         ace_dedup_threshold=_float(env, "ACE_DEDUP_THRESHOLD", low=0.01, high=1.0),
         search_alpha=_float(env, "SEARCH_ALPHA", low=0.0, high=1.0),
         sections=load_sections(config_dir),

@@ -11,9 +11,11 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Annotated
 
-import yaml
+import msgspec
 
+from graphs.config_files import read_typed
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import terms
 
@@ -35,14 +37,19 @@ class CueCategory:
     cues: tuple[str, ...]
 
 
+class _CueSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One row of complexity_cues.yaml as written (checked at start-up: a wrong type stops the service)."""
+
+    weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+    cues: list[str]
+
+
 @lru_cache(maxsize=1)
 def cue_table() -> tuple[CueCategory, ...]:
     """The cue categories, loaded once per process."""
-    raw = yaml.safe_load(resources.files(__package__).joinpath("complexity_cues.yaml").read_text(encoding="utf-8"))
+    raw = read_typed(resources.files(__package__).joinpath("complexity_cues.yaml"), dict[str, _CueSpec])
     return tuple(
-        CueCategory(
-            name=name, weight=float(spec["weight"]), cues=tuple(normalize(c) if c.strip() else c for c in spec["cues"])
-        )
+        CueCategory(name=name, weight=spec.weight, cues=tuple(normalize(c) if c.strip() else c for c in spec.cues))
         for name, spec in raw.items()
     )
 

@@ -45,7 +45,7 @@ from graphs.grace.reasoning import Answer, Material, extractive_answer, gather
 from graphs.grace.replan import Trigger, replan, trigger_for
 from graphs.grace.search_results import as_scored, search_result
 from graphs.grace.state import Cursor, CursorKind, GraceGraphState
-from graphs.grace.wording import say
+from graphs.grace.wording import figure, levels, say
 from graphs.text.tokenize import terms
 
 log = structlog.get_logger(__name__)
@@ -83,7 +83,8 @@ async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> G
         max_step_id=max(s.step_id for s in plan.steps),
         turn=1,
     )
-    message = say("ev_plan_created", query, count=len(plan.steps), complexity=plan.complexity)
+    complexity = figure(plan.complexity, (context.grace.planner.complexity_threshold,))
+    message = say("ev_plan_created", query, count=len(plan.steps), complexity=complexity)
     events = [_event("plan_created", f"{message} [{planned.source}]")]
     if planned.fallback is not None:
         events.insert(0, _event("plan_fallback", say("ev_plan_fallback", query, reason=planned.fallback)))
@@ -129,6 +130,7 @@ async def take_user_response(state: GraceGraphState, runtime: Runtime[AgentConte
     thresholds = session.thresholds
     if response.feedback is not None and kind in ("CONFIRM", "ESCALATE"):
         thresholds = adjust_thresholds(thresholds, response.feedback, runtime.context.grace)
+    if thresholds != session.thresholds:  # feedback at a bound moves nothing, and then nothing is reported
         events.append(
             _event(
                 "thresholds_adjusted",
@@ -136,9 +138,9 @@ async def take_user_response(state: GraceGraphState, runtime: Runtime[AgentConte
                     "ev_thresholds_adjusted",
                     session.query,
                     feedback=response.feedback,
-                    silent=thresholds.silent,
-                    notify=thresholds.notify,
-                    confirm=thresholds.confirm,
+                    silent=figure(thresholds.silent, exact=True),
+                    notify=figure(thresholds.notify, exact=True),
+                    confirm=figure(thresholds.confirm, exact=True),
                 ),
             )
         )
@@ -196,10 +198,11 @@ async def judge(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grace
     detail = result.detail
     step = _step(session, result.step_id)
     replans_left = state["max_replans"] - len(session.replans)
+    shown = figure(detail.score, levels(session.thresholds))
     events = [
         _event(
             "confidence",
-            say("ev_confidence", session.query, step_id=step.step_id, score=detail.score),
+            say("ev_confidence", session.query, step_id=step.step_id, score=shown),
             step_id=step.step_id,
             confidence=detail.score,
         ),
@@ -214,7 +217,7 @@ async def judge(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grace
         events.append(
             _event(
                 "notify",
-                say("ev_notify", session.query, step_id=step.step_id, score=detail.score),
+                say("ev_notify", session.query, step_id=step.step_id, score=shown),
                 step_id=step.step_id,
                 confidence=detail.score,
                 decision="NOTIFY",
@@ -361,7 +364,7 @@ async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     session = msgspec.structs.replace(session, pending=Pending(kind="SEARCH", step_id=step.step_id, turn=session.turn))
     reply = partial(
         GraceSearchAction,
-        request_id=state["request"].request_id,
+        request_id=runtime.context.request_id,
         turn=session.turn,
         step_id=step.step_id,
         query=step.query,
@@ -389,7 +392,7 @@ async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -
     session = msgspec.structs.replace(session, pending=pending)
     reply = partial(
         GraceAskUserAction,
-        request_id=state["request"].request_id,
+        request_id=runtime.context.request_id,
         turn=session.turn,
         kind=pending.ask_kind or "QUESTION",
         question=question,
@@ -413,14 +416,18 @@ async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext
     step = _step(session, result.step_id)
     key = "ask_confirm" if decision == "CONFIRM" else "ask_escalate"
     question = say(
-        key, session.query, step_id=step.step_id, description=step.description or step.query, score=result.confidence
+        key,
+        session.query,
+        step_id=step.step_id,
+        description=step.description or step.query,
+        score=figure(result.confidence, levels(session.thresholds)),
     )
     session = msgspec.structs.replace(
         session, pending=Pending(kind="ASK_USER", step_id=step.step_id, ask_kind=decision, turn=session.turn)
     )
     reply = partial(
         GraceAskUserAction,
-        request_id=state["request"].request_id,
+        request_id=runtime.context.request_id,
         turn=session.turn,
         kind=decision,
         question=question,
@@ -442,7 +449,6 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
     """
     context = runtime.context
     session = state["session"]
-    request = state["request"]
     reason = state.get("finish", "completed")
     plan_ids = [s.step_id for s in session.plan.steps]
     results = {r.step_id: r for r in session.results}
@@ -463,7 +469,7 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
             session = msgspec.structs.replace(session, done=True, pending=None)
             error = partial(
                 ErrorResponse,
-                request_id=request.request_id,
+                request_id=context.request_id,
                 error_type="LOOP_LIMIT",
                 message=f"nothing usable was gathered before the replan limit ({state['max_replans']}) was reached",
                 usage=context.usage,
@@ -481,12 +487,16 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
     event = (
         _event("cancelled", say("ev_cancelled", session.query))
         if status == "cancelled"
-        else _event("completed", say("ev_completed", session.query, score=confidence), confidence=confidence)
+        else _event(
+            "completed",
+            say("ev_completed", session.query, score=figure(confidence, levels(session.thresholds))),
+            confidence=confidence,
+        )
     )
     session = msgspec.structs.replace(session, done=True, pending=None)
     reply = partial(
         GraceCompleteAction,
-        request_id=request.request_id,
+        request_id=context.request_id,
         status=status,
         answer=text,
         confidence=confidence,

@@ -12,9 +12,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-import yaml
+import msgspec
 
 from contracts.librarian import MissingCategory
+from graphs.config_files import read_text, read_typed
+from graphs.llm.config import ConfigError
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
@@ -51,16 +53,29 @@ class ElementCues:
     suffix_en: str
 
 
+class _Suffix(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ja: str
+    en: str
+
+
+class _CueSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One row of element_cues.yaml as written (checked at start-up: a wrong type stops the service)."""
+
+    question: list[str]
+    evidence: list[str]
+    query_suffix: _Suffix
+
+
 @lru_cache(maxsize=1)
 def element_cues() -> dict[ElementCategory, ElementCues]:
     """Load the cue table once per process."""
-    raw = yaml.safe_load(resources.files(__package__).joinpath("element_cues.yaml").read_text(encoding="utf-8"))
+    raw = read_typed(resources.files(__package__).joinpath("element_cues.yaml"), dict[ElementCategory, _CueSpec])
     return {
         name: ElementCues(
-            question=tuple(normalize(c) for c in spec["question"]),
-            evidence=tuple(normalize(c) if c.strip() else c for c in spec["evidence"]),
-            suffix_ja=spec["query_suffix"]["ja"],
-            suffix_en=spec["query_suffix"]["en"],
+            question=tuple(normalize(c) for c in spec.question),
+            evidence=tuple(normalize(c) if c.strip() else c for c in spec.evidence),
+            suffix_ja=spec.query_suffix.ja,
+            suffix_en=spec.query_suffix.en,
         )
         for name, spec in raw.items()
     }
@@ -74,16 +89,24 @@ class AnswerTypeCues:
     evidence: re.Pattern[str]
 
 
+class _AnswerTypeSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    question: list[str]
+    evidence: str
+
+
 @lru_cache(maxsize=1)
 def answer_type_cues() -> dict[AnswerType, AnswerTypeCues]:
-    """Load the answer-type table once per process."""
-    raw = yaml.safe_load(resources.files(__package__).joinpath("answer_types.yaml").read_text(encoding="utf-8"))
-    return {
-        name: AnswerTypeCues(
-            question=tuple(normalize(c) for c in spec["question"]), evidence=re.compile(spec["evidence"])
-        )
-        for name, spec in raw.items()
-    }
+    """Load the answer-type table once per process (checked at start-up, a bad pattern included)."""
+    source = resources.files(__package__).joinpath("answer_types.yaml")
+    raw = read_typed(source, dict[AnswerType, _AnswerTypeSpec])
+    cues = {}
+    for name, spec in raw.items():
+        try:
+            evidence = re.compile(spec.evidence)
+        except re.error as exc:
+            raise ConfigError(f"{source}: {name}.evidence is not a valid regular expression ({exc})") from None
+        cues[name] = AnswerTypeCues(question=tuple(normalize(c) for c in spec.question), evidence=evidence)
+    return cues
 
 
 def states_answer_type(normalized_snippet: str, wanted: tuple[AnswerType, ...]) -> bool:
@@ -143,7 +166,7 @@ def search_phrase(question: str) -> str:
 @lru_cache(maxsize=1)
 def asking_words() -> frozenset[str]:
     """Words that say what is asked rather than what it is about: request words and element cue words."""
-    text = resources.files(__package__).joinpath("request_words.txt").read_text(encoding="utf-8")
+    text = read_text(resources.files(__package__).joinpath("request_words.txt"))
     words = {normalize(line) for line in text.splitlines() if line.strip() and not line.startswith("#")}
     for cues in element_cues().values():
         words |= {cue.strip() for cue in cues.question if cue.strip() and " " not in cue.strip()}

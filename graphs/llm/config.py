@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -66,8 +67,47 @@ class EmbeddingConfig(msgspec.Struct, frozen=True, kw_only=True):
         return f"EmbeddingConfig(provider={self.provider!r}, model={self.model!r})"
 
 
+URL_SUFFIXES = ("_BASE_URL", "_ENDPOINT")
+"""A variable whose name ends so holds a URL: `_get` checks it whenever it is read."""
+URL_VARIABLES = ("GEMINI_BASE_URL", "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT")
+"""Every URL setting the service reads; `check_url_settings` checks them all at start-up, whichever provider
+is chosen, so a typo is found before the day someone switches providers. Add new ones here."""
+
+
+def url_problem(value: str) -> str | None:
+    """Why `value` is not a usable http(s) URL (no scheme, another scheme, no host, a bad port), or None."""
+    if any(ch.isspace() for ch in value):
+        return "contains whitespace"
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        return f"is not a URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "must start with http:// or https://"
+    if not parts.hostname:
+        return "has no host"
+    return None
+
+
+def check_url(name: str, value: str) -> str:
+    """`value` when it is an http(s) URL with a host; otherwise a `ConfigError` naming the variable."""
+    problem = url_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{name}={value!r} is not a valid URL: it {problem} (e.g. https://host:port/v1)")
+    return value
+
+
+def check_url_settings(env: Mapping[str, str]) -> None:
+    """Check every URL setting in `URL_VARIABLES` that is set (an unset or empty one is simply absent)."""
+    for name in URL_VARIABLES:
+        _get(env, name)
+
+
 def _get(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
+    if value and name.endswith(URL_SUFFIXES):
+        check_url(name, value)
     return value or None
 
 

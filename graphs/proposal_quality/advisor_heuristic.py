@@ -1,53 +1,481 @@
-"""The embedded engine's Advisor: two or three options for one node, built from its status, never a pick.
+"""The embedded engine's Advisor: two or three options for one node, built from that node, never a pick.
 
-The target is the focus node, else the node the user's intent names, else the first node that is
-not done. The options depend on what kind of status it has (done / not started / in progress or
-on hold), each with the four required items and at least one risk, and a suggested status only
-when the board already uses a word for it. With no nodes at all (sample A4) the options are about
-how to start, and `target_node_id` is empty: there is no node to point at.
+The target is the focus node, else the node the user's intent names, else the first node that is not
+done. What the options say comes from the node and its place on the board, so two different nodes
+get different options:
+
+- its title: the kind of work it names (a booking, a migration, a review...: `advisor_options.yaml`)
+  sets what information each option asks for, its typical risk and one more criterion; the parts a
+  title lists (「告知文の作成・当日の連絡体制」) become the order to take them in;
+- its children (nodes whose `parentId` is the target): which are still open, done or on hold decides
+  whether to finish the open ones, close the node, or unblock a held child first;
+- its status: start now, carry on, confirm as done, or resume from hold;
+- its neighbours: another node sharing a title term (「データ移行のテスト」 for 「PostgreSQLへの移行」)
+  becomes an option to take them together, and a crowded tray an option to settle the order first.
+
+Each option has the four required items and at least one risk, a suggested status only in the board's
+own words, and every text copied from the board goes through `neutral`, so the report passes the same
+validator as a model's. With no nodes at all (sample A4) the options are about how to start, and
+`target_node_id` is empty: there is no node to point at.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 import msgspec
-import yaml
 
 from contracts.proposal_quality import AdvisorCriterion, AdvisorOption, AdvisorReport
+from graphs.config_files import read_typed
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.wording import StatusCategory, neutral, status_category
+from graphs.text.normalize import normalize
 from graphs.text.tokenize import terms
+
+MAX_OPTIONS = 3
+MAX_NAMED = 3
+"""Nodes named in one sentence at most (「A」「B」ほか2件)."""
+LABELS = "ABC"
+_TITLE_PARTS = re.compile(r"[、,，・/／&＆+＋]|および|及び|\sand\s")
+
+
+# --- the texts file -------------------------------------------------------------------------------
+
+
+class _Criterion(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str
+    description: str
+
+
+class Kind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A kind of work, recognised by cues in a title: what it needs, what tends to go wrong."""
+
+    cues: list[str]
+    info: str
+    risk: str
+    criterion: _Criterion | None = None
+
+
+class _FirstStep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    label: str
+    description: str
+    next_action: str
+    necessary_info: str
+    criteria_note: str
+    risks: list[str]
+
+
+class AdvisorTexts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """graphs/proposal_quality/advisor_options.yaml."""
+
+    kinds: dict[str, Kind]
+    first_steps: list[_FirstStep]
+
+
+@lru_cache(maxsize=1)
+def advisor_texts() -> AdvisorTexts:
+    """The Advisor's texts, loaded and checked once (at start-up: `graphs.data_files`)."""
+    return read_typed(resources.files(__package__).joinpath("advisor_options.yaml"), AdvisorTexts)
+
+
+def kind_of(title: str) -> Kind:
+    """The kind of work a title names (the first kind with a matching cue), else the default kind."""
+    text = f" {normalize(title)} "
+    kinds = advisor_texts().kinds
+    matching = (k for name, k in kinds.items() if name != "default" and any(normalize(c) in text for c in k.cues))
+    return next(matching, kinds["default"])
+
+
+# --- what the board says about the target ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Related:
+    """Another node that shares a title term with the target."""
+
+    node: BoardNode
+    title: str
+    term: str
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The target node and its neighbourhood, with every copied text already made safe to quote."""
+
+    node: BoardNode
+    title: str
+    category: StatusCategory
+    kind: Kind
+    open_children: list[str]
+    done_children: list[str]
+    held_children: list[str]
+    parts: list[str]
+    siblings: list[str]
+    tray: str
+    related: list[Related]
+
+    @property
+    def children(self) -> int:
+        """How many children the node has."""
+        return len(self.open_children) + len(self.done_children) + len(self.held_children)
+
+    @property
+    def info(self) -> str:
+        """What information this kind of work asks for, about this node."""
+        return self.kind.info.format(title=self.title)
+
+
+def _title(node: BoardNode, limit: int = 40) -> str:
+    return neutral(node.title, limit) or neutral(node.id, limit) or "無題のノード"
+
+
+def facts_of(board: Board, node: BoardNode) -> Facts:
+    """What the options are built from: the node's title, children, status and neighbours."""
+    children = board.children_of(node.id)
+    by_category: dict[str, list[str]] = {"open": [], "done": [], "hold": []}
+    for child in children:
+        category = status_category(child.status_label)
+        by_category["done" if category == "done" else "hold" if category == "hold" else "open"].append(_title(child))
+    family = {node.id, *(c.id for c in children), *([node.parent_id] if node.parent_id else [])}
+    parts = [neutral(p, 30) for p in _TITLE_PARTS.split(node.title)] if not children else []
+    own_terms = {t for t in terms(node.title) if len(t) >= 2}
+    related = []
+    for other in board.nodes:
+        shared = [t for t in terms(other.title) if t in own_terms]
+        if other.id not in family and shared:
+            related.append(Related(node=other, title=_title(other), term=neutral(shared[0], 20)))
+    return Facts(
+        node=node,
+        title=_title(node),
+        category=status_category(node.status_label),
+        kind=kind_of(node.title),
+        open_children=by_category["open"],
+        done_children=by_category["done"],
+        held_children=by_category["hold"],
+        parts=list(dict.fromkeys(p for p in parts if len(p) >= 2)),
+        siblings=[_title(s) for s in board.siblings_of(node) if s.id not in family],
+        tray=neutral(node.tray, 30),
+        related=related,
+    )
+
+
+def _named(titles: list[str]) -> str:
+    shown = "".join(f"「{t}」" for t in titles[:MAX_NAMED])
+    return shown + (f"ほか{len(titles) - MAX_NAMED}件" if len(titles) > MAX_NAMED else "")
+
+
+# --- options --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Draft:
+    """An option before it gets its letter; `status` is the kind of status it would move the node to."""
+
+    label: str
+    description: str
+    pros: str
+    cons: str
+    next_action: str
+    necessary_info: str
+    criteria_note: str
+    risks: list[str]
+    status: StatusCategory | None = None
+
+
+def _by_status(f: Facts) -> Draft:
+    """The option that follows the node's status: start, carry on, close, or resume."""
+    t, kind = f.title, f.kind
+    start = f"子ノードの「{f.open_children[0]}」" if f.open_children else f"「{t}」"
+    match f.category:
+        case "done":
+            return Draft(
+                label=f"「{t}」を完了として確定する",
+                description=f"いまの成果で「{t}」を区切り、完了のまま確定させる進め方です。",
+                pros="ほかの作業に時間を回せる",
+                cons="見落としがあった場合、あとから戻る手間がかかる",
+                next_action=f"「{t}」の完了の条件を見直し、満たしていれば完了として確定する",
+                necessary_info=f"完了の条件と、それを満たしていることが分かる成果（{kind.info.format(title=t)}）",
+                criteria_note="完了の条件をすべて満たしていると言えるかどうか",
+                risks=[f"「{t}」に残っていた作業に気づかないまま次へ進んでしまう"],
+                status="done",
+            )
+        case "hold":
+            return Draft(
+                label=f"「{t}」の保留を解いて再開する",
+                description=f"止まっている理由が解消できる見込みなら、「{t}」を作業中に戻す進め方です。",
+                pros="止まっていた作業が動き出す",
+                cons="保留の理由が残っていると、また止まる",
+                next_action=f"「{t}」が保留になった理由を書き出し、いま解消できるかを確かめる",
+                necessary_info=f"保留の理由と、再開に要るもの（{f.info}）",
+                criteria_note="保留の理由が、いまは解消できているかどうか",
+                risks=[f"理由が残ったまま再開し、「{t}」がまた止まる", kind.risk],
+                status="doing",
+            )
+        case "todo":
+            return Draft(
+                label=f"「{t}」にすぐ着手する",
+                description=f"いまの計画のまま「{t}」に取りかかり、進めながら詰めていく進め方です。",
+                pros="早く成果が見える",
+                cons="途中で計画の見直しが入ると手戻りになる",
+                next_action=f"{f.info}を確かめ、{start}に取りかかる",
+                necessary_info=f.info,
+                criteria_note=f"「{t}」の最初の作業がはっきりしていて、すぐに手を付けられるかどうか",
+                risks=[kind.risk],
+                status="doing",
+            )
+        case _:
+            return Draft(
+                label=f"「{t}」をこのまま進める",
+                description=f"いまの進め方を変えずに「{t}」を続ける進め方です。",
+                pros="段取りを組み直す手間がかからない",
+                cons="進め方に問題があっても気づくのが遅れる",
+                next_action=f"{start}の次の作業を1つ決め、{f.info}を確かめながら進める",
+                necessary_info=f.info,
+                criteria_note=f"いまの進め方で「{t}」を期限までに終えられそうかどうか",
+                risks=[kind.risk],
+                status="doing",
+            )
+
+
+def _by_structure(f: Facts) -> Draft | None:
+    """The option that follows the node's children, or the parts its title lists, or splitting it."""
+    t = f.title
+    if f.held_children:
+        held = f.held_children[0]
+        return Draft(
+            label=f"保留中の「{held}」を先に動かす",
+            description=f"「{t}」の子ノードのうち{_named(f.held_children)}が保留です。そこを先に解消する進め方です。",
+            pros=f"「{t}」全体を止めている原因に先に手を打てる",
+            cons="ほかの子ノードが後回しになる",
+            next_action=f"「{held}」が止まっている理由を確かめ、再開できるかを判断する",
+            necessary_info=f"「{held}」の保留の理由と、解消に要るもの",
+            criteria_note=f"「{held}」が「{t}」の完了を止めているかどうか",
+            risks=[f"「{held}」の保留の理由がすぐには解消できず、「{t}」全体が待ちになる"],
+        )
+    if f.open_children and len(f.done_children) >= len(f.open_children):
+        rest = _named(f.open_children)
+        return Draft(
+            label=f"残る{rest}を片づけて「{t}」を閉じる",
+            description=f"子ノード{f.children}件のうち{len(f.done_children)}件が完了しています。残りを終えて区切る進め方です。",
+            pros="終わりが見えている作業を確実に閉じられる",
+            cons="残りの子ノードに想定外の作業が隠れているとずれ込む",
+            next_action=f"{rest}の残り作業を書き出し、最初の1つに取りかかる",
+            necessary_info=f"{rest}の残り作業と、「{t}」の完了の条件",
+            criteria_note="残りの子ノードが、期限までに終えられる量かどうか",
+            risks=[f"{rest}に時間がかかり、「{t}」の完了が遅れる"],
+        )
+    if f.open_children:
+        first = f.open_children[0]
+        return Draft(
+            label=f"子ノードの「{first}」から順に進める",
+            description=f"「{t}」の未完了の子ノード{_named(f.open_children)}を、一つずつ終わらせていく進め方です。",
+            pros="進み具合が子ノード単位で見える",
+            cons="子ノードどうしのつながりを見落としやすい",
+            next_action=f"「{first}」の次の作業を1つ決めて取りかかる",
+            necessary_info=f"子ノード{len(f.open_children)}件の残り作業と順番、{f.info}",
+            criteria_note="子ノードの順番が、期限と依存関係に合っているかどうか",
+            risks=[f"未完了の子ノード{len(f.open_children)}件が並行して滞り、「{t}」全体が遅れる", f.kind.risk],
+        )
+    if f.done_children:
+        return Draft(
+            label=f"子ノードの成果で「{t}」を閉じる",
+            description=f"子ノード{_named(f.done_children)}はすべて完了しています。その成果で区切る進め方です。",
+            pros="すでに済んだ作業を無駄にせず区切れる",
+            cons="子ノードに含まれていない作業があると取りこぼす",
+            next_action=f"{_named(f.done_children)}の成果が「{t}」の完了の条件を満たすか確かめる",
+            necessary_info=f"「{t}」の完了の条件と、子ノードの成果",
+            criteria_note="子ノードの成果で、完了の条件をすべて満たせるかどうか",
+            risks=[f"子ノードの外に残っていた作業に気づかないまま「{t}」を閉じてしまう"],
+            status="done",
+        )
+    if len(f.parts) >= 2:
+        first, rest = f.parts[0], _named(f.parts[1:])
+        return Draft(
+            label=f"「{first}」から先に進める",
+            description=f"「{t}」に含まれる{_named(f.parts)}を、「{first}」から順に片づける進め方です。",
+            pros="一度に一つに集中できる",
+            cons=f"{rest}に手が回るのが遅くなる",
+            next_action=f"「{first}」の最初の作業を決め、{rest}は子ノードとして登録しておく",
+            necessary_info=f"{_named(f.parts)}それぞれの期限と、どれが先に要るか",
+            criteria_note=f"「{first}」が、ほかの部分より先に要るかどうか",
+            risks=[f"{rest}の期限のほうが早く、あとで慌てる"],
+        )
+    if f.category == "done":
+        return None
+    return Draft(
+        label=f"「{t}」を小さな作業に分けてから進める",
+        description=f"「{t}」を2〜3個の作業に分け、一つずつ終わらせていく進め方です。",
+        pros="進み具合が見えやすくなる",
+        cons="分ける作業そのものに時間がかかる",
+        next_action=f"「{t}」を2〜3個の作業に分けて子ノードにし、最初の1つを決める",
+        necessary_info=f"「{t}」の完了までに含まれる作業の一覧（{f.info}）",
+        criteria_note=f"「{t}」が一度に終えるには大きすぎると感じるかどうか",
+        risks=[f"「{t}」を細かく分けすぎて、管理の手間が増える"],
+    )
+
+
+def _by_neighbours(f: Facts) -> Draft | None:
+    """The option that follows the board around the node: a related node, a crowded tray."""
+    t = f.title
+    if f.related:
+        other = f.related[0]
+        other_status = neutral(other.node.status_label, 20) or "未設定"
+        if f.category == "done" and status_category(other.node.status_label) != "done":
+            return Draft(
+                label=f"「{t}」の成果を「{other.title}」へ引き継ぐ",
+                description=f"完了した「{t}」と同じ「{other.term}」を扱う「{other.title}」（{other_status}）に、成果を渡す進め方です。",
+                pros=f"「{other.title}」を一から始めずに済む",
+                cons="引き継ぎの手間がかかる",
+                next_action=f"「{t}」の成果と決めたことを「{other.title}」の担当に共有する",
+                necessary_info=f"「{t}」の成果物と、「{other.title}」で使う予定のもの",
+                criteria_note=f"「{t}」の成果が「{other.title}」でそのまま使えるかどうか",
+                risks=[f"引き継ぎ漏れがあり、「{other.title}」で同じ作業をやり直す"],
+            )
+        if status_category(other.node.status_label) == "done":
+            return Draft(
+                label=f"完了済みの「{other.title}」の成果を使って進める",
+                description=f"同じ「{other.term}」を扱う「{other.title}」は完了しています。その成果を土台にする進め方です。",
+                pros="一から作らずに済む",
+                cons=f"「{other.title}」のときと条件が違うと、そのままは使えない",
+                next_action=f"「{other.title}」の成果のうち「{t}」に使えるものを洗い出す",
+                necessary_info=f"「{other.title}」の成果物と、当時の前提条件",
+                criteria_note=f"「{other.title}」の前提が「{t}」にも当てはまるかどうか",
+                risks=[f"「{other.title}」の前提が変わっていて、使い回した部分に誤りが残る"],
+            )
+        return Draft(
+            label=f"関連する「{other.title}」と合わせて進める",
+            description=f"「{other.title}」（{other_status}）も「{other.term}」を扱っています。二つをまとめて進める進め方です。",
+            pros="重なる作業を一度で済ませられる",
+            cons="片方の遅れがもう片方に響く",
+            next_action=f"「{t}」と「{other.title}」で重なる作業を書き出し、どちらで扱うかを決める",
+            necessary_info=f"「{other.title}」の進み具合と担当、{f.info}",
+            criteria_note=f"「{t}」と「{other.title}」の重なりが大きいかどうか",
+            risks=[f"「{other.title}」の進み具合に引きずられ、「{t}」の完了が遅れる"],
+        )
+    if len(f.siblings) >= 2 and f.category != "done":
+        others, tray = _named(f.siblings), f.tray or "このトレイ"
+        return Draft(
+            label=f"同じトレイの{len(f.siblings)}件と順番を決めてから進める",
+            description=f"「{tray}」には「{t}」のほかに{others}があります。着手の順番を先に決める進め方です。",
+            pros="期限の近いものから手を付けられる",
+            cons="順番を決めているあいだ、どの作業も進まない",
+            next_action=f"「{t}」と{others}の期限を並べ、着手する順番を決める",
+            necessary_info=f"「{tray}」の各ノードの期限と、使える時間",
+            criteria_note=f"「{t}」より先に終えたいノードがあるかどうか",
+            risks=[f"{others}に時間を取られ、「{t}」が後回しになり続ける"],
+        )
+    return None
+
+
+def _gather_information(f: Facts) -> Draft:
+    """The fallback third way: pause to find out what is missing."""
+    t = f.title
+    return Draft(
+        label=f"「{t}」をいったん保留して情報を集める",
+        description=f"「{t}」の判断に足りない情報をそろえてから、進め方を決め直す進め方です。",
+        pros="判断の材料がそろった状態で決められる",
+        cons="そのあいだ作業そのものは進まない",
+        next_action=f"{f.info}のうち分かっていないことを書き出し、誰に聞くかを決める",
+        necessary_info=f"分かっていないことの一覧と、それを知っていそうな人や資料（{f.info}）",
+        criteria_note=f"分かっていないことが、「{t}」の進め方を大きく変えそうかどうか",
+        risks=[f"保留が長引き、「{t}」が期限に間に合わなくなる"],
+        status="hold",
+    )
+
+
+def _reopen(f: Facts) -> Draft:
+    """For a done node with nothing around it: look again before closing for good."""
+    t = f.title
+    return Draft(
+        label=f"「{t}」を見直してから閉じる",
+        description=f"完了扱いの「{t}」で気になる点を確かめ、足りない部分があれば補う進め方です。",
+        pros="品質の不安を残さずに済む",
+        cons="ほかの作業が後ろにずれる",
+        next_action=f"「{t}」で気になる点を書き出し、作業を再開するかどうかを確かめる",
+        necessary_info=f"気になっている点の一覧と、それぞれの影響の大きさ（{f.info}）",
+        criteria_note="気になる点が、完了の判断を変えるほど大きいかどうか",
+        risks=["見直しが長引き、ほかの作業の期限に響く"],
+        status="doing",
+    )
+
+
+def drafts_for(facts: Facts) -> list[Draft]:
+    """Two or three different ways forward for the node, most specific to it first."""
+    drafts = [_by_status(facts)]
+    for extra in (_by_structure(facts), _by_neighbours(facts)):
+        if extra is not None and extra.label not in {d.label for d in drafts}:
+            drafts.append(extra)
+    fallback = _reopen(facts) if facts.category == "done" else _gather_information(facts)
+    if len(drafts) < MAX_OPTIONS and fallback.label not in {d.label for d in drafts}:
+        drafts.append(fallback)
+    return drafts[:MAX_OPTIONS]
+
+
+def _option(board: Board, letter: str, draft: Draft) -> AdvisorOption:
+    word = _status_word(board, draft.status) if draft.status else None
+    return AdvisorOption(
+        label=f"案{letter}: {draft.label}",
+        description=draft.description,
+        pros=[draft.pros],
+        cons=[draft.cons],
+        next_action=draft.next_action,
+        necessary_info=draft.necessary_info,
+        criteria_note=draft.criteria_note,
+        risks=list(dict.fromkeys(draft.risks)),
+        **({"suggested_status": word} if word else {}),
+    )
+
+
+def _status_word(board: Board, category: StatusCategory) -> str | None:
+    """The board's own word for a kind of status, or None when the board has none."""
+    word = next((n.status_label for n in board.nodes if status_category(n.status_label) == category), None)
+    return None if word is None else neutral(word, 40)
+
+
+# --- the report -----------------------------------------------------------------------------------
 
 
 def advisor_report(board: Board, *, focus_id: str | None, intent: str | None, notes: list[str]) -> dict[str, Any]:
     """The Advisor report for `board`, as the JSON a model would return (validated like one)."""
     target = _target(board, focus_id, intent)
-    criteria = _criteria(intent, notes)
     if target is None:
-        report = _first_steps(criteria)
+        report = _first_steps(_criteria(None, intent, notes))
     else:
-        title = neutral(target.title) or neutral(target.id) or "無題のノード"
+        facts = facts_of(board, target)
+        options = [_option(board, letter, draft) for letter, draft in zip(LABELS, drafts_for(facts), strict=False)]
         status = neutral(target.status_label, 30)
-        options = _options(board, title, status_category(target.status_label))
         considered = f"ご意向「{neutral(intent, 60)}」も判断材料に含めています。" if intent and intent.strip() else ""
         report = AdvisorReport(
             target_node_id=target.id,
-            target_title=title,
+            target_title=facts.title,
             current_status=status,
             options=options,
-            criteria=criteria,
-            next_decision=f"「{title}」をどの案で進めるかを決める",
+            criteria=_criteria(facts, intent, notes),
+            next_decision=f"「{facts.title}」をどの案で進めるかを決める",
             summary=(
-                f"「{title}」（現在のステータス: {status or '未設定'}）について、進め方の案を{len(options)}つ"
-                f"並べました。どれを選ぶかは判断基準に照らして決められます。{considered}"
+                f"「{facts.title}」（現在のステータス: {status or '未設定'}）について、{_grounds(facts)}"
+                f"進め方の案を{len(options)}つ並べました。どれを選ぶかは判断基準に照らして決められます。{considered}"
                 "まず各案の「必要な情報」がそろっているかを確認するところから始められます。"
             ),
         )
     built: dict[str, Any] = msgspec.to_builtins(report)
     return built
+
+
+def _grounds(f: Facts) -> str:
+    """What on the board the options were built from, for the summary."""
+    seen = []
+    if f.children:
+        seen.append(f"子ノード{f.children}件（未完了{len(f.open_children) + len(f.held_children)}件）")
+    if f.related:
+        seen.append(f"関連する「{f.related[0].title}」")
+    if len(f.siblings) >= 2:
+        seen.append(f"同じトレイの{len(f.siblings)}件")
+    return f"{'、'.join(seen)}を踏まえて、" if seen else ""
 
 
 def _target(board: Board, focus_id: str | None, intent: str | None) -> BoardNode | None:
@@ -63,18 +491,14 @@ def _target(board: Board, focus_id: str | None, intent: str | None) -> BoardNode
     return next((n for n in board.nodes if status_category(n.status_label) != "done"), board.nodes[0])
 
 
-def _status_word(board: Board, category: StatusCategory) -> dict[str, str]:
-    """`{"suggested_status": <the board's word for category>}`, or nothing when the board has none."""
-    word = next((n.status_label for n in board.nodes if status_category(n.status_label) == category), None)
-    return {} if word is None else {"suggested_status": neutral(word, 40)}
-
-
-def _criteria(intent: str | None, notes: list[str]) -> list[AdvisorCriterion]:
+def _criteria(facts: Facts | None, intent: str | None, notes: list[str]) -> list[AdvisorCriterion]:
     criteria = [
         AdvisorCriterion(name="期限", description="いつまでに終えたいか、その期限に間に合う見通しがあるか"),
         AdvisorCriterion(name="作業量", description="完了までに残っている作業の量と、使える時間や人手"),
         AdvisorCriterion(name="不確実性", description="まだ分かっていないことが、結果をどれだけ左右しそうか"),
     ]
+    if facts is not None and facts.kind.criterion is not None:
+        criteria.append(AdvisorCriterion(name=facts.kind.criterion.name, description=facts.kind.criterion.description))
     if intent and intent.strip():
         criteria.append(
             AdvisorCriterion(name="ご意向との合致", description=f"「{neutral(intent, 60)}」にどれだけ沿うか")
@@ -87,37 +511,13 @@ def _criteria(intent: str | None, notes: list[str]) -> list[AdvisorCriterion]:
     return criteria
 
 
-@lru_cache(maxsize=1)
-def _canned_options() -> dict[str, list[dict[str, Any]]]:
-    """The option texts (graphs/proposal_quality/advisor_options.yaml), loaded once."""
-    text = resources.files(__package__).joinpath("advisor_options.yaml").read_text(encoding="utf-8")
-    loaded: dict[str, list[dict[str, Any]]] = yaml.safe_load(text)
-    return loaded
-
-
-def _build_options(board: Board | None, key: str, title: str) -> list[AdvisorOption]:
-    options = []
-    for template in _canned_options()[key]:
-        fields = {k: v for k, v in template.items() if k != "status"}
-        fields = {k: v.format(title=title) if isinstance(v, str) else v for k, v in fields.items()}
-        status = template.get("status")
-        suggested = _status_word(board, status) if board is not None and status else {}
-        options.append(msgspec.convert({**fields, **suggested}, AdvisorOption))
-    return options
-
-
-def _options(board: Board, title: str, category: StatusCategory) -> list[AdvisorOption]:
-    key = category if category in ("done", "todo") else "doing"
-    return _build_options(board, key, title)
-
-
 def _first_steps(criteria: list[AdvisorCriterion]) -> AdvisorReport:
     """Sample A4: no nodes yet, so the options are about how to start and no node id is named."""
     return AdvisorReport(
         target_node_id="",
         target_title="",
         current_status="",
-        options=_build_options(None, "first_steps", ""),
+        options=[msgspec.convert(msgspec.to_builtins(step), AdvisorOption) for step in advisor_texts().first_steps],
         criteria=criteria,
         next_decision="最初のノードをどの形で登録するかを決める",
         summary=(

@@ -25,6 +25,7 @@ class BoardNode:
     title: str
     status: str
     tray: str
+    parent_id: str | None = None
 
     @property
     def status_label(self) -> str:
@@ -61,6 +62,14 @@ class Board:
         """The node with this id, or None."""
         return self.by_id.get(node_id) if node_id else None
 
+    def children_of(self, node_id: str) -> list[BoardNode]:
+        """The nodes whose `parentId` is this node, in dashboard order."""
+        return [node for node in self.nodes if node.parent_id == node_id and node.id != node_id]
+
+    def siblings_of(self, node: BoardNode) -> list[BoardNode]:
+        """The other nodes listed in the same tray (its neighbours on the board), in dashboard order."""
+        return [other for other in self.nodes if other.tray == node.tray and other.id != node.id]
+
     def title_of(self, node_id: str) -> str:
         """The node's title (its id when it has none), for display."""
         node = self.get(node_id)
@@ -82,5 +91,8 @@ def board_from_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> 
         if count > MAX_BOARD_NODES:
             message = f"the dashboard has more than {MAX_BOARD_NODES} nodes"
             raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=422)
-        nodes += (BoardNode(id=node.id, title=node.title, status=node.status, tray=tray_name) for node in tray)
+        nodes += (
+            BoardNode(id=node.id, title=node.title, status=node.status, tray=tray_name, parent_id=node.parent_id)
+            for node in tray
+        )
     return Board.of(nodes)

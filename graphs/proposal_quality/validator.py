@@ -13,16 +13,17 @@ result is `ok`, `msgspec.convert(without_null_optionals(kind, report), Organizer
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from contracts.proposal_quality import ReportKind, ValidationResult
+from graphs.proposal_quality.phrases import comparable, forbidden_in
 
 ORGANIZER_FORBIDDEN = ("べき", "してください", "が必要です")
-"""Organizer: assertive phrases not allowed in `summary` or any `reason` (seed 004 §3.1)."""
+"""Organizer: assertive phrases not allowed in `summary` or any `reason` (seed 004 §3.1), in any spelling
+(`phrases.forbidden_in`: spacing, width, kana and kanji variants); messages quote them as written here."""
 ADVISOR_FORBIDDEN = ("ベスト", "推奨", "正解", "すべき")
-"""Advisor: recommending or asserting words not allowed anywhere in the output (seed 004 §3.3)."""
+"""Advisor: recommending or asserting words not allowed anywhere in the output (seed 004 §3.3), in any spelling."""
 LABEL_MARKERS = ("案", "パターン", "候補")
 """An Advisor option label should say it is one option among others (seed 004 §3.4)."""
 NEXT_STEP_MARKER = "まず"
@@ -66,15 +67,9 @@ def _quote(value: str) -> str:
     return f"'{shown}…'" if len(value) > MAX_QUOTED_CHARS else f"'{shown}'"
 
 
-def comparable(text: str) -> str:
-    """`text` as the forbidden-word check sees it: NFKC (half-width ﾍﾞｽﾄ is ベスト) without invisible characters."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text) if unicodedata.category(ch) != "Cf")
-
-
-def forbidden_in(text: str, phrases: Iterable[str]) -> str | None:
-    """The first of `phrases` that `text` contains (after `comparable`), or None."""
-    seen = comparable(text)
-    return next((phrase for phrase in phrases if phrase in seen), None)
+def _has(text: str, marker: str) -> bool:
+    """Whether `text` contains `marker`, compared as forbidden phrases are (width, spacing and kana folded)."""
+    return comparable(marker) in comparable(text)
 
 
 # --- field helpers: each reports its own problem and returns the value only when it is usable ------
@@ -199,7 +194,7 @@ def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> 
         found.errors.append("summary must be non-empty")
     else:
         _no_forbidden_phrase(summary, "summary", found)
-        if NEXT_STEP_MARKER not in comparable(summary):
+        if not _has(summary, NEXT_STEP_MARKER):
             found.warnings.append("summary could suggest next step (e.g. まず◯◯)")
     for path, item in _objects(decompositions or [], "decomposition_proposals", found):
         _check_decomposition(item, path, valid, found)
@@ -289,7 +284,7 @@ def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> Va
 
 def _check_option(option: dict[str, Any], path: str, found: _Findings) -> None:
     label = _string(option, "label", path, found, non_blank=True)
-    if label is not None and not any(marker in comparable(label) for marker in LABEL_MARKERS):
+    if label is not None and not any(_has(label, marker) for marker in LABEL_MARKERS):
         found.warnings.append(f"{_path(path, 'label')} should contain 案/パターン/候補")
     _optional_string(option, "description", path, found)
     _optional_string(option, "suggested_status", path, found)

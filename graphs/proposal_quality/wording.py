@@ -3,31 +3,36 @@
 The heuristic reports quote node titles, statuses and the user's intent. Those come from users and
 may contain exactly the phrases the validator forbids (a node called 「推奨設定の見直し」), which
 would make the engine's own report fail its gate. `neutral` rephrases them (推奨 → 推薦,
-すべき → する, ...) and bounds their length; the validator's NFKC view is applied first, so
-half-width or zero-width tricks cannot slip a forbidden phrase through.
+すべき → する, ...) and bounds their length. It finds them with the validator's own matcher
+(`phrases.find_forbidden`), so every spelling the gate objects to — 推　奨, して下さい, ﾍﾞｽﾄ — is
+rephrased where it stands, and nothing else is touched.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Literal
 
-from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN, comparable
+from graphs.proposal_quality.phrases import find_forbidden
+from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN
 from graphs.text.normalize import normalize
 
 FORBIDDEN = (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN)
 
-_REPHRASE = (
-    ("すべき", "する"),
-    ("べき", ""),
-    ("してください", "する"),
-    ("が必要です", "が要ります"),
-    ("ベスト", "最良"),
-    ("推奨", "推薦"),
-    ("正解", "正答"),
-)
+REPHRASE: dict[str, str] = {
+    "すべき": "する",
+    "べき": "",
+    "してください": "する",
+    "が必要です": "が要ります",
+    "ベスト": "最良",
+    "推奨": "推薦",
+    "正解": "正答",
+}
+"""What each forbidden phrase becomes in copied text (a test checks every phrase has an entry)."""
 _WHITESPACE = re.compile(r"\s+")
+MAX_REPHRASES = 16
 
 StatusCategory = Literal["done", "doing", "todo", "hold", "other"]
 
@@ -43,18 +48,23 @@ _CATEGORY_WORDS: dict[StatusCategory, frozenset[str]] = {
 
 def neutral(text: str, limit: int = 60) -> str:
     """`text` on one line, at most `limit` characters, with no phrase either validator forbids."""
-    flat = _WHITESPACE.sub(" ", comparable(text)).strip()
+    shown = "".join(ch for ch in unicodedata.normalize("NFKC", text) if ch.isspace() or not _invisible(ch))
+    flat = _WHITESPACE.sub(" ", shown).strip()
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
-    for _ in range(4):
-        if not any(phrase in flat for phrase in FORBIDDEN):
+    for _ in range(MAX_REPHRASES):
+        found = find_forbidden(flat, FORBIDDEN)
+        if found is None:
             return flat
-        for phrase, replacement in _REPHRASE:
-            flat = flat.replace(phrase, replacement)
-    # Replacements can join their neighbours into a new phrase; deleting always terminates.
-    while hit := next((phrase for phrase in FORBIDDEN if phrase in flat), None):
-        flat = flat.replace(hit, "")
+        # Deleting instead once the budget is spent always terminates: the text gets shorter each time.
+        flat = flat[: found.start] + REPHRASE[found.phrase] + flat[found.end :]
+    while (found := find_forbidden(flat, FORBIDDEN)) is not None:
+        flat = flat[: found.start] + flat[found.end :]
     return flat
+
+
+def _invisible(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cf", "Cc")
 
 
 @lru_cache(maxsize=1024)

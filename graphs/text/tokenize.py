@@ -16,6 +16,7 @@ from functools import lru_cache
 from importlib import resources
 from operator import add
 
+from graphs.config_files import read_text
 from graphs.text.normalize import normalize
 
 # Script classes, written as regex class bodies so they can be combined. Kana include the prolonged sound mark
@@ -88,7 +89,7 @@ def terms(text: str) -> list[str]:
     Returns:
         The content terms, normalised, first occurrence order.
     """
-    stopwords, question_words = _stoplists()
+    stopwords, question_words = stoplists()
     found: dict[str, None] = {}
     for match in _TERM_RUNS.finditer(normalize(text)):
         kind = match.lastgroup
@@ -116,17 +117,17 @@ def is_function_token(token: str) -> bool:
     Returns:
         True for function tokens.
     """
-    return token in _stoplists()[0] or _HIRAGANA_ONLY.fullmatch(token) is not None
+    return token in stoplists()[0] or _HIRAGANA_ONLY.fullmatch(token) is not None
 
 
 def _load_word_list(name: str) -> frozenset[str]:
     """Read a packaged one-word-per-line list, skipping blank lines and `#` comments, normalising each entry."""
-    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    text = read_text(resources.files(__package__).joinpath(name))
     words = (normalize(line) for line in text.splitlines())
     return frozenset(w for w in words if w and not w.startswith("#"))
 
 
 @lru_cache(maxsize=1)
-def _stoplists() -> tuple[frozenset[str], frozenset[str]]:
+def stoplists() -> tuple[frozenset[str], frozenset[str]]:
     """Load the English stopwords and Japanese question words once per process, on first use."""
     return _load_word_list("stopwords_en.txt"), _load_word_list("question_words_ja.txt")

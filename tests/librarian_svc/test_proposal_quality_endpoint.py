@@ -306,3 +306,20 @@ def test_dashboard_nodes_keep_their_other_fields_while_the_request_stays_strict(
     misspelled = client.post("/api/advisor/run", json={"dashboard": dashboard, "focus_node_id": "n1"})
     assert misspelled.status_code == 422
     assert misspelled.json()["details"][0]["path"] == "$.focus_node_id"
+
+
+def test_advisor_options_use_the_nodes_children_sent_as_parent_id(client: TestClient[Litestar]) -> None:
+    trays = {
+        "todo": [
+            {"id": "r", "title": "リリース準備", "status": "todo"},
+            {"id": "c2", "title": "当日の連絡体制", "status": "todo", "parentId": "r"},
+        ],
+        "保留": [{"id": "c3", "title": "会場の予約", "status": "保留", "parentId": "r"}],
+    }
+    response = client.post(ADVISOR, json={"dashboard": {"trays": trays}, "focusNodeId": "r"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["ok"], body["errors"]
+    labels = [option["label"] for option in body["report"]["options"]]
+    assert any("会場の予約" in label for label in labels)  # the child on hold
+    assert "子ノード2件" in body["report"]["summary"]

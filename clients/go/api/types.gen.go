@@ -1813,13 +1813,12 @@ type GraceSource struct {
 // the previous `state` verbatim plus `tool_result` (after SEARCH) or `user_response` (after
 // ASK_USER).
 type GraceRequest struct {
-	Collections []SearchCollection `json:"collections,omitempty"`
-	ConfirmPlan *bool              `json:"confirm_plan,omitempty"`
-	Constraints *GraceConstraints  `json:"constraints,omitempty"`
-	PlanSteps   []PlanStep         `json:"plan_steps,omitempty"`
-	Query       *string            `json:"query,omitempty"`
-	// Caller's tracing id; echoed in the response and every log line.
-	RequestID    string                `json:"request_id"`
+	Collections  []SearchCollection    `json:"collections,omitempty"`
+	ConfirmPlan  *bool                 `json:"confirm_plan,omitempty"`
+	Constraints  *GraceConstraints     `json:"constraints,omitempty"`
+	PlanSteps    []PlanStep            `json:"plan_steps,omitempty"`
+	Query        *string               `json:"query,omitempty"`
+	RequestID    *string               `json:"request_id,omitempty"`
 	State        *string               `json:"state,omitempty"`
 	ToolResult   *ToolResult           `json:"tool_result,omitempty"`
 	UserResponse *InterventionResponse `json:"user_response,omitempty"`
@@ -2123,18 +2122,20 @@ type Dashboard struct {
 	Trays *Trays `json:"trays"`
 }
 
-// A node as `GET /api/dashboard` lists it; fields other than these are accepted and
-// ignored.
+// A node as `GET /api/dashboard` lists it; `parentId` makes it a child of that node (the
+// Advisor uses it).
 //
-// The one exception to the contract's strictness, on purpose: a dashboard is another
-// system's document,
-// passed through as it is (nodes carry estimates, assignees, dates…), not parameters a
-// caller spells.
+// Its other fields are accepted and ignored: the one exception to the contract's
+// strictness, on purpose,
+// because a dashboard is another system's document passed through as it is (nodes carry
+// estimates,
+// assignees, dates…), not parameters a caller spells.
 type DashboardNode struct {
 	// A dashboard node id.
-	ID     string  `json:"id"`
-	Status *string `json:"status,omitempty"`
-	Title  *string `json:"title,omitempty"`
+	ID       string  `json:"id"`
+	ParentID *string `json:"parentId,omitempty"`
+	Status   *string `json:"status,omitempty"`
+	Title    *string `json:"title,omitempty"`
 }
 
 // `{ok, report, errors, warnings, rendered?, attempts}` (seed 004 §7), with request id and

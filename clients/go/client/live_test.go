@@ -140,8 +140,9 @@ func TestLiveGeneratedTypesDescribeTheResponses(t *testing.T) {
 
 	collection := "landmarks"
 	query := "How tall is Tokyo Tower?"
+	graceID := "go-grace-1"
 	grace, err := c.GraceStep(ctx, &api.GraceRequest{
-		RequestID: "go-grace-1", Query: &query, Collections: []api.SearchCollection{{Name: collection}},
+		RequestID: &graceID, Query: &query, Collections: []api.SearchCollection{{Name: collection}},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,10 +11,10 @@ from contracts.proposal_quality import Dashboard
 from graphs.proposal_quality.advisor_heuristic import advisor_report
 from graphs.proposal_quality.board import Board, BoardNode, board_from_dashboard
 from graphs.proposal_quality.organizer_heuristic import asks_for_decomposition, organizer_report
+from graphs.proposal_quality.phrases import forbidden_in
 from graphs.proposal_quality.validator import (
     ADVISOR_FORBIDDEN,
     ORGANIZER_FORBIDDEN,
-    comparable,
     validate_advisor_report,
     validate_organizer_report,
 )
@@ -114,17 +114,19 @@ def test_one_status_only_is_not_a_grouping() -> None:
 
 
 @pytest.mark.parametrize(
-    ("status", "labels"),
+    ("status", "first_label"),
     [
-        ("todo", ["案A: すぐに着手する", "案B: 分解してから進める", "案C: いったん保留して情報を集める"]),
-        ("進行中", ["案A: このまま進める", "案B: 分解してから進める", "案C: いったん保留して情報を集める"]),
-        ("完了", ["案A: 完了として確定する", "案B: 見直してから再開する"]),
+        ("todo", "案A: 「会場の予約」にすぐ着手する"),
+        ("進行中", "案A: 「会場の予約」をこのまま進める"),
+        ("完了", "案A: 「会場の予約」を完了として確定する"),
+        ("保留", "案A: 「会場の予約」の保留を解いて再開する"),
     ],
 )
-def test_advisor_options_follow_the_status(status: str, labels: list[str]) -> None:
+def test_advisor_options_follow_the_status(status: str, first_label: str) -> None:
     board = Board.of([node("a", "会場の予約", status)])
     report = advisor_report(board, focus_id="a", intent=None, notes=[])
-    assert [o["label"] for o in report["options"]] == labels
+    assert report["options"][0]["label"] == first_label
+    assert len(report["options"]) >= 2
     assert report["current_status"] == status
 
 
@@ -153,7 +155,7 @@ def test_intent_and_notes_become_criteria() -> None:
     board = Board.of([node("a", "会場の予約")])
     report = advisor_report(board, focus_id="a", intent="費用を抑えたい", notes=["今週中に決める", " "])
     names = [c["name"] for c in report["criteria"]]
-    assert names == ["期限", "作業量", "不確実性", "ご意向との合致", "制約"]
+    assert names == ["期限", "作業量", "不確実性", "空き状況", "ご意向との合致", "制約"]  # 空き状況: a booking
     assert "今週中に決める" in report["criteria"][-1]["description"]
     assert "費用を抑えたい" in report["summary"]
 
@@ -172,7 +174,7 @@ def test_intent_and_notes_become_criteria() -> None:
     ],
 )
 def test_neutral_removes_every_forbidden_phrase(text: str) -> None:
-    assert not any(p in comparable(neutral(text)) for p in (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN))
+    assert forbidden_in(neutral(text), (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN)) is None
 
 
 def test_neutral_bounds_and_flattens() -> None:
