@@ -354,6 +354,8 @@ class WorkflowResponse(AceAction, tag="COMPLETE"):
     reflection: ReflectionResult | None
     deltas: list[DeltaContextItem]
     playbook_saved: bool
+    notes: list[str]
+    """What the merge decided besides the deltas: near-duplicates refined, contradictions kept apart, skips."""
     produced_by: EngineName
     usage: Usage
 

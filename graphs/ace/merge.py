@@ -22,6 +22,7 @@ deltas before they get this far (`delta_problems`), while a model's are dropped 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -276,6 +277,7 @@ async def merge(
     source: str = "",
     counters_changed: bool = False,
     now: datetime.datetime | None = None,
+    reserved_ids: Iterable[str] = (),
 ) -> MergeOutcome:
     """Apply `deltas` to `playbook` (counters already applied) as the module docstring describes.
 
@@ -289,8 +291,11 @@ async def merge(
         source: Recorded as `source_trajectory` of added bullets.
         counters_changed: Whether `apply_evaluations` changed anything (then `updated_at` moves too).
         now: The time to record as `updated_at` (default: the current time).
+        reserved_ids: Ids named elsewhere in the request (a trajectory's used ids, the caller's deltas): never
+            issued to a new bullet, whatever the playbook's metadata says, and their numbers raise the mark.
     """
     merger = _Merger(playbook, rules, source)
+    merger.allocator.reserve(reserved_ids)
     for delta in deltas:
         match delta.type:
             case "DELETE":

@@ -10,6 +10,7 @@ the reflector, which seed 001 makes return an empty result instead.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 import structlog
@@ -24,6 +25,7 @@ from contracts.ace import (
     BulletEvaluation,
     CuratedAction,
     ModelProblem,
+    Playbook,
     ReflectionAction,
     ReflectionResult,
     SearchQuery,
@@ -37,12 +39,12 @@ from graphs.ace.hybrid_search import HybridSearch
 from graphs.ace.llm_curate import curate_with_llm
 from graphs.ace.llm_generate import generate_with_llm
 from graphs.ace.llm_reflect import reflect_with_llm
-from graphs.ace.merge import apply_evaluations, merge
+from graphs.ace.merge import MergeOutcome, apply_evaluations, merge
 from graphs.ace.options import AceOptions
 from graphs.ace.playbook_checks import playbook_problems
 from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
 from graphs.ace.reflector_prompt import ReflectorPromptBuilder
-from graphs.ace.sections import curate_dataset, reflect_dataset, section_rules
+from graphs.ace.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
 from graphs.llm.errors import ModelFailure, ModelTimeout
@@ -119,16 +121,14 @@ def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
     }
 
 
-def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Seed 000 §10: read the dataset's playbook from the store (missing → empty; corrupt → PlaybookCorrupt)."""
     request = state["request"]
     assert isinstance(request, WorkflowRequest)
     options = _options(runtime)
-    playbook = PlaybookStore(options.playbook_data_dir).load(request.dataset)
+    playbook = await asyncio.to_thread(PlaybookStore(options.playbook_data_dir).load, request.dataset)
     rules = section_rules(runtime.context.sections, request.dataset)
-    problems = playbook_problems(playbook, rules, "$")
-    if problems:
-        raise PlaybookCorrupt(f"stored playbook {request.dataset!r} breaks the section rules: {problems[0].message}")
+    _check_stored(playbook, rules, request.dataset)
     return {
         "dataset": request.dataset,
         "rules": rules,
@@ -144,6 +144,12 @@ def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
         "saved": False,
         "usage": runtime.context.empty_usage(),
     }
+
+
+def _check_stored(playbook: Playbook, rules: SectionRules, dataset: str) -> None:
+    problems = playbook_problems(playbook, rules, "$")
+    if problems:
+        raise PlaybookCorrupt(f"stored playbook {dataset!r} breaks the section rules: {problems[0].message}")
 
 
 # --- generator ----------------------------------------------------------------------------------------
@@ -302,19 +308,41 @@ async def propose_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -
     return {"proposed": proposed, "curated_by": "heuristic", "usage": usage}
 
 
-async def merge_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def _merge(
+    state: AceGraphState, runtime: Runtime[AgentContext], playbook: Playbook, *, counters_changed: bool
+) -> MergeOutcome:
     """The caller's deltas first (validated against its playbook), then the curator's; then the budget."""
     query = state["reflection"].trajectory_query
-    merged = await merge(
-        state["playbook"],
+    return await merge(
+        playbook,
         [*state["client_deltas"], *state["proposed"]],
         rules=state["rules"],
         embeddings=runtime.context.embeddings,
         dedup_threshold=state["dedup_threshold"],
         max_bullets=state["max_bullets"],
         source=f"{state['request_id']}: {query[:200]}",
-        counters_changed=state.get("counters_changed", False),
+        counters_changed=counters_changed,
+        reserved_ids=_request_ids(state),
     )
+
+
+def _request_ids(state: AceGraphState) -> list[str]:
+    """Every bullet id the request names besides its playbook's: none of them may be issued to a new bullet."""
+    request = state.get("request")
+    named: list[str] = []
+    if isinstance(request, AceCurateRequest):
+        if request.trajectory is not None:
+            named += request.trajectory.used_bullet_ids
+        named += [d.bullet_id for d in request.deltas if d.bullet_id is not None]
+    trajectory = state.get("trajectory")
+    if trajectory is not None:
+        named += trajectory.used_bullet_ids
+    return named
+
+
+async def merge_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Merge into the request's (or the loaded) playbook, counters already applied."""
+    merged = await _merge(state, runtime, state["playbook"], counters_changed=state.get("counters_changed", False))
     return {"merged": merged}
 
 
@@ -336,10 +364,28 @@ def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
 # --- workflow ----------------------------------------------------------------------------------------
 
 
-def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """Replace the stored playbook with the curated one (atomically)."""
-    PlaybookStore(_options(runtime).playbook_data_dir).save(state["dataset"], state["merged"].playbook)
-    return {"saved": True}
+async def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Apply this run's votes and deltas to the stored playbook as it is now, under its lock, and save it.
+
+    Other runs (in this process or another instance sharing the data directory) may have saved since this
+    one loaded the playbook. Replaying the evaluations and the deltas onto the fresh copy keeps their
+    lessons as well as this run's, and new ids continue from the fresh high-water mark; the response
+    reports the deltas as they were applied to it.
+    """
+    store = PlaybookStore(_options(runtime).playbook_data_dir)
+    dataset, evaluations = state["dataset"], state["reflection"].bullet_evaluations
+
+    async def replay(fresh: Playbook) -> tuple[Playbook, MergeOutcome]:
+        if not store.exists(dataset):
+            raise PlaybookCorrupt(f"stored playbook {dataset!r} was removed while this run was learning")
+        _check_stored(fresh, state["rules"], dataset)
+        counted = apply_evaluations(fresh, evaluations)
+        outcome = await _merge(state, runtime, counted, counters_changed=counted is not fresh)
+        return outcome.playbook, outcome
+
+    saved, merged = await store.update(dataset, replay, deadline=runtime.context.deadline)
+    merged.playbook = saved
+    return {"merged": merged, "saved": True}
 
 
 def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
@@ -354,6 +400,7 @@ def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
         reflection=state.get("reflection"),
         deltas=merged.applied if merged else [],
         playbook_saved=state.get("saved", False),
+        notes=merged.notes if merged else [],
         produced_by=state["generated_by"],
         usage=state["usage"],
     )
