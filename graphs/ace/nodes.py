@@ -35,6 +35,7 @@ from contracts.ace import (
 from graphs.ace.heuristic_curate import propose_deltas as heuristic_deltas
 from graphs.ace.heuristic_generate import generate_extractive
 from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
+from graphs.ace.heuristic_text import content_tokens, stem
 from graphs.ace.hybrid_search import HybridSearch
 from graphs.ace.llm_curate import curate_with_llm
 from graphs.ace.llm_generate import generate_with_llm
@@ -176,7 +177,8 @@ async def generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
                 "generated_by": context.llm_config.provider,
                 "usage": usage,
             }
-    generated = generate_extractive(query, dataset, size, hits)
+    weights = await _search(runtime).aterm_weights(state["playbook"], content_tokens(query), key=stem)
+    generated = generate_extractive(query, dataset, size, hits, weights)
     return {"generated": generated, "trajectory": generated.trajectory, "generated_by": "heuristic", "usage": usage}
 
 
@@ -294,18 +296,41 @@ def update_counters(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
     return {"playbook": after, "counters_changed": after is not before}
 
 
+FALLBACK_MIN_BUDGET_S = 0.05
+"""Below this much time left, a failed curator model ends the step as TIMEOUT instead of falling back."""
+
+
 async def propose_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """The curator's own deltas: the model's when configured (heuristic fallback), else the heuristic's."""
+    """The curator's own deltas: the model's when configured (heuristic fallback), else the heuristic's.
+
+    A model that fails (provider error, or its own timeout while the request still has time) must not
+    cost the caller the deterministic part of curation: the counters are already applied, the caller's
+    deltas still merge, and the curator's rules propose the deltas instead; `notes` says so. Only when
+    the request's own deadline is spent does the step end as TIMEOUT.
+    """
     context = runtime.context
     reflection, playbook, rules = state["reflection"], state["playbook"], state["rules"]
     usage = state["usage"]
+    notes: list[str] = []
     if context.llm is not None:
-        deltas, model_usage = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
-        usage = usage.plus(model_usage)
-        if deltas is not None:
-            return {"proposed": deltas, "curated_by": context.llm_config.provider, "usage": usage}
+        try:
+            deltas, model_usage = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
+        except ModelFailure as exc:
+            left = context.remaining_s()
+            if left is not None and left < FALLBACK_MIN_BUDGET_S:
+                raise
+            kind = "TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_FAILURE"
+            log.warning("ace: curator model failed; curating with the rules", error_type=kind, reason=str(exc))
+            notes.append(
+                f"the curator's model failed ({kind}: {exc}): the counters and the caller's deltas are applied, "
+                "and the curator's deltas come from its rules (heuristic engine)"
+            )
+        else:
+            usage = usage.plus(model_usage)
+            if deltas is not None:
+                return {"proposed": deltas, "curated_by": context.llm_config.provider, "usage": usage}
     proposed = await heuristic_deltas(reflection, playbook, rules, _search(runtime))
-    return {"proposed": proposed, "curated_by": "heuristic", "usage": usage}
+    return {"proposed": proposed, "curated_by": "heuristic", "usage": usage, "curate_notes": notes}
 
 
 async def _merge(
@@ -354,7 +379,7 @@ def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
         deltas=merged.applied,
         playbook=merged.playbook,
         pruned_bullet_ids=merged.pruned,
-        notes=merged.notes,
+        notes=[*state.get("curate_notes", []), *merged.notes],
         produced_by=state["curated_by"],
         usage=state["usage"],
     )
@@ -400,7 +425,7 @@ def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
         reflection=state.get("reflection"),
         deltas=merged.applied if merged else [],
         playbook_saved=state.get("saved", False),
-        notes=merged.notes if merged else [],
+        notes=[*state.get("curate_notes", []), *merged.notes] if merged else [],
         produced_by=state["generated_by"],
         usage=state["usage"],
     )

@@ -230,8 +230,8 @@ def figures(text: str) -> list[Figure]:
         multiplier = (match.group("mult") or "").strip()
         if multiplier:
             value *= _MULTIPLIERS[multiplier]
-        unit = _unit_after(masked, match.end())
-        found.append((match.start(), Figure("number", _canonical(value), unit, match.group().strip())))
+        unit, unit_end = _unit_after(masked, match.end())
+        found.append((match.start(), Figure("number", _canonical(value), unit, masked[match.start() : unit_end])))
     masked = _NUMBER.sub(lambda m: " " * len(m.group()), masked)  # 3万 is one figure, not 3 and 万
     for match in _KANJI_NUMBER.finditer(masked):
         figure = _kanji_figure(masked, match)
@@ -277,27 +277,26 @@ def _singular(word: str) -> str:
     return word
 
 
-def _unit_after(text: str, end: int) -> str:
-    """The unit right after a number: a Japanese counter, a katakana word, `%` or an English word."""
+def _unit_after(text: str, end: int) -> tuple[str, int]:
+    """The unit right after a number (a Japanese counter, a katakana word, `%` or an English word) and where it ends."""
     rest = text[end:]
     stripped = rest.lstrip(" ")
-    if len(rest) - len(stripped) > 1:
-        return ""
-    counter = _cues().counters.match(stripped)
+    gap = len(rest) - len(stripped)
+    if gap > 1:
+        return "", end
     katakana = _KATAKANA_UNIT.match(stripped)
     if katakana:
-        return katakana.group()
+        return katakana.group(), end + gap + katakana.end()
+    counter = _cues().counters.match(stripped)
     if counter:
-        return counter.group()
+        return counter.group(), end + gap + counter.end()
     ascii_unit = _ASCII_UNIT.match(rest)
     if ascii_unit is None:
-        return ""
+        return "", end
     word = ascii_unit.group("unit")
-    if word == "%":
-        return word
-    if is_function_token(word):
-        return ""
-    return _singular(word)
+    if word != "%" and is_function_token(word):
+        return "", end
+    return (word if word == "%" else _singular(word)), end + ascii_unit.end()
 
 
 def _kanji_value(numeral: str) -> int:
@@ -323,10 +322,10 @@ def _kanji_figure(text: str, match: re.Match[str]) -> Figure | None:
     numeral = match.group()
     if numeral == "十" and text.startswith("分", match.end()):
         return None  # 十分: "enough"
-    unit = _unit_after(text, match.end())
+    unit, unit_end = _unit_after(text, match.end())
     if not unit or not _JAPANESE.search(unit):
         return None
-    return Figure("number", _canonical(_kanji_value(numeral)), unit, numeral + unit)
+    return Figure("number", _canonical(_kanji_value(numeral)), unit, text[match.start() : unit_end])
 
 
 def _word_figure(text: str, match: re.Match[str]) -> Figure | None:
@@ -339,10 +338,10 @@ def _word_figure(text: str, match: re.Match[str]) -> Figure | None:
     scale = match.group("scale")
     if scale:
         value *= {"hundred": 100, "thousand": 1000, "million": 10**6}[scale]
-    unit = _unit_after(text, match.end())
+    unit, unit_end = _unit_after(text, match.end())
     if word == "one" and not scale and not unit:
         return None  # "the one that", "one of", "one by one": a pronoun, not a count
-    return Figure("number", str(value), unit, match.group())
+    return Figure("number", str(value), unit, text[match.start() : unit_end])
 
 
 def _iso_date(match: re.Match[str]) -> Figure:

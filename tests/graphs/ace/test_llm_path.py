@@ -118,25 +118,13 @@ def test_provider_failure_is_model_failure(llm_client_for: LLMClientFor, llm_ser
     llm_server.default_reply = Reply(status=500, content="boom")
     for path, body in [
         (GENERATE, {"query": "x", "playbook": MIXED}),
-        (
-            CURATE,
-            {
-                "reflection": {
-                    "insights": [INSIGHT],
-                    "bullet_evaluations": [],
-                    "trajectory_query": "q",
-                    "trajectory_dataset": "default",
-                },
-                "playbook": MIXED,
-            },
-        ),
         (WORKFLOW, {"query": "x", "dataset": "nothing-stored"}),
     ]:
         answer = post(client, path, {**body, "request_id": "r-mf"})
         assert answer["action"] == "ERROR", path
         assert answer["error_type"] == "MODEL_FAILURE"
         assert answer["request_id"] == "r-mf"
-    assert len(llm_server.chat_requests) == 6  # one retry per call, then give up
+    assert len(llm_server.chat_requests) == 4  # one retry per call, then give up
 
 
 @pytest.mark.parametrize(
@@ -340,6 +328,33 @@ def test_an_unusable_curation_falls_back_to_the_heuristic(
     assert answer["produced_by"] == "heuristic"
     assert [(d["type"], d["content"]) for d in answer["deltas"]] == [("ADD", "Tokyo Tower is 333 m tall")]
     assert answer["usage"]["llm_calls"] == 2
+
+
+@pytest.mark.parametrize(
+    ("reply", "env", "kind"),
+    [
+        (Reply(status=500, content="boom"), {}, "MODEL_FAILURE"),
+        (Reply(content="{}", delay_s=2), {"LLM_TIMEOUT_MS": "300"}, "TIMEOUT"),
+    ],
+    ids=["provider-500", "model-timeout"],
+)
+def test_a_failed_curator_model_keeps_the_counters_and_curates_by_the_rules(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, reply: Reply, env: dict[str, str], kind: str
+) -> None:
+    client = llm_client_for(**env)
+    llm_server.default_reply = reply
+    deltas = [{"type": "ADD", "section": "general", "content": "Check official sources for heights."}]
+    body = {"reflection": REFLECTION, "playbook": MIXED, "deltas": deltas, "constraints": {"timeout_ms": 10_000}}
+    answer = post(client, CURATE, body)
+    assert answer["action"] == "CURATED"
+    assert answer["produced_by"] == "heuristic"
+    bullets = {b["id"]: b for b in answer["playbook"]["bullets"]}
+    assert (bullets["gen-00001"]["helpful"], bullets["gen-00001"]["harmful"]) == (0, 1)  # the vote survived
+    assert [(d["type"], d["content"]) for d in answer["deltas"]] == [
+        ("ADD", "Check official sources for heights."),  # the caller's
+        ("ADD", "Tokyo Tower is 333 m tall"),  # the curator's rules, from the insight
+    ]
+    assert any(f"curator's model failed ({kind}" in note for note in answer["notes"]), answer["notes"]
 
 
 def test_curate_with_appworld_sections_refuses_unknown_ones(
