@@ -21,7 +21,7 @@ $(STAMP): requirements.lock pyproject.toml
 run: install ## Serve on $$PORT (default 8080) with the embedded engine unless a provider is configured
 	PORT=$(PORT) $(PY) -m librarian_svc
 
-test: install lint typecheck schema-check unit ## Lint, type-check, schema drift, then the whole pytest suite
+test: install lint typecheck schema-check go-check unit ## Lint, type-check, schema drift, Go client, then the whole pytest suite
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -62,3 +62,24 @@ clean:
 
 demo: install ## A Japanese question answered from ../shared/data/jsquad, the loop printed step by step
 	$(PY) -m reference_orchestrator $(if $(QUESTION),--question "$(QUESTION)",)
+
+# Go client (clients/go): types generated from contracts/schema by the quicktype pinned in clients/go/tools.
+# Offline (the module has no dependencies) and with caches under build/, writable by whoever runs make.
+.PHONY: go-client go-check
+GO_TOOLS := clients/go/tools/node_modules/.install.stamp
+export GOPROXY := off
+export GOTOOLCHAIN := local
+export GOCACHE ?= $(CURDIR)/build/go/cache
+export GOPATH ?= $(CURDIR)/build/go/path
+
+$(GO_TOOLS): clients/go/tools/package-lock.json
+	cd clients/go/tools && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+go-client: install $(GO_TOOLS) ## Regenerate clients/go/api/*.gen.go from contracts/schema (after make schema)
+	$(PY) clients/go/generate.py
+
+go-check: install $(GO_TOOLS) ## Go client: generated types match contracts/schema, gofmt, go vet, go build
+	$(PY) clients/go/generate.py --check
+	@cd clients/go && test -z "$$(gofmt -l .)" || { echo "not gofmt'd:"; gofmt -l .; exit 1; }
+	cd clients/go && go vet ./... && go build ./...

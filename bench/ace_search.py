@@ -36,9 +36,12 @@ from graphs.ace.playbook_text import parse_playbook
 from graphs.ace.search_index import IndexCache, search_text
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
+from librarian_svc.settings import ENV_DEFAULTS
 
 ACE_DATA = PROJECT_ROOT.parent / "shared" / "data" / "ace-appworld"
 DIM = 512
+ALPHA = float(ENV_DEFAULTS["SEARCH_ALPHA"])
+"""The service's default α (seed 000 §7), for both designs."""
 TOP_K = 10
 QUERIES = [
     "How do I get all items from a paginated API?",
@@ -78,7 +81,7 @@ def synthetic(size: int, source: Playbook, seed: int = 7) -> Playbook:
 class SeedDesign:
     """Seed 000 §5's HybridSearch, verbatim in behaviour: re-embed every bullet and rebuild BM25 per query."""
 
-    def __init__(self, alpha: float = 0.5) -> None:
+    def __init__(self, alpha: float = ALPHA) -> None:
         self.embedder = HashingEmbeddings(dim=DIM)
         self.alpha = alpha
 
@@ -101,7 +104,9 @@ class SeedDesign:
 
 def ours(cache: IndexCache) -> HybridSearch:
     return HybridSearch(
-        CachedEmbeddings(HashingEmbeddings(dim=DIM), model=f"bench/{DIM}", max_entries=50_000), cache=cache
+        CachedEmbeddings(HashingEmbeddings(dim=DIM), model=f"bench/{DIM}", max_entries=50_000),
+        alpha=ALPHA,
+        cache=cache,
     )
 
 

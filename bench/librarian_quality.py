@@ -38,10 +38,27 @@ def load_questions(path: Path) -> tuple[Corpus, list[tuple[str, str, tuple[str, 
     return Corpus(chunks), questions
 
 
-async def evaluate(sample: int, seed: int, vector: bool, k: int, offset: int) -> dict[str, object]:
-    corpus, questions = load_questions(JSQUAD)
+DEV_SAMPLE = 600
+"""The tuning slice: `random.Random(seed).sample(questions, DEV_SAMPLE)`. `--held-out` measures on the rest."""
+
+
+def choose(
+    questions: list[tuple[str, str, tuple[str, int]]], *, sample: int, seed: int, offset: int, held_out: bool
+) -> list[tuple[str, str, tuple[str, int]]]:
+    """The questions a run measures: a seeded sample, or every question outside the tuning slice."""
+    if held_out:
+        dev = {qid for qid, _, _ in random.Random(seed).sample(questions, DEV_SAMPLE)}
+        rest = [q for q in questions if q[0] not in dev]
+        return rest[:sample] if sample < len(rest) else rest
     rng = random.Random(seed)
-    chosen = rng.sample(questions, min(len(questions), sample + offset))[offset:]
+    return rng.sample(questions, min(len(questions), sample + offset))[offset:]
+
+
+async def evaluate(
+    sample: int, seed: int, vector: bool, k: int, offset: int, held_out: bool = False
+) -> dict[str, object]:
+    corpus, questions = load_questions(JSQUAD)
+    chosen = choose(questions, sample=sample, seed=seed, offset=offset, held_out=held_out)
 
     baseline = {1: 0, 2: 0, 5: 0}
     for _, question, gold in chosen:
@@ -75,6 +92,7 @@ async def evaluate(sample: int, seed: int, vector: bool, k: int, offset: int) ->
         "model": settings.llm.model,
         "questions": n,
         "seed": seed,
+        "slice": f"held out: every question outside the {DEV_SAMPLE}-question tuning slice" if held_out else "sample",
         "k": k,
         "vector_search": vector,
         "librarian": {
@@ -95,8 +113,13 @@ def main() -> None:
     parser.add_argument("--offset", type=int, default=0, help="skip this many sampled questions (held-out slices)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--vector", action="store_true", help="also answer queries_vector (cosine)")
+    parser.add_argument(
+        "--held-out",
+        action="store_true",
+        help=f"measure on every question outside the tuning slice (the first {DEV_SAMPLE} sampled with --seed)",
+    )
     args = parser.parse_args()
-    report = asyncio.run(evaluate(args.sample, args.seed, args.vector, args.k, args.offset))
+    report = asyncio.run(evaluate(args.sample, args.seed, args.vector, args.k, args.offset, args.held_out))
     print(json.dumps(report, indent=2, ensure_ascii=False))
 
 

@@ -6,7 +6,7 @@ and import nothing but msgspec, so the Go side can be generated from their JSON 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -39,10 +39,20 @@ class ErrorResponse(WireStruct, tag_field="action", tag="ERROR"):
     message: str
     details: list[ErrorDetail] = msgspec.field(default_factory=list)
     state: StateToken | None = None
+    usage: Annotated[
+        Usage | None,
+        msgspec.Meta(description="What the step spent on the model before it failed (TIMEOUT, MODEL_FAILURE)."),
+    ] = None
 
 
 class Usage(WireStruct):
-    """Which engine answered and what it cost, so the orchestrator can account for it."""
+    """Which engine produced the answer and what the model cost, so the orchestrator can account for it.
+
+    `engine` names what produced the answer: `heuristic` when no model is configured, and also when a
+    model was configured but the embedded rules stood in for its output (`fallback` true, with the
+    reason); `model` and the counts are then still the model's, because its calls were made and billed.
+    `llm_calls` counts every request sent to the provider, transport retries and re-asks included.
+    """
 
     engine: EngineName
     model: str | None = None
@@ -50,6 +60,12 @@ class Usage(WireStruct):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    fallback: Annotated[
+        bool, msgspec.Meta(description="The embedded rules stood in for a model's unusable or failed output.")
+    ] = False
+    fallback_reason: Annotated[
+        str | None, msgspec.Meta(description="Why the rules stood in (agent and reason); null without a fallback.")
+    ] = None
 
     def plus(self, other: Usage) -> Usage:
         """Sum two usages of the same engine (e.g. every attempt of a re-ask loop)."""
@@ -60,6 +76,8 @@ class Usage(WireStruct):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            fallback=self.fallback or other.fallback,
+            fallback_reason=self.fallback_reason or other.fallback_reason,
         )
 
 

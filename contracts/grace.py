@@ -59,6 +59,7 @@ AskKind = Literal["CONFIRM", "ESCALATE", "QUESTION", "PLAN"]
 """Why an ASK_USER was sent: an intervention (CONFIRM / ESCALATE), an `ask_user` step, or plan approval."""
 
 EventType = Literal[
+    "plan_fallback",
     "plan_created",
     "step_started",
     "step_finished",

@@ -125,8 +125,12 @@ class ValidationResult(WireStruct):
 # --- the dashboard the run endpoints take (seed 004 §7) -------------------------------------------
 
 
-class DashboardNode(WireStruct):
-    """A node as `GET /api/dashboard` lists it; fields other than these are accepted and ignored."""
+class DashboardNode(WireStruct, forbid_unknown_fields=False):
+    """A node as `GET /api/dashboard` lists it; fields other than these are accepted and ignored.
+
+    The one exception to the contract's strictness, on purpose: a dashboard is another system's document,
+    passed through as it is (nodes carry estimates, assignees, dates…), not parameters a caller spells.
+    """
 
     id: NodeId
     title: Annotated[str, msgspec.Meta(max_length=2_000)] = ""

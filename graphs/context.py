@@ -1,8 +1,9 @@
 """The typed run context every agent graph receives (LangGraph `context_schema`).
 
 Built once per process from settings (`base`) and specialised per request with that
-request's deadline, so nodes read their model, embedder, limits and prompt directory from
-here instead of globals, and a test passes its own.
+request's deadline and a fresh usage meter, so nodes read their model, embedder, limits, options
+and prompt directory from here instead of globals, and a test passes its own. Every option is a
+required field: its default lives in `librarian_svc/settings.py` (ENV_DEFAULTS) and nowhere else.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from contracts.common import Usage
+from contracts.common import EngineName, Usage
 from graphs.config_files import GraceConfig, SectionDefinition
 from graphs.llm.config import LLMConfig
+from graphs.llm.usage import UsageMeter
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -32,28 +34,57 @@ else:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LibrarianOptions:
+    """The Librarian's knobs (`LIBRARIAN_NEAR_DUP_THRESHOLD`)."""
+
+    near_dup_threshold: float
+    """Character-shingle Jaccard at which two snippets count as near-duplicates."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AceOptions:
+    """ACE's knobs (`PLAYBOOK_DATA_DIR`, `ACE_DEDUP_THRESHOLD`, `SEARCH_ALPHA`)."""
+
+    playbook_data_dir: Path
+    """Where `/workflow/run` keeps `<dataset>.json` playbooks (seed 000 §7's `data/playbooks`)."""
+    dedup_threshold: float
+    """Cosine at which a curator ADD counts as a near-duplicate of a bullet in its section."""
+    search_alpha: float
+    """Seed 000 §7: the weight of the vector score in hybrid search (BM25 gets 1 − α)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class AgentContext:
-    """What a node may use: the chat model (None means the embedded heuristic engine), the embedder, config."""
+    """What a node may use: the chat model (None means the embedded heuristic engine), the embedder, config.
+
+    `meter` is not an init field: every instance gets a fresh one, and `with_deadline` builds a new
+    instance per request, so one request's spend never leaks into another's.
+    """
 
     llm: ChatModel | None
     llm_config: LLMConfig
     embeddings: Embedder
     prompts_dir: Path
     config_dir: Path
+    librarian: LibrarianOptions
+    ace: AceOptions
     sections: dict[str, list[SectionDefinition]] = dataclasses.field(default_factory=dict)
     grace: GraceConfig = dataclasses.field(default_factory=GraceConfig)
     deadline: float | None = None
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)
     request_id: str = ""
     seal_state: Callable[[Any], str] | None = None
+    meter: UsageMeter = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "meter", UsageMeter(self.llm_config.provider, self.llm_config.model))
 
     @property
-    def engine(self) -> str:
-        """The engine name reported in responses."""
+    def engine(self) -> EngineName:
+        """The configured engine: what produced an answer when the model's output was used."""
         return self.llm_config.provider
 
     def with_deadline(self, timeout_s: float) -> AgentContext:
-        """A copy for one request, whose monotonic deadline is `timeout_s` from now."""
+        """A copy for one request, whose monotonic deadline is `timeout_s` from now, with its own meter."""
         return dataclasses.replace(self, deadline=time.monotonic() + timeout_s)
 
     def for_request(
@@ -74,6 +105,7 @@ class AgentContext:
         """Seconds left before the deadline (None when unbounded)."""
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
-    def empty_usage(self) -> Usage:
-        """Usage for a step that made no model call."""
-        return Usage(engine=self.llm_config.provider, model=self.llm_config.model)
+    @property
+    def usage(self) -> Usage:
+        """What this request has spent so far, as its response reports it."""
+        return self.meter.usage

@@ -3,10 +3,10 @@
 For each request it does, in this order and the same way for every agent (`graphs/agent_spec.py`):
 check the Content-Type (415), decode the body strictly into the operation's request type (400 for
 malformed JSON, 422 with every violation and its JSON path; operations that take `text/plain` or no
-body get their request from the path and query parameters, with the same strictness), adopt the request id, start the
-deadline, open and verify the state token, run the agent's one pre-graph `check`, run the agent
-with a context that knows how to seal the next state, and map agent-level failures to HTTP 200
-ERROR bodies (TIMEOUT and MODEL_FAILURE carry the request's own state token, so the caller can
+body get their request from the path and query parameters, with the same strictness), adopt the
+request id, start the deadline, open and verify the state token, run the agent's one pre-graph
+`check`, run the agent with a context that knows how to seal the next state, and map agent-level
+failures to HTTP 200 ERROR bodies (TIMEOUT and MODEL_FAILURE carry the request's own state token, so the caller can
 retry the step as it was). Controllers only name the operation; the SSE relay lives here too.
 """
 
@@ -234,6 +234,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
             message=f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
             "retry with the same state",
             state=call.token,
+            usage=call.context.usage,  # what the step spent on the model before the deadline
         )
     except ModelFailure as exc:
         log.warning("model failure", agent=call.spec.name, reason=str(exc))
@@ -242,6 +243,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
             error_type="MODEL_FAILURE",
             message=f"the language model failed: {exc}",
             state=call.token,
+            usage=call.context.usage,
         )
 
 

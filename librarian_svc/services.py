@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from graphs.ace.graph import GRAPH_BUILDERS as ACE_GRAPH_BUILDERS
-from graphs.context import AgentContext
+from graphs.context import AceOptions, AgentContext, LibrarianOptions
 from graphs.embeddings.factory import describe, make_embeddings
 from graphs.grace import graph as grace_graph
 from graphs.librarian import graph as librarian_graph
@@ -67,6 +67,25 @@ def _state_keys(settings: Settings) -> list[bytes]:
     return [secrets.token_bytes(32)]
 
 
+def agent_context(settings: Settings, *, llm: Any, embeddings: Any) -> AgentContext:
+    """The process-wide agent context: the model and embedder given, every option typed from `settings`."""
+    return AgentContext(
+        llm=llm,
+        llm_config=settings.llm,
+        embeddings=embeddings,
+        prompts_dir=settings.prompts_dir,
+        config_dir=settings.config_dir,
+        librarian=LibrarianOptions(near_dup_threshold=settings.librarian_near_dup_threshold),
+        ace=AceOptions(
+            playbook_data_dir=settings.playbook_data_dir,
+            dedup_threshold=settings.ace_dedup_threshold,
+            search_alpha=settings.search_alpha,
+        ),
+        sections=settings.sections,
+        grace=settings.grace,
+    )
+
+
 def build_services(settings: Settings) -> Services:
     """Create the model client, embedder, codec and compiled graphs; raise if any cannot be built."""
     chat_model = make_chat_model(settings.llm)
@@ -80,21 +99,7 @@ def build_services(settings: Settings) -> Services:
         log.info("LLM provider configured", engine=settings.llm.provider, model=settings.llm.model)
     embeddings = make_embeddings(settings.embedding)
     log.info("embedder configured", embedding=describe(settings.embedding))
-    context = AgentContext(
-        llm=chat_model,
-        llm_config=settings.llm,
-        embeddings=embeddings,
-        prompts_dir=settings.prompts_dir,
-        config_dir=settings.config_dir,
-        sections=settings.sections,
-        grace=settings.grace,
-        options={
-            "near_dup_threshold": settings.librarian_near_dup_threshold,
-            "playbook_data_dir": settings.playbook_data_dir,
-            "ace_dedup_threshold": settings.ace_dedup_threshold,
-            "search_alpha": settings.search_alpha,
-        },
-    )
+    context = agent_context(settings, llm=chat_model, embeddings=embeddings)
     graphs = {name: build() for name, build in GRAPH_BUILDERS.items()}
     codec = StateCodec(
         keys=_state_keys(settings), max_state_bytes=settings.state.max_state_bytes, ttl_s=settings.state.ttl_s

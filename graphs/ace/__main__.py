@@ -4,7 +4,8 @@
     python -m graphs.ace export --dataset appworld > playbook.txt
     python -m graphs.ace list
 
-`--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads).
+`--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads,
+the service's own default for PLAYBOOK_DATA_DIR).
 The checks are the HTTP endpoints' (`graphs/ace/stored_playbooks.py`): an import must parse and fit the
 dataset's sections in `config/sections.yaml`; a file with no bullets would empty the stored playbook and
 is refused unless `--allow-empty`; exporting a dataset that is not stored is an error, not empty output.
@@ -17,13 +18,14 @@ import os
 import sys
 from pathlib import Path
 
-from graphs.ace.options import DEFAULT_PLAYBOOK_DATA_DIR, PROJECT_ROOT
 from graphs.ace.playbook_store import PlaybookStore, PlaybookStoreError
 from graphs.ace.sections import section_rules
 from graphs.ace.stored_playbooks import export_text, parse_import, store_replacing
 from graphs.config_files import load_sections
 from graphs.errors import InvalidInput
 from graphs.llm.config import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "--allow-empty", action="store_true", help="let an import with no bullets replace the stored playbook"
     )
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", DEFAULT_PLAYBOOK_DATA_DIR))
+        "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", PROJECT_ROOT / "data" / "playbooks"))
     )
     parser.add_argument("--config-dir", type=Path, default=Path(os.environ.get("CONFIG_DIR", PROJECT_ROOT / "config")))
     args = parser.parse_args(argv)

@@ -93,12 +93,12 @@ def candidate_mask(query: SearchQuery, bullets: list[Bullet]) -> npt.NDArray[np.
 class HybridSearch:
     """Seed 000's `HybridSearch`, with `search` (synchronous embedders) and `asearch` (any embedder)."""
 
-    def __init__(self, embeddings: Embeddings, alpha: float = 0.5, cache: IndexCache = INDEX_CACHE) -> None:
+    def __init__(self, embeddings: Embeddings, *, alpha: float, cache: IndexCache = INDEX_CACHE) -> None:
         """Search with `embeddings` (normally the context's `CachedEmbeddings`).
 
         Args:
             embeddings: The embedder for bullets and queries.
-            alpha: Weight of the vector score (0..1); BM25 gets 1 − alpha.
+            alpha: Weight of the vector score (0..1); BM25 gets 1 − alpha (`SEARCH_ALPHA` by default).
             cache: Where built playbook indexes are kept.
 
         Raises:

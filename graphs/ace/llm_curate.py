@@ -3,7 +3,8 @@
 The prompt shows the sections, the reflection and the existing bullets most related to its insights
 (hybrid search per insight, bounded), so it stays small whatever the playbook size. Deltas naming a bullet
 that is not in the playbook, or a section the dataset does not allow, are re-asked once, then dropped and
-logged (grounding); the survivors go through the same deterministic merge as the heuristic's.
+logged (grounding); an ADD or UPDATE without content after the re-ask makes the reply unusable. The
+survivors go through the same deterministic merge as the heuristic's.
 """
 
 from __future__ import annotations
@@ -12,16 +13,15 @@ from typing import Literal
 
 import msgspec
 import structlog
-from langchain_core.messages import HumanMessage
 
 from contracts.ace import DeltaContextItem, Playbook, ReflectionResult, SearchQuery
-from contracts.common import Usage
 from graphs.ace.heuristic_curate import lesson_of
 from graphs.ace.hybrid_search import HybridSearch
 from graphs.ace.prompts import dataset_prompt
 from graphs.ace.sections import SectionRules
 from graphs.context import AgentContext
-from graphs.llm.structured_output import ainvoke_structured
+from graphs.llm.ask import Prompt, ask_model
+from graphs.llm.grounding import KnownIds
 
 log = structlog.get_logger(__name__)
 
@@ -50,21 +50,32 @@ class CuratorReply(msgspec.Struct, kw_only=True):
     deltas: list[ModelDelta] = msgspec.field(default_factory=list)
 
 
-def delta_issues(deltas: list[ModelDelta], playbook: Playbook, rules: SectionRules) -> list[tuple[int, str]]:
-    """Every delta not grounded in the playbook and the dataset's sections: (index, re-ask message)."""
-    existing = {b.id for b in playbook.bullets}
-    issues = []
-    for i, delta in enumerate(deltas):
-        if delta.type == "ADD":
-            if not rules.allows(delta.section):
-                issues.append((i, f"$.deltas[{i}].section: {delta.section!r} is not one of the listed sections"))
-            if not delta.content.strip():
-                issues.append((i, f"$.deltas[{i}].content: an ADD needs content"))
-        elif delta.bullet_id not in existing:
-            issues.append((i, f"$.deltas[{i}].bullet_id: {delta.bullet_id!r} is not the id of an existing bullet"))
-        elif delta.type == "UPDATE" and not delta.content.strip():
-            issues.append((i, f"$.deltas[{i}].content: an UPDATE needs the full new content"))
-    return issues
+def delta_rules(playbook: Playbook, rules: SectionRules) -> list[KnownIds]:
+    """Where deltas name ids: UPDATE/DELETE an existing bullet, ADD a section the dataset allows."""
+    existing = KnownIds(
+        "deltas",
+        {b.id for b in playbook.bullets},
+        "the id of an existing bullet",
+        key="bullet_id",
+        when=lambda d: d.type != "ADD",
+    )
+    if rules.permissive:
+        return [existing]
+    sections = KnownIds("deltas", set(rules.names), "one of the listed sections", key="section", when=_is_add)
+    return [existing, sections]
+
+
+def _is_add(delta: ModelDelta) -> bool:
+    return delta.type == "ADD"
+
+
+def content_problems(reply: CuratorReply) -> list[str]:
+    """ADD and UPDATE carry the bullet's full text; without it a delta cannot be applied."""
+    return [
+        f"$.deltas[{i}].content: an {d.type} needs the bullet's full content"
+        for i, d in enumerate(reply.deltas)
+        if d.type != "DELETE" and not d.content.strip()
+    ]
 
 
 def render_insights(reflection: ReflectionResult) -> str:
@@ -101,50 +112,39 @@ async def curate_with_llm(
     playbook: Playbook,
     rules: SectionRules,
     search: HybridSearch,
-) -> tuple[list[DeltaContextItem] | None, Usage]:
-    """Ask the model once (plus one re-ask); None when it gave nothing usable.
+) -> list[DeltaContextItem] | None:
+    """Ask the model once (plus one re-ask); None when the heuristic curator must do.
 
     Raises:
         ModelFailure: The provider failed.
         ModelTimeout: The model did not answer within the deadline.
     """
-    assert context.llm is not None
-    prompt = dataset_prompt("curator", rules.dataset, context.prompts_dir).format(
-        dataset=rules.dataset,
-        sections=rules.describe() or "(any)",
-        query=reflection.trajectory_query,
-        insights=render_insights(reflection),
-        evaluations="\n".join(f"[{e.bullet_id}] {e.tag}: {e.reason}" for e in reflection.bullet_evaluations)
-        or "(none)",
-        bullets=await related_bullets(reflection, playbook, search),
+    prompt = Prompt(
+        dataset_prompt("curator", rules.dataset, context.prompts_dir),
+        {
+            "dataset": rules.dataset,
+            "sections": rules.describe() or "(any)",
+            "query": reflection.trajectory_query,
+            "insights": render_insights(reflection),
+            "evaluations": "\n".join(f"[{e.bullet_id}] {e.tag}: {e.reason}" for e in reflection.bullet_evaluations)
+            or "(none)",
+            "bullets": await related_bullets(reflection, playbook, search),
+        },
     )
-    result = await ainvoke_structured(
-        context.llm,
-        [HumanMessage(prompt)],
+    answer = await ask_model(
+        context,
+        prompt,
         CuratorReply,
-        cfg=context.llm_config,
-        deadline=context.deadline,
-        max_reasks=1,
-        check=lambda reply: [message for _, message in delta_issues(reply.deltas, playbook, rules)],
+        agent="ace.curator",
+        ids=delta_rules(playbook, rules),
+        check=content_problems,
+        fallback="the heuristic curator",
     )
-    reply = result.value
-    if reply is None:
-        log.warning("ace: curator reply unusable, curating with the heuristic engine", errors=result.errors[:5])
-        return None, result.usage
-    invalid = {i for i, _ in delta_issues(reply.deltas, playbook, rules)}
-    if invalid:
-        log.warning(
-            "ace: dropped ungrounded deltas from the model",
-            dropped=[
-                f"{reply.deltas[i].type} {reply.deltas[i].bullet_id or reply.deltas[i].section}"
-                for i in sorted(invalid)
-            ],
-        )
+    if answer.value is None:
+        return None
     sections = {b.id: b.section for b in playbook.bullets}
     deltas = []
-    for i, delta in enumerate(reply.deltas[:MAX_DELTAS]):
-        if i in invalid:
-            continue
+    for delta in answer.value.deltas[:MAX_DELTAS]:
         fields = msgspec.structs.asdict(delta)
         if delta.type != "ADD" and delta.bullet_id is not None:
             fields["section"] = sections[delta.bullet_id]  # the bullet's own section, whatever the model wrote
@@ -154,4 +154,4 @@ async def curate_with_llm(
             deltas.append(msgspec.convert(fields, DeltaContextItem))
         except msgspec.ValidationError as exc:
             log.warning("ace: dropped a model delta that breaks the contract", error=str(exc))
-    return deltas, result.usage
+    return deltas

@@ -10,18 +10,14 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
-import structlog
-from langchain_core.messages import HumanMessage
 
 from contracts.ace import Trajectory
-from contracts.common import Usage
 from graphs.ace.heuristic_generate import GeneratedAnswer
 from graphs.ace.hybrid_search import Hit
 from graphs.ace.prompts import dataset_prompt
 from graphs.context import AgentContext
-from graphs.llm.structured_output import ainvoke_structured
-
-log = structlog.get_logger(__name__)
+from graphs.llm.ask import Prompt, ask_model
+from graphs.llm.grounding import KnownIds
 
 MAX_PROMPT_HITS = 50
 """Retrieved bullets shown to the model (top_k may be up to 200); the prompt stays bounded."""
@@ -46,51 +42,30 @@ def render_hits(hits: list[Hit]) -> str:
     return "\n".join(lines) or "(no bullet matched)"
 
 
-async def generate_with_llm(
-    context: AgentContext, query: str, dataset: str, hits: list[Hit]
-) -> tuple[GeneratedAnswer | None, Usage]:
-    """Ask the model once (plus one re-ask for unusable output); None when it gave nothing usable.
+async def generate_with_llm(context: AgentContext, query: str, dataset: str, hits: list[Hit]) -> GeneratedAnswer | None:
+    """Ask the model once (plus one re-ask for unusable output); None when the extractive answer must do.
 
     Raises:
         ModelFailure: The provider failed.
         ModelTimeout: The model did not answer within the deadline.
     """
-    assert context.llm is not None
     hits = hits[:MAX_PROMPT_HITS]
-    shown = [h.bullet.id for h in hits]
-    prompt = dataset_prompt("generator", dataset, context.prompts_dir).format(
-        query=query, dataset=dataset, bullets=render_hits(hits)
+    prompt = Prompt(
+        dataset_prompt("generator", dataset, context.prompts_dir),
+        {"query": query, "dataset": dataset, "bullets": render_hits(hits)},
     )
-
-    def unknown_ids(reply: GeneratorReply) -> list[str]:
-        return [
-            f"$.used_bullet_ids[{i}]: {bullet_id!r} is not one of the listed bullet ids"
-            for i, bullet_id in enumerate(reply.used_bullet_ids)
-            if bullet_id not in shown
-        ]
-
-    result = await ainvoke_structured(
-        context.llm,
-        [HumanMessage(prompt)],
-        GeneratorReply,
-        cfg=context.llm_config,
-        deadline=context.deadline,
-        max_reasks=1,
-        check=unknown_ids,
+    shown = KnownIds("used_bullet_ids", {h.bullet.id for h in hits}, "one of the listed bullet ids")
+    answer = await ask_model(
+        context, prompt, GeneratorReply, agent="ace.generator", ids=[shown], fallback="the extractive answer"
     )
-    reply = result.value
+    reply = answer.value
     if reply is None:
-        log.warning("ace: generator reply unusable, answering with the heuristic engine", errors=result.errors[:5])
-        return None, result.usage
-    dropped = [i for i in reply.used_bullet_ids if i not in shown]
-    if dropped:
-        log.warning("ace: dropped bullet ids the generator invented", dropped=dropped[:20])
-    used = list(dict.fromkeys(i for i in reply.used_bullet_ids if i in shown))
+        return None
     trajectory = Trajectory(
         query=query,
         dataset=dataset,
         generated_answer=reply.answer[:MAX_ANSWER_CHARS],
         reasoning_steps=[step[:MAX_STEP_CHARS] for step in reply.reasoning_steps[:MAX_STEPS]],
-        used_bullet_ids=used,
+        used_bullet_ids=list(dict.fromkeys(reply.used_bullet_ids)),
     )
-    return GeneratedAnswer(answer=trajectory.generated_answer, trajectory=trajectory), result.usage
+    return GeneratedAnswer(answer=trajectory.generated_answer, trajectory=trajectory)

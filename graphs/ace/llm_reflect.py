@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import msgspec
 import structlog
-from langchain_core.messages import HumanMessage
 
 from contracts.ace import BulletEvaluation, Insight
-from contracts.common import Usage
 from graphs.context import AgentContext
-from graphs.llm.structured_output import ainvoke_structured, parse_reply
+from graphs.llm.ask import Prompt, ask_model
+from graphs.llm.grounding import KnownIds
+from graphs.llm.structured_output import parse_reply
 
 log = structlog.get_logger(__name__)
 
@@ -44,46 +44,38 @@ def extract_insights(llm_response: str) -> list[Insight]:
 
 
 async def reflect_with_llm(
-    context: AgentContext, prompt: str, used_ids: list[str]
-) -> tuple[ReflectorReply | None, Usage]:
+    context: AgentContext, prompt: Prompt, used_ids: list[str], *, first: bool
+) -> ReflectorReply | None:
     """One reflection call; None when the reply was unusable (seed 001: no insights from it).
 
-    Evaluations in the returned reply name only used bullets, the first per bullet.
+    Evaluations in the returned reply name only used bullets, the first per bullet. On the `first`
+    iteration an unusable reply is a fallback (the rules evaluate the bullets); later, the previous
+    iteration's result stands and nothing falls back.
 
     Raises:
         ModelFailure: The provider failed (the caller turns this into an empty result).
         ModelTimeout: The model did not answer within the time left.
     """
-    assert context.llm is not None
-    allowed = set(used_ids)
-
-    def unknown_ids(reply: ReflectorReply) -> list[str]:
-        return [
-            f"$.bullet_evaluations[{i}].bullet_id: {e.bullet_id!r} is not one of the used bullets "
-            f"({', '.join(used_ids) or 'none were used'})"
-            for i, e in enumerate(reply.bullet_evaluations)
-            if e.bullet_id not in allowed
-        ]
-
-    deadline = None if context.deadline is None else context.deadline - DEADLINE_RESERVE_S
-    result = await ainvoke_structured(
-        context.llm,
-        [HumanMessage(prompt)],
-        ReflectorReply,
-        cfg=context.llm_config,
-        deadline=deadline,
-        max_reasks=1,
-        check=unknown_ids,
+    used = KnownIds(
+        "bullet_evaluations",
+        set(used_ids),
+        f"one of the used bullets ({', '.join(used_ids) or 'none were used'})",
+        key="bullet_id",
     )
-    reply = result.value
+    deadline = None if context.deadline is None else context.deadline - DEADLINE_RESERVE_S
+    answer = await ask_model(
+        context,
+        prompt,
+        ReflectorReply,
+        agent="ace.reflector",
+        ids=[used],
+        fallback="the rules' bullet evaluations" if first else None,
+        deadline=deadline,
+    )
+    reply = answer.value
     if reply is None:
-        log.warning("ace: reflector reply unusable", errors=result.errors[:5])
-        return None, result.usage
-    dropped = [e.bullet_id for e in reply.bullet_evaluations if e.bullet_id not in allowed]
-    if dropped:
-        log.warning("ace: dropped evaluations of bullets that were not used", dropped=dropped[:20])
+        return None
     evaluations: dict[str, BulletEvaluation] = {}
     for evaluation in reply.bullet_evaluations:
-        if evaluation.bullet_id in allowed:
-            evaluations.setdefault(evaluation.bullet_id, evaluation)
-    return ReflectorReply(insights=reply.insights, bullet_evaluations=list(evaluations.values())), result.usage
+        evaluations.setdefault(evaluation.bullet_id, evaluation)
+    return ReflectorReply(insights=reply.insights, bullet_evaluations=list(evaluations.values()))

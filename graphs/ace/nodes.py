@@ -41,13 +41,13 @@ from graphs.ace.llm_curate import curate_with_llm
 from graphs.ace.llm_generate import generate_with_llm
 from graphs.ace.llm_reflect import reflect_with_llm
 from graphs.ace.merge import MergeOutcome, apply_evaluations, merge
-from graphs.ace.options import AceOptions
 from graphs.ace.playbook_checks import playbook_problems
 from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
 from graphs.ace.reflector_prompt import ReflectorPromptBuilder
 from graphs.ace.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
+from graphs.llm.ask import failure_reason
 from graphs.llm.errors import ModelFailure, ModelTimeout
 
 log = structlog.get_logger(__name__)
@@ -55,12 +55,8 @@ log = structlog.get_logger(__name__)
 MAX_INSIGHTS = 50
 
 
-def _options(runtime: Runtime[AgentContext]) -> AceOptions:
-    return AceOptions.from_mapping(runtime.context.options)
-
-
 def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
-    return HybridSearch(runtime.context.embeddings, alpha=_options(runtime).search_alpha)
+    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha)
 
 
 # --- request preparation ----------------------------------------------------------------------------
@@ -82,7 +78,6 @@ def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
         "rules": rules,
         "playbook": request.playbook,
         "query": query,
-        "usage": runtime.context.empty_usage(),
     }
 
 
@@ -100,7 +95,6 @@ def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
         "ground_truth": request.ground_truth,
         "test_report": request.test_report,
         "max_iterations": request.max_iterations,
-        "usage": runtime.context.empty_usage(),
     }
 
 
@@ -117,8 +111,7 @@ def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
         "reflection": request.reflection,
         "client_deltas": request.deltas,
         "max_bullets": request.max_bullets or MAX_BULLETS,  # the result must fit the contract to come back
-        "dedup_threshold": request.dedup_threshold or _options(runtime).dedup_threshold,
-        "usage": runtime.context.empty_usage(),
+        "dedup_threshold": request.dedup_threshold or runtime.context.ace.dedup_threshold,
     }
 
 
@@ -126,7 +119,7 @@ async def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) ->
     """Seed 000 §10: read the dataset's playbook from the store (missing → empty; corrupt → PlaybookCorrupt)."""
     request = state["request"]
     assert isinstance(request, WorkflowRequest)
-    options = _options(runtime)
+    options = runtime.context.ace
     playbook = await asyncio.to_thread(PlaybookStore(options.playbook_data_dir).load, request.dataset)
     rules = section_rules(runtime.context.sections, request.dataset)
     _check_stored(playbook, rules, request.dataset)
@@ -143,7 +136,6 @@ async def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) ->
         "dedup_threshold": options.dedup_threshold,
         "save": request.save,
         "saved": False,
-        "usage": runtime.context.empty_usage(),
     }
 
 
@@ -166,20 +158,13 @@ async def generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
     query, dataset, hits = state["query"].query_text, state["dataset"], state["hits"]
     size = len(state["playbook"].bullets)
     context = runtime.context
-    usage = state["usage"]
     if context.llm is not None:
-        generated, model_usage = await generate_with_llm(context, query, dataset, hits)
-        usage = usage.plus(model_usage)
+        generated = await generate_with_llm(context, query, dataset, hits)
         if generated is not None:
-            return {
-                "generated": generated,
-                "trajectory": generated.trajectory,
-                "generated_by": context.llm_config.provider,
-                "usage": usage,
-            }
+            return {"generated": generated, "trajectory": generated.trajectory, "generated_by": context.engine}
     weights = await _search(runtime).aterm_weights(state["playbook"], content_tokens(query), key=stem)
     generated = generate_extractive(query, dataset, size, hits, weights)
-    return {"generated": generated, "trajectory": generated.trajectory, "generated_by": "heuristic", "usage": usage}
+    return {"generated": generated, "trajectory": generated.trajectory, "generated_by": "heuristic"}
 
 
 def respond_answer(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
@@ -191,7 +176,7 @@ def respond_answer(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
         trajectory=generated.trajectory,
         search_results=[hit.to_result() for hit in state["hits"]],
         produced_by=state["generated_by"],
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"outcome": outcome}
 
@@ -230,7 +215,7 @@ async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
         insights = derive_insights(trajectory, ground_truth, verdict, used, rule_evaluations)
         # The rules do not refine: a second pass would repeat the first.
         return {"insights": insights, "evaluations": rule_evaluations, "iteration": iteration, "converged": True}
-    prompt = ReflectorPromptBuilder(context.prompts_dir).build(
+    prompt = ReflectorPromptBuilder(context.prompts_dir).prompt(
         trajectory,
         ground_truth,
         test_report,
@@ -238,16 +223,19 @@ async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
         state["dataset"],
         previous_insights=state["insights"] if state["iteration"] else None,
     )
+    first = state["iteration"] == 0
     try:
-        reply, usage = await reflect_with_llm(context, prompt, [b.id for b in used])
+        reply = await reflect_with_llm(context, prompt, [b.id for b in used], first=first)
     except ModelFailure as exc:
         kind: Literal["TIMEOUT", "MODEL_FAILURE"] = "TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_FAILURE"
         log.warning("ace: reflection model failed; returning what earlier iterations found", error_type=kind)
+        if first:  # nothing from the model at all: the (empty) result is the rules' (seed 001)
+            context.meter.fell_back(agent="ace.reflector", reason=failure_reason(exc), attempts=exc.attempts)
         return {"model_problem": ModelProblem(error_type=kind, message=str(exc)), "converged": True}
     if reply is None:  # seed 001: an unparsable reply gives no insights; the rules still evaluate the bullets
-        if state["iteration"]:
-            return {"usage": state["usage"].plus(usage), "converged": True}  # keep the last good iteration
-        return {"evaluations": rule_evaluations, "usage": state["usage"].plus(usage), "converged": True, "iteration": 1}
+        if not first:
+            return {"converged": True}  # keep the last good iteration
+        return {"evaluations": rule_evaluations, "converged": True, "iteration": 1}
     by_id = {e.bullet_id: e for e in reply.bullet_evaluations}
     evaluations: list[BulletEvaluation] = [by_id.get(rule.bullet_id, rule) for rule in rule_evaluations]
     return {
@@ -255,8 +243,7 @@ async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
         "evaluations": evaluations,
         "iteration": iteration,
         "converged": state["iteration"] > 0 and reply.insights == state["insights"],
-        "reflected_by": context.llm_config.provider,
-        "usage": state["usage"].plus(usage),
+        "reflected_by": context.engine,
     }
 
 
@@ -281,7 +268,7 @@ def respond_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> 
         skipped_bullet_ids=state["skipped"],
         model_problem=state.get("model_problem"),
         produced_by=state["reflected_by"],
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"outcome": outcome}
 
@@ -310,27 +297,25 @@ async def propose_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -
     """
     context = runtime.context
     reflection, playbook, rules = state["reflection"], state["playbook"], state["rules"]
-    usage = state["usage"]
     notes: list[str] = []
     if context.llm is not None:
         try:
-            deltas, model_usage = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
+            deltas = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
         except ModelFailure as exc:
             left = context.remaining_s()
             if left is not None and left < FALLBACK_MIN_BUDGET_S:
                 raise
             kind = "TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_FAILURE"
-            log.warning("ace: curator model failed; curating with the rules", error_type=kind, reason=str(exc))
+            context.meter.fell_back(agent="ace.curator", reason=failure_reason(exc), attempts=exc.attempts)
             notes.append(
                 f"the curator's model failed ({kind}: {exc}): the counters and the caller's deltas are applied, "
                 "and the curator's deltas come from its rules (heuristic engine)"
             )
         else:
-            usage = usage.plus(model_usage)
             if deltas is not None:
-                return {"proposed": deltas, "curated_by": context.llm_config.provider, "usage": usage}
+                return {"proposed": deltas, "curated_by": context.engine}
     proposed = await heuristic_deltas(reflection, playbook, rules, _search(runtime))
-    return {"proposed": proposed, "curated_by": "heuristic", "usage": usage, "curate_notes": notes}
+    return {"proposed": proposed, "curated_by": "heuristic", "curate_notes": notes}
 
 
 async def _merge(
@@ -381,7 +366,7 @@ def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
         pruned_bullet_ids=merged.pruned,
         notes=[*state.get("curate_notes", []), *merged.notes],
         produced_by=state["curated_by"],
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"outcome": outcome}
 
@@ -397,7 +382,7 @@ async def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) ->
     lessons as well as this run's, and new ids continue from the fresh high-water mark; the response
     reports the deltas as they were applied to it.
     """
-    store = PlaybookStore(_options(runtime).playbook_data_dir)
+    store = PlaybookStore(runtime.context.ace.playbook_data_dir)
     dataset, evaluations = state["dataset"], state["reflection"].bullet_evaluations
 
     async def replay(fresh: Playbook) -> tuple[Playbook, MergeOutcome]:
@@ -427,6 +412,6 @@ def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
         playbook_saved=state.get("saved", False),
         notes=[*state.get("curate_notes", []), *merged.notes] if merged else [],
         produced_by=state["generated_by"],
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"outcome": outcome}

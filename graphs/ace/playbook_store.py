@@ -38,7 +38,6 @@ import structlog
 
 from contracts.ace import Playbook, PlaybookMetadata
 from graphs.ace.bullet_ids import high_water, id_number
-from graphs.ace.options import DEFAULT_PLAYBOOK_DATA_DIR
 
 log = structlog.get_logger(__name__)
 
@@ -86,7 +85,7 @@ class PlaybookLockTimeout(TimeoutError):
 class PlaybookStore:
     """Playbooks as `<data_dir>/<dataset>.json`, each written under its `.<dataset>.lock`."""
 
-    def __init__(self, data_dir: str | Path = DEFAULT_PLAYBOOK_DATA_DIR) -> None:
+    def __init__(self, data_dir: str | Path) -> None:
         """Use `data_dir` (created on the first save)."""
         self.data_dir = Path(data_dir)
 

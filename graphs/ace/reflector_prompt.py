@@ -14,6 +14,7 @@ import msgspec
 import structlog
 
 from contracts.ace import Bullet, Insight, Trajectory
+from graphs.llm.ask import Prompt
 from graphs.prompt_files import load_prompt
 
 log = structlog.get_logger(__name__)
@@ -70,6 +71,18 @@ class ReflectorPromptBuilder:
         previous_insights: list[Insight] | None = None,
     ) -> str:
         """The prompt for one reflection iteration (seed 001's variables, plus `query` and `dataset`)."""
+        return self.prompt(trajectory, ground_truth, test_report, used_bullets, dataset, previous_insights).render()
+
+    def prompt(
+        self,
+        trajectory: Trajectory,
+        ground_truth: str,
+        test_report: str,
+        used_bullets: list[Bullet],
+        dataset: str,
+        previous_insights: list[Insight] | None = None,
+    ) -> Prompt:
+        """`build`'s prompt as the template that formats and its variables (what `ask_model` takes)."""
         variables = {
             "generated_answer": _cut(trajectory.generated_answer),
             "ground_truth": _cut(ground_truth),
@@ -82,7 +95,8 @@ class ReflectorPromptBuilder:
         }
         for name, template in self._templates(dataset):
             try:
-                return template.format(**variables)
+                template.format(**variables)
+                return Prompt(template, variables)
             except (KeyError, IndexError, ValueError) as exc:
                 log.error("ace: reflector template unusable, trying the next one", template=name, error=str(exc))
         raise AssertionError("the built-in template always formats")  # pragma: no cover

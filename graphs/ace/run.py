@@ -34,7 +34,6 @@ from contracts.ace import (
 from contracts.common import ErrorDetail, Usage
 from graphs.ace.hybrid_search import HybridSearch, candidate_mask
 from graphs.ace.merge import delta_problems
-from graphs.ace.options import AceOptions
 from graphs.ace.playbook_checks import (
     check_playbook,
     check_sections,
@@ -80,7 +79,7 @@ def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) 
 
 def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext) -> None:
     """A save goes into a playbook an operator stored: requests update playbooks, never create files."""
-    store = PlaybookStore(AceOptions.from_mapping(context.options).playbook_data_dir)
+    store = PlaybookStore(context.ace.playbook_data_dir)
     if request.save and not store.path_for(request.dataset).is_file():
         message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"
         raise InvalidInput(message, [ErrorDetail(path="$.save", message=message)])
@@ -88,7 +87,7 @@ def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext)
 
 async def search(graph: None, context: AgentContext, request: AceSearchRequest, prior: None) -> SearchResultsAction:
     """The hybrid search itself (no model involved)."""
-    alpha = AceOptions.from_mapping(context.options).search_alpha if request.alpha is None else request.alpha
+    alpha = context.ace.search_alpha if request.alpha is None else request.alpha
     hits = await HybridSearch(context.embeddings, alpha=alpha).asearch(request.query, request.playbook)
     return SearchResultsAction(
         request_id=context.request_id,
@@ -99,7 +98,7 @@ async def search(graph: None, context: AgentContext, request: AceSearchRequest, 
 
 
 def _store(context: AgentContext) -> PlaybookStore:
-    return PlaybookStore(AceOptions.from_mapping(context.options).playbook_data_dir)
+    return PlaybookStore(context.ace.playbook_data_dir)
 
 
 async def import_playbook(

@@ -29,7 +29,7 @@ from contracts.ace import (
     WorkflowRequest,
     WorkflowResponse,
 )
-from contracts.common import EngineName, Usage
+from contracts.common import EngineName
 from graphs.ace.heuristic_generate import GeneratedAnswer
 from graphs.ace.hybrid_search import Hit
 from graphs.ace.merge import MergeOutcome
@@ -47,7 +47,6 @@ class AceGraphState(TypedDict, total=False):
     dataset: str
     rules: SectionRules
     playbook: Playbook
-    usage: Usage
     # generator
     query: SearchQuery
     hits: list[Hit]

@@ -1,31 +1,25 @@
 """The model's planning calls: a first plan (prompts/grace/plan.txt) and replacement steps (prompts/grace/replan.txt).
 
 One structured call each, with one re-ask that lists every problem: schema errors from
-`ainvoke_structured`, plan problems from `plan_rules` (duplicate ids, dependencies on steps that do not
+`ask_model`, plan problems from `plan_rules` (duplicate ids, dependencies on steps that do not
 exist or come later, cycles, unknown collections). A plan still wrong after the re-ask is rejected
-(value None, problems logged) and the caller falls back to the rule-based plan. Step ids the model
+(value None, with the problems) and the caller falls back to the rule-based plan. Step ids the model
 wrote are renumbered, so the ids a response carries are always ours.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated
 
 import msgspec
-import structlog
-from langchain_core.messages import HumanMessage
 
-from contracts.common import Usage
 from contracts.grace import MAX_PLAN_STEPS, PlanStep, ReplanStrategy, ReplanTrigger, SearchCollection
 from graphs.context import AgentContext
 from graphs.grace.chat_model import grace_model
 from graphs.grace.plan_rules import as_messages, normalize_steps, plan_errors, renumber
-from graphs.llm.structured_output import ainvoke_structured
-from graphs.prompt_files import render_prompt
-
-log = structlog.get_logger(__name__)
+from graphs.llm.ask import AskResult, Prompt, ask_model
 
 Steps = Annotated[list[PlanStep], msgspec.Meta(min_length=1, max_length=MAX_PLAN_STEPS)]
 
@@ -44,15 +38,6 @@ class ModelReplan(msgspec.Struct, kw_only=True):
     steps: Steps
 
 
-@dataclass(frozen=True)
-class Proposal:
-    """A model plan that passed validation (steps normalised and renumbered), or None with the problems."""
-
-    plan: ModelPlan | None
-    usage: Usage
-    errors: list[str] = field(default_factory=list)
-
-
 def describe_collections(collections: Sequence[SearchCollection]) -> str:
     """The collection listing a prompt shows, one per line."""
     return "\n".join(f"- {c.name}: {c.description or '(no description)'}" for c in collections)
@@ -60,12 +45,16 @@ def describe_collections(collections: Sequence[SearchCollection]) -> str:
 
 async def plan_with_llm(
     context: AgentContext, query: str, collections: Sequence[SearchCollection], *, keyword_complexity: float
-) -> Proposal:
-    """Ask the model for a plan; None when it gave no valid one after a re-ask."""
-    assert context.llm is not None
+) -> AskResult[ModelPlan]:
+    """Ask the model for a plan (steps normalised and renumbered); value None when it gave no valid one.
+
+    Raises:
+        ModelFailure: The provider failed (the planner falls back to the template).
+        ModelTimeout: The model did not answer in time (likewise).
+    """
     cfg = context.grace.planner
     names = {c.name for c in collections}
-    prompt = render_prompt(
+    prompt = Prompt.named(
         "grace/plan.txt",
         context.prompts_dir,
         query=query,
@@ -78,23 +67,19 @@ async def plan_with_llm(
     def problems(plan: ModelPlan) -> list[str]:
         return as_messages(plan_errors(normalize_steps(plan.steps), collections=names, max_steps=cfg.max_steps))
 
-    result = await ainvoke_structured(
-        grace_model(context),
-        [HumanMessage(prompt)],
+    answer = await ask_model(
+        context,
+        prompt,
         ModelPlan,
-        cfg=context.llm_config,
-        deadline=context.deadline,
-        max_reasks=1,
+        agent="grace.planner",
         check=problems,
+        fallback="the template plan",
+        model=grace_model(context),
     )
-    if not result.ok or result.value is None:
-        log.warning("grace: model plan rejected, using the template plan", errors=result.errors[:10])
-        return Proposal(plan=None, usage=result.usage, errors=result.errors)
-    plan = result.value
-    return Proposal(
-        plan=msgspec.structs.replace(plan, steps=renumber(normalize_steps(plan.steps), 1)),
-        usage=result.usage,
-    )
+    if answer.value is None:
+        return answer
+    plan = msgspec.structs.replace(answer.value, steps=renumber(normalize_steps(answer.value.steps), 1))
+    return AskResult(value=plan, usage=answer.usage, reasons=[], attempts=answer.attempts)
 
 
 @dataclass(frozen=True)
@@ -112,13 +97,12 @@ class ReplanRequest:
     max_new: int
 
 
-async def replan_with_llm(context: AgentContext, request: ReplanRequest) -> tuple[list[PlanStep] | None, Usage]:
+async def replan_with_llm(context: AgentContext, request: ReplanRequest) -> list[PlanStep] | None:
     """Ask the model for the replacement steps; None when it gave no valid ones after a re-ask."""
-    assert context.llm is not None
     names = {c.name for c in request.collections}
     kept = [step for step, _ in request.completed]
     completed = "\n".join(f"[{s.step_id}] {s.action}: {s.description} -> {out[:300]}" for s, out in request.completed)
-    prompt = render_prompt(
+    prompt = Prompt.named(
         "grace/replan.txt",
         context.prompts_dir,
         query=request.query,
@@ -144,18 +128,17 @@ async def replan_with_llm(context: AgentContext, request: ReplanRequest) -> tupl
         details = plan_errors(combined, collections=names, max_steps=MAX_PLAN_STEPS)
         return errors + as_messages(details)
 
-    result = await ainvoke_structured(
-        grace_model(context),
-        [HumanMessage(prompt)],
+    answer = await ask_model(
+        context,
+        prompt,
         ModelReplan,
-        cfg=context.llm_config,
-        deadline=context.deadline,
-        max_reasks=1,
+        agent="grace.replanner",
         check=problems,
+        fallback="the rule-based replan",
+        model=grace_model(context),
     )
-    if not result.ok or result.value is None:
-        log.warning("grace: model replan rejected, using the rule-based replan", errors=result.errors[:10])
-        return None, result.usage
-    new_ids = {s.step_id for s in result.value.steps}
-    ordered = [s for s in normalize_steps([*kept, *result.value.steps]) if s.step_id in new_ids]
-    return renumber(ordered, request.first_id), result.usage
+    if answer.value is None:
+        return None
+    new_ids = {s.step_id for s in answer.value.steps}
+    ordered = [s for s in normalize_steps([*kept, *answer.value.steps]) if s.step_id in new_ids]
+    return renumber(ordered, request.first_id)

@@ -12,20 +12,15 @@ import re
 from typing import Annotated
 
 import msgspec
-import structlog
-from langchain_core.messages import HumanMessage
 
-from contracts.common import Usage
 from contracts.grace import Evidence, PlanStep
 from graphs.context import AgentContext
 from graphs.grace.chat_model import grace_model
 from graphs.grace.reasoning import Answer, Material
-from graphs.llm.structured_output import ainvoke_structured
-from graphs.prompt_files import render_prompt
+from graphs.llm.ask import Prompt, ask_model
+from graphs.llm.grounding import KnownIds
 
 _INLINE_LABEL = re.compile(r"\[([SU]\d+)\]")
-
-log = structlog.get_logger(__name__)
 
 PROMPT_SOURCES = 12
 """Sources shown to the model, best score first (bounds the prompt)."""
@@ -66,15 +61,12 @@ def _render_sources(shown: list[Evidence]) -> str:
     return "\n".join(lines) or "(none)"
 
 
-async def answer_with_llm(
-    context: AgentContext, query: str, step: PlanStep, material: Material
-) -> tuple[Answer | None, Usage]:
+async def answer_with_llm(context: AgentContext, query: str, step: PlanStep, material: Material) -> Answer | None:
     """Ask the model for the step's answer; None when the reply was unusable after one re-ask."""
-    assert context.llm is not None
     shown = _shown(material)
     labels = {f"S{n}": e for n, e in enumerate(shown, start=1)}
     inputs = {f"U{n}": u for n, u in enumerate(material.user_inputs, start=1)}
-    prompt = render_prompt(
+    prompt = Prompt.named(
         "grace/reason.txt",
         context.prompts_dir,
         query=query,
@@ -88,38 +80,27 @@ async def answer_with_llm(
         sources=_render_sources(shown),
     )
     known = labels.keys() | inputs.keys()
-
-    def unknown_labels(reply: ModelAnswer) -> list[str]:
-        return [
-            f"$.citations[{i}]: {c!r} is not one of the source labels shown"
-            for i, c in enumerate(reply.citations)
-            if c not in known
-        ]
-
-    result = await ainvoke_structured(
-        grace_model(context),
-        [HumanMessage(prompt)],
-        ModelAnswer,
-        cfg=context.llm_config,
-        deadline=context.deadline,
-        max_reasks=1,
-        check=unknown_labels,
-    )
-    reply = result.value
+    cited = KnownIds("citations", known, "one of the source labels shown")
+    reply = (
+        await ask_model(
+            context,
+            prompt,
+            ModelAnswer,
+            agent="grace.reasoning",
+            ids=[cited],
+            fallback="the extractive answer",
+            model=grace_model(context),
+        )
+    ).value
     if reply is None:
-        log.warning("grace: model answer unusable, using the extractive answer", errors=result.errors[:10])
-        return None, result.usage
-    dropped = [c for c in reply.citations if c not in known]
-    if dropped:
-        log.warning("grace: dropped citations the model invented", dropped=dropped)
-    cited_labels = list(dict.fromkeys(c for c in reply.citations if c in known))
+        return None
+    cited_labels = list(dict.fromkeys(reply.citations))
     evaluation = reply.self_evaluation
     text = _INLINE_LABEL.sub(lambda m: m.group(0) if m.group(1) in known else "", reply.answer)
-    answer = Answer(
+    return Answer(
         text=text,
         cited=[labels[c] for c in cited_labels if c in labels],
         cited_inputs=[inputs[c] for c in cited_labels if c in inputs],
         self_eval=round(ACCURACY_WEIGHT * evaluation.accuracy + (1 - ACCURACY_WEIGHT) * evaluation.style, 4),
         support=[labels[c] for c in cited_labels if c in labels],
     )
-    return answer, result.usage

@@ -18,7 +18,7 @@ import msgspec
 import structlog
 from langgraph.runtime import Runtime
 
-from contracts.common import ErrorResponse, Usage
+from contracts.common import ErrorResponse
 from contracts.grace import (
     Citation,
     ConfidenceFactors,
@@ -58,10 +58,6 @@ def _event(kind: EventType, message: str, **fields: object) -> GraceEvent:
     return GraceEvent(index=0, type=kind, message=message, **fields)  # type: ignore[arg-type]
 
 
-def _plus(usage: Usage, extra: Usage | None) -> Usage:
-    return usage if extra is None else usage.plus(extra)
-
-
 def _step(session: GraceState, step_id: int | None) -> PlanStep:
     return next(s for s in session.plan.steps if s.step_id == step_id)
 
@@ -88,11 +84,10 @@ async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> G
         turn=1,
     )
     message = say("ev_plan_created", query, count=len(plan.steps), complexity=plan.complexity)
-    return {
-        "session": session,
-        "usage": _plus(state["usage"], planned.usage),
-        "events": [_event("plan_created", f"{message} [{planned.source}]")],
-    }
+    events = [_event("plan_created", f"{message} [{planned.source}]")]
+    if planned.fallback is not None:
+        events.insert(0, _event("plan_fallback", say("ev_plan_fallback", query, reason=planned.fallback)))
+    return {"session": session, "events": events}
 
 
 async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -279,11 +274,9 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
     assert step is not None
     material = gather(step, session)
     events: list[GraceEvent] = []
-    usage = state["usage"]
     answer: Answer | None = None
     if context.llm is not None and (material.evidence or material.user_inputs):
-        answer, used = await answer_with_llm(context, session.query, step, material)
-        usage = usage.plus(used)
+        answer = await answer_with_llm(context, session.query, step, material)
         if answer is None:
             events.append(_event("fallback_answer", say("ev_fallback_answer", session.query), step_id=step.step_id))
     if answer is None:
@@ -311,7 +304,7 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
             confidence=detail.score,
         )
     )
-    return {"session": session, "result": result, "usage": usage, "events": events}
+    return {"session": session, "result": result, "events": events}
 
 
 def _answer_factors(answer: Answer) -> ConfidenceFactors:
@@ -352,7 +345,6 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
         "session": session,
         "replanned": True,
         "trigger": None,
-        "usage": _plus(state["usage"], replanned.usage),
         "events": [_event("replanned", message, strategy=replanned.strategy, step_id=record.step_id)],
     }
 
@@ -474,6 +466,7 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
                 request_id=request.request_id,
                 error_type="LOOP_LIMIT",
                 message=f"nothing usable was gathered before the replan limit ({state['max_replans']}) was reached",
+                usage=context.usage,
             )
             return {"session": session, "reply": error}
         answer = extractive_answer(session.query, material, max_sentences=context.grace.executor.answer_sentences)
@@ -527,6 +520,7 @@ async def respond(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Gra
     session = msgspec.structs.replace(state["session"], event_count=base + len(events))
     token = runtime.context.seal(session)
     reply = state["reply"]
+    usage = runtime.context.usage  # the request's meter: every model call of this step, fallbacks included
     if reply.func is ErrorResponse:
-        return {"outcome": reply(state=token)}
-    return {"outcome": reply(events=events, usage=state["usage"], state=token)}
+        return {"outcome": reply(state=token, usage=usage)}
+    return {"outcome": reply(events=events, usage=usage, state=token)}

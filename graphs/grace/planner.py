@@ -3,8 +3,10 @@
 Flow: estimate complexity (keywords; with a model, the mean of the keyword and the model's estimate);
 a simple question gets the template (search → answer); a complex one gets the model's plan after
 validation, or, on the embedded engine, a small multi-search plan from `decompose`. A model plan that
-fails validation (after one re-ask naming every problem) is replaced by the template. A plan the
-caller supplied (`plan_steps`) is validated by the protocol check and used as it is.
+fails validation (after one re-ask naming every problem) is replaced by the template, and so is a
+model call that fails (outage, 429 after the retries, timeout) while the request has time left
+(seed 002 §4.1). A plan the caller supplied (`plan_steps`) is validated by the protocol check and used
+as it is.
 """
 
 from __future__ import annotations
@@ -12,12 +14,11 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
 
-from contracts.common import Usage
 from contracts.grace import ExecutionPlan, PlanStep, SearchCollection
 from graphs.context import AgentContext
 from graphs.grace.complexity import keyword_complexity
@@ -25,6 +26,8 @@ from graphs.grace.decompose import sub_questions
 from graphs.grace.llm_planning import plan_with_llm
 from graphs.grace.plan_rules import normalize_steps
 from graphs.grace.wording import say
+from graphs.llm.ask import failure_reason
+from graphs.llm.errors import ModelFailure
 from graphs.text.tokenize import is_function_token, tokenize
 
 PlanSource = Literal["template", "heuristic", "model", "caller"]
@@ -32,12 +35,11 @@ PlanSource = Literal["template", "heuristic", "model", "caller"]
 
 @dataclass(frozen=True)
 class PlanOutcome:
-    """A plan and where it came from (for events and logs), with the model usage it cost."""
+    """A plan, where it came from (for events and logs) and, for a fallback, why the model's was not used."""
 
     plan: ExecutionPlan
     source: PlanSource
-    usage: Usage | None = None
-    rejected: list[str] = field(default_factory=list)
+    fallback: str | None = None
 
 
 def plan_id_for(query: str, revision: int) -> str:
@@ -149,20 +151,32 @@ async def create_plan(
             )
         steps = heuristic_steps(query, collections, max_searches=cfg.max_searches)
         return PlanOutcome(build_plan(query, steps, complexity=keywords, requires_confirmation=confirm), "heuristic")
-    proposal = await plan_with_llm(context, query, collections, keyword_complexity=keywords)
-    if proposal.plan is None:
+    try:
+        proposal = await plan_with_llm(context, query, collections, keyword_complexity=keywords)
+    except ModelFailure as exc:
+        # Seed 002 §4.1: whatever stopped the model, the safe search → answer plan still works,
+        # as long as the request has time left to run it.
+        if context.remaining_s() == 0:
+            raise
+        reason = failure_reason(exc)
+        context.meter.fell_back(
+            agent="grace.planner", reason=f"{reason}, the template plan used", attempts=exc.attempts
+        )
         plan = build_plan(query, template_steps(query, collections), complexity=keywords, requires_confirmation=confirm)
-        return PlanOutcome(plan, "template", proposal.usage, proposal.errors)
-    complexity = (keywords + proposal.plan.complexity) / 2
+        return PlanOutcome(plan, "template", fallback=reason)
+    if proposal.value is None:
+        plan = build_plan(query, template_steps(query, collections), complexity=keywords, requires_confirmation=confirm)
+        return PlanOutcome(plan, "template", fallback=f"unusable output: {proposal.reasons[0]}")
+    complexity = (keywords + proposal.value.complexity) / 2
     if complexity < cfg.complexity_threshold:
         plan = build_plan(
             query, template_steps(query, collections), complexity=complexity, requires_confirmation=confirm
         )
-        return PlanOutcome(plan, "template", proposal.usage)
+        return PlanOutcome(plan, "template")
     plan = build_plan(
         query,
-        proposal.plan.steps,
+        proposal.value.steps,
         complexity=complexity,
-        requires_confirmation=confirm or proposal.plan.requires_confirmation,
+        requires_confirmation=confirm or proposal.value.requires_confirmation,
     )
-    return PlanOutcome(plan, "model", proposal.usage)
+    return PlanOutcome(plan, "model")

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 import msgspec
 import structlog
 
-from contracts.common import Usage
 from contracts.grace import ExecutionPlan, GraceState, PlanStep, ReplanStrategy, ReplanTrigger, StepResult
 from graphs.context import AgentContext
 from graphs.grace.complexity import keyword_complexity
@@ -55,11 +54,10 @@ class Trigger:
 
 @dataclass(frozen=True)
 class Replanned:
-    """The new plan, how it was made, and what the model calls cost."""
+    """The new plan and how it was made."""
 
     plan: ExecutionPlan
     strategy: ReplanStrategy
-    usage: Usage | None = None
 
 
 def trigger_for(result: StepResult, step: PlanStep, *, replans_left: int) -> Trigger | None:
@@ -197,7 +195,6 @@ async def replan(context: AgentContext, session: GraceState, trigger: Trigger) -
     names = [c.name for c in session.collections]
     strategy = choose_strategy(trigger, names)
     first_id = session.max_step_id + 1
-    usage: Usage | None = None
     steps: list[PlanStep] | None = None
     if strategy == "FALLBACK" and trigger.step is not None:
         replacement = fallback_step(trigger.step, first_id, session, trigger.reason)
@@ -205,10 +202,10 @@ async def replan(context: AgentContext, session: GraceState, trigger: Trigger) -
     else:
         kept, redo = partial_steps(session, trigger) if strategy == "PARTIAL" else ([], [])
         if context.llm is not None:
-            steps, usage = await _model_steps(context, session, trigger, strategy, kept, first_id)
+            steps = await _model_steps(context, session, trigger, strategy, kept, first_id)
         if steps is None:
             steps = kept + _renumber_new(kept, redo or _fresh_plan(context, session, trigger, first_id), first_id)
-    return Replanned(plan=_finalize(context, session, steps), strategy=strategy, usage=usage)
+    return Replanned(plan=_finalize(context, session, steps), strategy=strategy)
 
 
 def _fresh_plan(context: AgentContext, session: GraceState, trigger: Trigger, first_id: int) -> list[PlanStep]:
@@ -227,7 +224,7 @@ async def _model_steps(
     strategy: ReplanStrategy,
     kept: list[PlanStep],
     first_id: int,
-) -> tuple[list[PlanStep] | None, Usage]:
+) -> list[PlanStep] | None:
     outputs = {r.step_id: r.output for r in session.results}
     request = ReplanRequest(
         query=session.query,
@@ -240,8 +237,8 @@ async def _model_steps(
         first_id=first_id,
         max_new=max(1, context.grace.planner.max_steps - len(kept)),
     )
-    new, usage = await replan_with_llm(context, request)
-    return (None if new is None else kept + new), usage
+    new = await replan_with_llm(context, request)
+    return None if new is None else kept + new
 
 
 def _finalize(context: AgentContext, session: GraceState, steps: list[PlanStep]) -> ExecutionPlan:

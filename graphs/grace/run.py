@@ -33,7 +33,6 @@ def _inputs(context: AgentContext, request: GraceRequest, prior: GraceState | No
         "request": request,
         "prior": prior,
         "max_replans": context.grace.replan.max_replans,
-        "usage": context.empty_usage(),
         "events": [],
         "result": None,
         "trigger": None,

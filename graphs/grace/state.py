@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Annotated, Any, Literal, TypedDict
 
-from contracts.common import ErrorResponse, Usage
+from contracts.common import ErrorResponse
 from contracts.grace import (
     GraceAskUserAction,
     GraceCompleteAction,
@@ -45,7 +45,6 @@ class GraceGraphState(TypedDict, total=False):
     max_replans: int
     session: GraceState
     events: Annotated[list[GraceEvent], operator.add]
-    usage: Usage
     result: StepResult | None
     trigger: Trigger | None
     cursor: Cursor

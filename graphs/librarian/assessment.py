@@ -5,7 +5,11 @@ Deterministic term-coverage and score rules (seed 003 §2.2 without a model):
   its rarity in the pool (a token every candidate has says little about which one answers);
 - contiguity: the longest run of consecutive question tokens the snippet contains, which rewards
   snippets that state the asked-about fact rather than mention its words separately;
-- retrieval: the caller's ranks fused across queries and rounds (reciprocal rank).
+- retrieval: the caller's ranks fused across queries and rounds (reciprocal rank);
+- phrasing: the longest run of all the question's tokens (kana included) the snippet contains;
+- answer type: whether the snippet states an answer of the kind the question asks for (a period for
+  「どの期間」, a figure for 「何メートル」), which tells the passage that answers from one that only
+  repeats the question's words.
 Missing elements are key terms no candidate mentions and the element kinds the question asks for
 (definition, formula, …) that no strong candidate supplies.
 """
@@ -17,13 +21,18 @@ from dataclasses import dataclass
 
 from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
-from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues
+from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues, states_answer_type
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize
 
 W_COVERAGE = 0.5
 W_CONTIGUITY = 0.3
 W_RETRIEVAL = 0.2
+W_PHRASE = 0.1
+"""Bonus for the longest run of the question's own tokens, particles and verbs in kana included
+(「みられる」): the passage that phrases the fact as the question does."""
+W_ANSWER_TYPE = 0.1
+"""Bonus for a snippet that states an answer of the kind asked for (answer_types.yaml)."""
 COVERAGE_SUFFICIENT = 0.6
 """A best candidate below this weighted coverage means the question is not answered yet."""
 COVERAGE_USABLE = 0.2
@@ -74,7 +83,8 @@ def _elements_in(text: str) -> frozenset[ElementCategory]:
 
 def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     """Score every candidate and decide whether the evidence answers the question."""
-    question_sequence = [t for t in tokenize(profile.text) if t in profile.content_tokens]
+    all_tokens = tokenize(profile.text)
+    question_sequence = [t for t in all_tokens if t in profile.content_tokens]
     snippet_tokens = [c.tokens for c in pool.candidates]
     normalized = [c.normalized for c in pool.candidates]
     n = len(pool.candidates)
@@ -93,6 +103,9 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
         contiguity = _longest_run(question_sequence, tokens) / run_norm
         retrieval = 0.5 * candidate.fused_rank / max_fused + 0.5 * candidate.norm_score
         relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
+        relevance += W_PHRASE * _longest_run(all_tokens, tokens) / max(1, len(all_tokens))
+        if profile.answer_types and coverage > 0 and states_answer_type(text, profile.answer_types):
+            relevance += W_ANSWER_TYPE
         scored.append(
             ScoredCandidate(
                 candidate=candidate,
@@ -114,8 +127,10 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
         if len(t) >= 2 and t not in covered_terms
     ]
     best = scored[0] if scored else None
-    strong = [s for s in scored if best and s.relevance >= STRONG_SHARE * best.relevance and s.coverage > 0]
-    supplied = set().union(*(s.elements for s in strong)) if strong else set()
+    # An element counts as supplied when any candidate about the question supplies it: an example paragraph
+    # shares fewer of the question's words than the definition next to it, and is still the example asked for.
+    topical = [s for s in scored if s.coverage >= COVERAGE_USABLE]
+    supplied = set().union(*(s.elements for s in topical)) if topical else set()
     missing += [
         MissingElement(category=category, description=f"{category} for {profile.phrase}")
         for category in profile.required

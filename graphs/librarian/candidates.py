@@ -55,8 +55,8 @@ class Candidate:
 class CandidatePool:
     """Candidates in first-seen order, with the indexes used to merge duplicates."""
 
+    near_dup_threshold: float
     candidates: list[Candidate] = field(default_factory=list)
-    near_dup_threshold: float = 0.8
     _by_location: dict[tuple[str, int | None, str | None], int] = field(default_factory=dict)
     _by_text: dict[str, int] = field(default_factory=dict)
     _shingles: list[np.ndarray] = field(default_factory=list)

@@ -3,24 +3,23 @@
 Seed 003 §2.2 asks for evaluation and reflection; doing both in one call (not one per snippet)
 keeps a step to one round trip. The prompt is bounded whatever the history length: only the
 top candidates by the heuristic ranking are shown, each snippet truncated. Ids the model names
-that are not in the pool are re-asked once, then dropped and logged (grounding).
+that are not in the pool are re-asked once, then dropped and logged (grounding). Each selected
+candidate carries the model's reason, and a selection comes with the model's coverage notes, so a
+COMPLETE built from the model's selection says why and how much from one judgement.
 """
 
 from __future__ import annotations
 
-import msgspec
-import structlog
-from langchain_core.messages import HumanMessage
+from typing import Annotated
 
-from contracts.common import Usage
+import msgspec
+
 from contracts.librarian import MissingElement
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment
 from graphs.librarian.question import QuestionProfile
-from graphs.llm.structured_output import ainvoke_structured
-from graphs.prompt_files import render_prompt
-
-log = structlog.get_logger(__name__)
+from graphs.llm.ask import Prompt, ask_model
+from graphs.llm.grounding import KnownIds
 
 PROMPT_CANDIDATES = 12
 """Candidates shown to the model, best first by the heuristic ranking (bounds the prompt)."""
@@ -32,7 +31,7 @@ class LLMSelected(msgspec.Struct, kw_only=True):
     """A candidate the model chose, by pool id."""
 
     id: str
-    why_relevant: str = ""
+    why_relevant: Annotated[str, msgspec.Meta(min_length=1)]
 
 
 class LLMDecision(msgspec.Struct, kw_only=True):
@@ -66,11 +65,9 @@ async def decide_with_llm(
     issued: list[str],
     loops_left: int,
     max_queries: int,
-) -> tuple[LLMDecision | None, Usage]:
-    """Ask the model once (plus one re-ask for unusable output); None when it gave nothing usable."""
-    assert context.llm is not None
-    shown = {s.candidate.cid for s in assessment.ranked[:PROMPT_CANDIDATES]}
-    prompt = render_prompt(
+) -> LLMDecision | None:
+    """Ask the model once (plus one re-ask for unusable output); None when the rules must decide."""
+    prompt = Prompt.named(
         "librarian/think.txt",
         context.prompts_dir,
         question=profile.text,
@@ -81,29 +78,16 @@ async def decide_with_llm(
         loops_left=loops_left,
         max_queries=max_queries,
     )
-
-    def unknown_ids(decision: LLMDecision) -> list[str]:
-        return [
-            f"$.selected[{i}].id: {s.id!r} is not one of the listed candidate ids"
-            for i, s in enumerate(decision.selected)
-            if s.id not in shown
-        ]
-
-    result = await ainvoke_structured(
-        context.llm,
-        [HumanMessage(prompt)],
-        LLMDecision,
-        cfg=context.llm_config,
-        deadline=context.deadline,
-        max_reasks=1,
-        check=unknown_ids,
+    shown = {s.candidate.cid for s in assessment.ranked[:PROMPT_CANDIDATES]}
+    selected = KnownIds("selected", shown, "one of the listed candidate ids", key="id")
+    answer = await ask_model(
+        context, prompt, LLMDecision, agent="librarian", ids=[selected], check=_notes_problems, fallback="the rules"
     )
-    decision = result.value
-    if decision is None:
-        log.warning("librarian: model output unusable, falling back to the heuristic engine", errors=result.errors)
-        return None, result.usage
-    dropped = [s.id for s in decision.selected if s.id not in shown]
-    if dropped:
-        log.warning("librarian: dropped ids the model invented", dropped=dropped)
-        decision.selected = [s for s in decision.selected if s.id in shown]
-    return decision, result.usage
+    return answer.value
+
+
+def _notes_problems(decision: LLMDecision) -> list[str]:
+    """Selected evidence needs coverage notes: a COMPLETE takes both from the same judgement."""
+    if decision.selected and not decision.coverage_notes.strip():
+        return ["$.coverage_notes: say what the selected evidence covers and what remains uncertain"]
+    return []

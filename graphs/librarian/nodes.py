@@ -15,7 +15,6 @@ from langgraph.types import Command
 from contracts.common import ErrorResponse
 from contracts.librarian import (
     CompleteAction,
-    EvidenceItem,
     LibrarianState,
     SearchAction,
 )
@@ -24,7 +23,14 @@ from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
 from graphs.librarian.candidates import build_pool
 from graphs.librarian.history_check import chain_digest, loop_limit, query_digest
 from graphs.librarian.llm_step import decide_with_llm
-from graphs.librarian.query_planning import QueryPlan, _fresh, plan_first, plan_follow_up, split_budget
+from graphs.librarian.query_planning import (
+    QueryPlan,
+    fresh_text,
+    fresh_vector,
+    plan_first,
+    plan_follow_up,
+    split_budget,
+)
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import coverage_notes, group_evidence, select_minimal
 from graphs.librarian.state import LibrarianGraphState
@@ -32,7 +38,6 @@ from graphs.text.normalize import normalize
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_NEAR_DUP_THRESHOLD = 0.8
 MAX_HINT_LOCATIONS = 50
 
 
@@ -43,14 +48,13 @@ async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
         "max_loops": loop_limit(request, state.get("prior")),
         "profile": profile_question(request.user_query),
         "issued": _issued_queries(state),
-        "usage": runtime.context.empty_usage(),
         "decision": None,
     }
 
 
 async def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
     """Fold the whole history into the deduplicated candidate pool."""
-    threshold = float(runtime.context.options.get("near_dup_threshold", DEFAULT_NEAR_DUP_THRESHOLD))
+    threshold = runtime.context.librarian.near_dup_threshold
     return {"pool": build_pool(state["request"].search_history, near_dup_threshold=threshold)}
 
 
@@ -74,7 +78,7 @@ async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
     if runtime.context.llm is None:
         return {"assessment": assessment}
     request = state["request"]
-    decision, usage = await decide_with_llm(
+    decision = await decide_with_llm(
         runtime.context,
         state["profile"],
         assessment,
@@ -91,7 +95,7 @@ async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
             covered_terms=assessment.covered_terms,
             token_weights=assessment.token_weights,
         )
-    return {"assessment": assessment, "decision": decision, "usage": state["usage"].plus(usage)}
+    return {"assessment": assessment, "decision": decision}
 
 
 def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianState:
@@ -108,28 +112,38 @@ def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianSt
     )
 
 
-def _plan(state: LibrarianGraphState) -> QueryPlan:
+def _plan(state: LibrarianGraphState, context: AgentContext) -> QueryPlan:
     request = state["request"]
     profile = state["profile"]
     issued = set(state["issued"])
     max_queries = request.constraints.max_queries
     decision = state.get("decision")
     if decision is not None:
+        # The model's queries are held to the same contract as the rules': no question words, no repeats
+        # (in any order), and no vector query that is merely the question copied.
         text, vector = split_budget(
-            _fresh(decision.queries_text, issued), _fresh(decision.queries_vector, issued), max_queries
+            fresh_text(decision.queries_text, issued),
+            fresh_vector(decision.queries_vector, issued | {request.user_query}),
+            max_queries,
         )
         if text or vector:
             return QueryPlan(queries_text=text, queries_vector=vector, rationale=decision.rationale or "model plan")
     if not request.search_history:
-        return plan_first(profile, max_queries=max_queries, issued=issued)
-    return plan_follow_up(profile, state["assessment"].missing, max_queries=max_queries, issued=issued)
+        plan = plan_first(profile, max_queries=max_queries, issued=issued)
+    else:
+        plan = plan_follow_up(profile, state["assessment"].missing, max_queries=max_queries, issued=issued)
+    if decision is not None and (plan.queries_text or plan.queries_vector):
+        wrote = decision.queries_text or decision.queries_vector
+        why = "every query the model wrote was already issued" if wrote else "the model wrote no query"
+        context.meter.fell_back(agent="librarian", reason=f"{why}; the rules' queries were used")
+    return plan
 
 
 async def plan_queries(
     state: LibrarianGraphState, runtime: Runtime[AgentContext]
 ) -> Command[Literal["select_evidence", "fail", "__end__"]]:
     """Write the next SEARCH; when no fresh query is left, finish with what there is."""
-    plan = _plan(state)
+    plan = _plan(state, runtime.context)
     if not plan.queries_text and not plan.queries_vector:
         log.info("librarian: no fresh query left to try")
         goto: Literal["select_evidence", "fail"] = "select_evidence" if state["assessment"].usable else "fail"
@@ -151,39 +165,54 @@ async def plan_queries(
         rationale=plan.rationale,
         missing=state["assessment"].missing,
         state=runtime.context.seal(_next_state(state, issued=issued)),
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return Command(goto="__end__", update={"outcome": outcome})
 
 
-def _model_selection(state: LibrarianGraphState) -> list[ScoredCandidate]:
+def _model_selection(state: LibrarianGraphState) -> list[tuple[ScoredCandidate, str]]:
+    """The model's chosen candidates (deduplicated, at most `max_evidence`), each with the model's reason."""
     decision = state.get("decision")
     if decision is None or not decision.selected:
         return []
     by_id = {s.candidate.cid: s for s in state["assessment"].ranked}
-    chosen = [by_id[s.id] for s in decision.selected if s.id in by_id]
-    return list({s.candidate.cid: s for s in chosen}.values())[: state["request"].constraints.max_evidence]
+    chosen: dict[str, tuple[ScoredCandidate, str]] = {}
+    for selected in decision.selected:
+        if selected.id in by_id:
+            chosen.setdefault(selected.id, (by_id[selected.id], selected.why_relevant.strip()))
+    return list(chosen.values())[: state["request"].constraints.max_evidence]
 
 
 async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
-    """COMPLETE with the minimal strongest set, grouped per document."""
+    """COMPLETE with the minimal strongest set, grouped per document.
+
+    The evidence, its `why_relevant` and the `coverage_notes` come from one judgement: the model's
+    selection with the model's reasons and notes, or the rules' selection with the rules' reasons
+    and notes, never the rules' reasons beside the model's verdict.
+    """
     request = state["request"]
     profile = state["profile"]
     assessment = state["assessment"]
-    selected = _model_selection(state) or select_minimal(
-        profile, assessment, max_evidence=request.constraints.max_evidence
-    )
-    evidence: list[EvidenceItem] = group_evidence(profile, selected)
     decision = state.get("decision")
-    notes = (decision.coverage_notes if decision and decision.coverage_notes else "") or coverage_notes(
-        profile, assessment, selected
-    )
+    by_model = _model_selection(state)
+    if by_model and decision is not None:
+        reasons = {scored.candidate.cid: why for scored, why in by_model}
+        evidence = group_evidence(profile, [scored for scored, _ in by_model], reasons=reasons)
+        notes = decision.coverage_notes.strip()
+    else:
+        selected = select_minimal(profile, assessment, max_evidence=request.constraints.max_evidence)
+        evidence = group_evidence(profile, selected)
+        notes = coverage_notes(profile, assessment, selected)
+        if decision is not None:
+            runtime.context.meter.fell_back(
+                agent="librarian", reason="the model selected no evidence; the rules' selection and notes were used"
+            )
     outcome = CompleteAction(
         request_id=request.request_id,
         evidence=evidence,
         coverage_notes=notes,
         state=runtime.context.seal(_next_state(state, issued=state["issued"])),
-        usage=state["usage"],
+        usage=runtime.context.usage,
     )
     return {"outcome": outcome}
 
@@ -199,5 +228,7 @@ async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> Li
         error_type = "OTHER"
         message = f"no usable evidence after {rounds} search rounds and no new query left to try"
     token = runtime.context.seal(_next_state(state, issued=state["issued"]))
-    outcome = ErrorResponse(request_id=request.request_id, error_type=error_type, message=message, state=token)
+    outcome = ErrorResponse(
+        request_id=request.request_id, error_type=error_type, message=message, state=token, usage=runtime.context.usage
+    )
     return {"outcome": outcome}

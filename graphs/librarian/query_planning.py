@@ -1,18 +1,30 @@
 """Turn the question and what is missing into the next SEARCH (seed 003 §2.1).
 
-`queries_text` are written for PostgreSQL full-text search: key terms and compact phrases, no
-question words. `queries_vector` are natural-language paraphrases for pgvector. A query already
-issued (compared after normalisation) is never issued again, and a step never asks for more
-than `max_queries` in total.
+`queries_text` entries follow the contract's meaning of one entry (README, `SearchAction.queries_text`):
+space-separated terms, every one of which a hit must contain; so an entry carries content terms only, never
+question words, English function words or search-syntax operators (an "or" would turn into an OR under a
+web-search parser). `queries_vector` entries are natural-language statements of what is sought, for pgvector.
+
+A query already issued is never issued again, compared after normalisation and regardless of term order
+(「東京 タワー」 after 「タワー 東京」 is the same search), and neither is a query of single characters (「高」
+finds everything). A step never asks for more than `max_queries` in total; before giving up, the follow-up
+planner tries every key term that no issued query has used yet.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from contracts.librarian import MissingElement
-from graphs.librarian.question import QuestionProfile
+from graphs.librarian.question import QuestionProfile, without_question_words
 from graphs.text.normalize import normalize
+from graphs.text.tokenize import terms
+
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_OPERATOR_CHARS = re.compile(r"[\"'()|&!:*<>{}\[\]]")
+_OPERATOR_WORDS = frozenset({"or", "and", "not"})
 
 
 @dataclass(frozen=True)
@@ -24,13 +36,43 @@ class QueryPlan:
     rationale: str
 
 
-def _fresh(queries: list[str], issued: set[str]) -> list[str]:
-    """Drop empty, already-issued and repeated queries (normalised), keeping order."""
-    seen = set(issued)
+def query_key(query: str) -> str:
+    """What makes two queries the same search: their normalised terms, in any order."""
+    return " ".join(sorted(normalize(query).split()))
+
+
+def text_entry(query: str) -> str:
+    """A `queries_text` entry as the contract defines one: content terms, no operators, no function words."""
+    # Question words and forms go in both languages (a model may send 「何メートルですか」 as a query); in
+    # English the stopwords go too, and with them or/and/not.
+    cleaned = _OPERATOR_CHARS.sub(" ", without_question_words(query))
+    if not _JAPANESE.search(cleaned):
+        cleaned = " ".join(terms(cleaned))
+    words = [w.lstrip("-+~") for w in cleaned.split()]
+    return " ".join(w for w in words if w and w not in _OPERATOR_WORDS)
+
+
+def _worth_a_search(entry: str) -> bool:
+    """Single characters (「高」, "x") match almost everything: an entry needs one term of two or more."""
+    return any(len(word) >= 2 for word in entry.split())
+
+
+def fresh_text(queries: list[str], issued: set[str]) -> list[str]:
+    """Text entries cleaned to the contract, without repeats of each other or of anything issued (any order)."""
+    return _fresh([text_entry(q) for q in queries], issued, worth=_worth_a_search)
+
+
+def fresh_vector(queries: list[str], issued: set[str]) -> list[str]:
+    """Vector queries without repeats of each other or of anything issued."""
+    return _fresh([" ".join(q.split()) for q in queries], issued, worth=lambda q: len(q) >= 2)
+
+
+def _fresh(queries: list[str], issued: set[str], *, worth: Callable[[str], bool]) -> list[str]:
+    seen = {query_key(q) for q in issued}
     fresh = []
     for query in queries:
-        key = normalize(query)
-        if key and key not in seen:
+        key = query_key(query)
+        if key and key not in seen and worth(query):
             seen.add(key)
             fresh.append(query.strip())
     return fresh
@@ -44,8 +86,9 @@ def split_budget(text: list[str], vector: list[str], max_queries: int) -> tuple[
     return text[:text_slots], vector[:vector_slots]
 
 
-def _vector_paraphrase(profile: QuestionProfile, focus: str) -> str:
-    return f"{focus}について説明している資料" if profile.japanese else f"an explanation of {focus}"
+def _element_statement(profile: QuestionProfile, suffix: str) -> str:
+    """A natural-language description of an element of the topic: 「光合成の例」, "example of photosynthesis"."""
+    return f"{profile.phrase}の{suffix}" if profile.japanese else f"{suffix} of {profile.phrase}"
 
 
 def plan_first(profile: QuestionProfile, *, max_queries: int, issued: set[str]) -> QueryPlan:
@@ -53,8 +96,9 @@ def plan_first(profile: QuestionProfile, *, max_queries: int, issued: set[str]) 
     key = " ".join(profile.key_terms)
     text = [profile.stripped, key, profile.phrase]
     text += [f"{' '.join(profile.key_terms[:3])} {profile.suffix(c)}".strip() for c in profile.required]
-    vector = [profile.text.strip(), _vector_paraphrase(profile, profile.phrase)]
-    queries_text, queries_vector = split_budget(_fresh(text, issued), _fresh(vector, issued), max_queries)
+    # The question stated, not asked: closer to how a passage that answers it is written.
+    vector = [profile.phrase, *(_element_statement(profile, profile.suffix(c)) for c in profile.required)]
+    queries_text, queries_vector = split_budget(fresh_text(text, issued), fresh_vector(vector, issued), max_queries)
     needs = f"; the question also needs: {', '.join(profile.required)}" if profile.required else ""
     return QueryPlan(
         queries_text=queries_text,
@@ -63,25 +107,32 @@ def plan_first(profile: QuestionProfile, *, max_queries: int, issued: set[str]) 
     )
 
 
+def _unexplored_first(candidates: list[str], issued: set[str]) -> list[str]:
+    """Candidates with a term no issued query has used yet come first (stable otherwise)."""
+    used = {word for query in issued for word in normalize(query).split()}
+    return sorted(candidates, key=lambda q: all(word in used for word in normalize(q).split()))
+
+
 def plan_follow_up(
     profile: QuestionProfile, missing: list[MissingElement], *, max_queries: int, issued: set[str]
 ) -> QueryPlan:
-    """A later SEARCH aimed at what is missing; falls back to narrower reformulations of the question."""
-    anchor = " ".join(profile.key_terms[:2])
+    """A later SEARCH aimed at what is missing; then narrower reformulations, unexplored terms first."""
+    key_terms = [t for t in profile.key_terms if len(t) >= 2] or list(profile.key_terms)
+    anchor = " ".join(key_terms[:2])
     text: list[str] = []
     vector: list[str] = []
     for element in missing:
         if element.category == "term":
-            others = [t for t in profile.key_terms if t != element.description][:1]
+            others = [t for t in key_terms if t != element.description][:1]
             text.append(" ".join([element.description, *others]))
-            vector.append(_vector_paraphrase(profile, element.description))
         else:
             text.append(f"{anchor} {profile.suffix(element.category)}".strip())
-            vector.append(_vector_paraphrase(profile, f"{profile.phrase} {profile.suffix(element.category)}"))
-    # Reformulations when nothing specific is missing but the evidence is still weak.
-    text += [" ".join(profile.key_terms[i : i + 2]) for i in range(0, max(0, len(profile.key_terms) - 1))]
-    text += list(profile.key_terms)
-    queries_text, queries_vector = split_budget(_fresh(text, issued), _fresh(vector, issued), max_queries)
+            vector.append(_element_statement(profile, profile.suffix(element.category)))
+    # Reformulations when nothing specific is missing but the evidence is still weak: every pair of key
+    # terms, then each key term alone, unexplored ones first.
+    pairs = [f"{a} {b}" for i, a in enumerate(key_terms) for b in key_terms[i + 1 :]]
+    text += _unexplored_first([*pairs, *key_terms], issued)
+    queries_text, queries_vector = split_budget(fresh_text(text, issued), fresh_vector(vector, issued), max_queries)
     described = ", ".join(f"{m.category}: {m.description}" for m in missing[:4]) or "stronger evidence"
     return QueryPlan(
         queries_text=queries_text,

@@ -19,12 +19,15 @@ from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
 ElementCategory = Literal["definition", "formula", "example", "condition", "prerequisite"]
+AnswerType = Literal["time", "quantity", "place"]
 
 _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 # Trailing question forms removed to turn a question into a compact search phrase.
 _JA_TAIL = re.compile(
     r"(?:は|が|を|に|で|と|の)?(?:何|なに|なん|どこ|いつ|誰|だれ|どれ|どの|どんな|どう|なぜ|いくつ|いくら)[^、。]*$"
 )
+_HIRAGANA_CHAR = re.compile(r"[\u3041-\u309f]")
+_JA_DANGLING = re.compile(r"(?:の|のは|は|が|を|に|で|と)$")
 _JA_QUESTION_END = re.compile(r"(?:でしょうか|ですか|ますか|だろうか|のか|か)$")
 _JA_QUESTION_WORDS = re.compile(
     r"何番目|何世紀|何時代|何種類|何という|何と|何の|何年|何月|何日|何歳|何回|何度|何人|何色|何|どのような|どのよう|"
@@ -32,7 +35,9 @@ _JA_QUESTION_WORDS = re.compile(
 )
 _EN_QUESTION_WORDS = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b")
 _EN_QUESTION_HEAD = re.compile(
-    r"^(?:what|which|who|whom|whose|when|where|why|how)\b(?:\s+(?:is|are|was|were|do|does|did))?\s*"
+    r"^(?:what|which|who|whom|whose|when|where|why|how)\b"
+    r"(?:\s+(?:is|are|was|were|do|does|did|can|could|should|would|will|has|have|had|many|much|long|far|old|tall)\b)?"
+    r"\s*"
 )
 
 
@@ -62,6 +67,32 @@ def element_cues() -> dict[ElementCategory, ElementCues]:
 
 
 @dataclass(frozen=True)
+class AnswerTypeCues:
+    """How a question asks for one kind of answer, and how a snippet states one (answer_types.yaml)."""
+
+    question: tuple[str, ...]
+    evidence: re.Pattern[str]
+
+
+@lru_cache(maxsize=1)
+def answer_type_cues() -> dict[AnswerType, AnswerTypeCues]:
+    """Load the answer-type table once per process."""
+    raw = yaml.safe_load(resources.files(__package__).joinpath("answer_types.yaml").read_text(encoding="utf-8"))
+    return {
+        name: AnswerTypeCues(
+            question=tuple(normalize(c) for c in spec["question"]), evidence=re.compile(spec["evidence"])
+        )
+        for name, spec in raw.items()
+    }
+
+
+def states_answer_type(normalized_snippet: str, wanted: tuple[AnswerType, ...]) -> bool:
+    """Whether a (normalised) snippet states an answer of a type the question asks for."""
+    cues = answer_type_cues()
+    return any(cues[kind].evidence.search(normalized_snippet) for kind in wanted)
+
+
+@dataclass(frozen=True)
 class QuestionProfile:
     """The parts of a question the Librarian reasons with."""
 
@@ -73,6 +104,7 @@ class QuestionProfile:
     phrase: str
     stripped: str
     required: tuple[ElementCategory, ...]
+    answer_types: tuple[AnswerType, ...] = ()
 
     def suffix(self, category: MissingCategory) -> str:
         """The word to add to a query to look for an element of `category`."""
@@ -93,7 +125,8 @@ def without_question_words(question: str) -> str:
         text = _JA_QUESTION_END.sub("", text)
         text = _JA_QUESTION_WORDS.sub(" ", text)
     else:
-        text = _EN_QUESTION_WORDS.sub(" ", text)
+        # English function words carry no content for full-text search ("does", "the", "or"): keep the terms.
+        text = " ".join(terms(text))
     return " ".join(text.split()) or normalize(question)
 
 
@@ -102,23 +135,45 @@ def search_phrase(question: str) -> str:
     text = normalize(question).rstrip("?？。. ")
     if _JAPANESE.search(text):
         trimmed = _JA_TAIL.sub("", text)
+        trimmed = _JA_DANGLING.sub("", trimmed)  # 「梅雨がみられるのは」→「梅雨がみられる」
         return trimmed if len(trimmed) >= 2 else text
     return _EN_QUESTION_HEAD.sub("", text) or text
+
+
+@lru_cache(maxsize=1)
+def asking_words() -> frozenset[str]:
+    """Words that say what is asked rather than what it is about: request words and element cue words."""
+    text = resources.files(__package__).joinpath("request_words.txt").read_text(encoding="utf-8")
+    words = {normalize(line) for line in text.splitlines() if line.strip() and not line.startswith("#")}
+    for cues in element_cues().values():
+        words |= {cue.strip() for cue in cues.question if cue.strip() and " " not in cue.strip()}
+    return frozenset(words)
 
 
 def profile_question(user_query: str) -> QuestionProfile:
     """Analyse the question once per step."""
     normalized = normalize(user_query)
     japanese = bool(_JAPANESE.search(normalized))
-    content = frozenset(t for t in tokenize(user_query) if not is_function_token(t))
-    required = tuple(name for name, cues in element_cues().items() if any(cue in normalized for cue in cues.question))
+    # A bigram that straddles a particle (「雨が」「の期」) matches how a sentence is phrased, not what it is
+    # about: coverage counts the question's content alone (phrasing has its own, smaller weight).
+    tokens = [t for t in tokenize(user_query) if not is_function_token(t)]
+    content = frozenset(t for t in tokens if not _HIRAGANA_CHAR.search(t)) or frozenset(tokens)
+    # Element cues are read after an English wh-head: the "when" of "When was it built?" asks for a date,
+    # not for the conditions a "when" clause would.
+    body = normalized if japanese else _EN_QUESTION_HEAD.sub("", normalized.rstrip("?. "))
+    required = tuple(name for name, cues in element_cues().items() if any(cue in body for cue in cues.question))
+    padded = normalized + " "  # so an English cue written with a trailing space ("when ") matches at the end
+    answer_types = tuple(
+        name for name, cues in answer_type_cues().items() if any(cue in padded for cue in cues.question)
+    )
     return QuestionProfile(
         text=user_query,
         normalized=normalized,
         japanese=japanese,
-        key_terms=tuple(terms(user_query)),
+        key_terms=tuple(t for t in terms(user_query) if t not in asking_words()) or tuple(terms(user_query)),
         content_tokens=content,
         phrase=search_phrase(user_query),
         stripped=without_question_words(user_query),
         required=required,
+        answer_types=answer_types,
     )

@@ -17,7 +17,7 @@ from graphs.librarian.question import QuestionProfile
 
 MIN_GAIN = 0.15
 """A second snippet must add at least this share of the question's (weighted) tokens."""
-TIE_SHARE = 0.75
+TIE_SHARE = 0.85
 """A candidate scoring at least this share of the best is kept too: the rules cannot tell them apart
 reliably, and returning both costs less than returning the wrong one (tuned on a JSQuAD slice disjoint
 from the benchmark's sample; see bench/README.md)."""
@@ -48,7 +48,7 @@ def select_minimal(profile: QuestionProfile, assessment: Assessment, *, max_evid
 
 
 def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
-    terms = [t for t in profile.key_terms if t in scored.candidate.snippet][:4]
+    terms = [t for t in profile.key_terms if t in scored.candidate.normalized][:4]
     found_by = len(scored.candidate.queries) or scored.candidate.occurrences
     parts = [f"covers {round(scored.coverage * 100)}% of the question's key content"]
     if terms:
@@ -59,8 +59,19 @@ def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
     return "; ".join(parts)
 
 
-def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) -> list[EvidenceItem]:
-    """One EvidenceItem per document, in order of its best snippet's relevance."""
+def _model_why(members: list[ScoredCandidate], reasons: dict[str, str]) -> str:
+    """The model's reasons for a document's snippets, each once, in page order."""
+    return "; ".join(dict.fromkeys(r for m in members if (r := reasons.get(m.candidate.cid, ""))))
+
+
+def group_evidence(
+    profile: QuestionProfile, selected: list[ScoredCandidate], *, reasons: dict[str, str] | None = None
+) -> list[EvidenceItem]:
+    """One EvidenceItem per document, in order of its best snippet's relevance.
+
+    `why_relevant` is the rules' description of the best snippet, or, given `reasons` (the model's,
+    by candidate id), the model's reasons for the document's snippets, each once.
+    """
     groups: OrderedDict[str, list[ScoredCandidate]] = OrderedDict()
     for scored in selected:
         groups.setdefault(scored.candidate.document_id, []).append(scored)
@@ -76,7 +87,7 @@ def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) ->
                 pages=pages,
                 snippets=[m.candidate.snippet for m in members],
                 score=round(max(m.relevance for m in members), 4),
-                why_relevant=_why(profile, best),
+                why_relevant=_why(profile, best) if reasons is None else _model_why(members, reasons),
             )
         )
     return items
@@ -84,9 +95,12 @@ def group_evidence(profile: QuestionProfile, selected: list[ScoredCandidate]) ->
 
 def coverage_notes(profile: QuestionProfile, assessment: Assessment, selected: list[ScoredCandidate]) -> str:
     """What the selected evidence covers and what remains uncertain, in one or two sentences."""
-    covered = [t for t in profile.key_terms if any(t in s.candidate.snippet for s in selected)]
+    # Key terms are normalised (case-folded): compare them with the normalised snippets ("newton" is in
+    # "Newton's second law").
+    covered = [t for t in profile.key_terms if any(t in s.candidate.normalized for s in selected)]
     uncovered = [t for t in profile.key_terms if t not in covered and len(t) >= 2]
-    elements = [m.description for m in assessment.missing if m.category != "term"]
+    supplied = set().union(*(s.elements for s in selected)) if selected else set()
+    elements = [f"{category} for {profile.phrase}" for category in profile.required if category not in supplied]
     notes = [f"Covered: {', '.join(covered) or 'none of the key terms verbatim'}."]
     if uncovered:
         notes.append(f"Not found in the evidence: {', '.join(uncovered)}.")

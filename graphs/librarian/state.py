@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from contracts.common import ErrorResponse, Usage
+from contracts.common import ErrorResponse
 from contracts.librarian import CompleteAction, LibrarianRequest, LibrarianState, SearchAction
 from graphs.librarian.assessment import Assessment
 from graphs.librarian.candidates import CandidatePool
@@ -27,5 +27,4 @@ class LibrarianGraphState(TypedDict, total=False):
     pool: CandidatePool
     assessment: Assessment
     decision: LLMDecision | None
-    usage: Usage
     outcome: SearchAction | CompleteAction | ErrorResponse

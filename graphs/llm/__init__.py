@@ -1,1 +1,1 @@
-"""Chat-model layer: provider configuration and factory, structured output with repair and usage accounting."""
+"""Chat-model layer: providers, the one model-call helper (`ask`), structured output, usage and reply checks."""

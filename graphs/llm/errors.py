@@ -12,11 +12,14 @@ class ModelFailure(Exception):
 
     Attributes:
         reason: A short, secret-free description fit for a log line or the ERROR body's message.
+        attempts: Provider requests the failed exchange made (set by `graphs.llm.ask.ask_model`;
+            0 when unknown).
     """
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.attempts = 0
 
 
 class ModelTimeout(ModelFailure):

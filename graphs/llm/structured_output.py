@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import msgspec
@@ -26,7 +25,7 @@ from contracts.common import Usage
 from graphs.llm.config import LLMConfig
 from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json_tail
 from graphs.llm.retry import call_with_retries
-from graphs.llm.usage import usage_from_message
+from graphs.llm.usage import UsageMeter, usage_from_message
 from graphs.llm.validation import collect_errors, type_info
 from graphs.prompt_files import render_prompt
 
@@ -86,6 +85,7 @@ async def ainvoke_structured(
     deadline: float | None = None,
     max_reasks: int = 0,
     check: Callable[[T], list[str]] | None = None,
+    meter: UsageMeter | None = None,
 ) -> StructuredResult[T]:
     """Ask `model` for a `schema`-shaped JSON reply, re-asking up to `max_reasks` times with every error.
 
@@ -98,6 +98,8 @@ async def ainvoke_structured(
         max_reasks: Extra attempts allowed after a reply that fails validation.
         check: Semantic validation of a schema-valid value (e.g. ids that are not in the input);
             returns error messages, empty when the value is acceptable.
+        meter: The request's usage meter; every request and reply is added to it as it happens, so
+            what was spent is known even when this raises.
 
     Raises:
         ModelFailure: The provider failed after transport retries (or on a non-retryable error).
@@ -109,17 +111,8 @@ async def ainvoke_structured(
     attempt = 0
     while True:
         attempt += 1
-        reply = await call_with_retries(
-            partial(runnable.ainvoke, list(history)),
-            max_retries=cfg.max_retries,
-            timeout_s=cfg.timeout_s,
-            deadline=deadline,
-        )
-        if isinstance(reply, AIMessage):
-            usage = usage.plus(usage_from_message(reply, engine=cfg.provider, model=cfg.model))
-        else:  # pragma: no cover - chat models answer with AIMessage
-            usage = usage.plus(Usage(engine=cfg.provider, model=cfg.model, llm_calls=1))
-        text = str(reply.text)
+        text, spent = await call_model(runnable, history, cfg=cfg, deadline=deadline, meter=meter)
+        usage = usage.plus(spent)
         parsed = parse_reply(text, schema, check)
         if not parsed.errors or attempt > max_reasks:
             return StructuredResult(
@@ -131,6 +124,43 @@ async def ainvoke_structured(
                 attempts=attempt,
             )
         history += [AIMessage(content=text), HumanMessage(content=reask_message(parsed.errors))]
+
+
+async def call_model(
+    runnable: Runnable[LanguageModelInput, BaseMessage],
+    messages: list[BaseMessage],
+    *,
+    cfg: LLMConfig,
+    deadline: float | None,
+    meter: UsageMeter | None = None,
+) -> tuple[str, Usage]:
+    """One reply's text through the shared retry loop, and what it cost.
+
+    Every request sent counts as a call, the ones that failed and were retried too (a provider may
+    bill them, and the caller should see that the model was tried); tokens come from the reply.
+    Each is added to `meter` the moment it happens, so a caller still sees the spend when this raises.
+
+    Raises:
+        ModelFailure: The provider failed after transport retries (or on a non-retryable error).
+        ModelTimeout: The per-attempt timeout or the deadline ran out.
+    """
+    one_call = Usage(engine=cfg.provider, model=cfg.model, llm_calls=1)
+    spent = Usage(engine=cfg.provider, model=cfg.model)
+
+    async def request() -> BaseMessage:
+        nonlocal spent
+        spent = spent.plus(one_call)
+        if meter is not None:
+            meter.add(one_call)
+        return await runnable.ainvoke(list(messages))
+
+    reply = await call_with_retries(request, max_retries=cfg.max_retries, timeout_s=cfg.timeout_s, deadline=deadline)
+    if isinstance(reply, AIMessage):
+        tokens = usage_from_message(reply, engine=cfg.provider, model=cfg.model, calls=0)
+        spent = spent.plus(tokens)
+        if meter is not None:
+            meter.add(tokens)
+    return str(reply.text), spent
 
 
 def reask_message(errors: list[str]) -> str:

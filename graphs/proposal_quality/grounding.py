@@ -6,11 +6,13 @@ own correction loop on it), but the service never hands out an id that was not i
 from `node_ids`, and an unknown Advisor target becomes the empty string. Whatever was removed is
 returned so the caller can log it. Keys the report schema does not define (at the top level and
 inside proposals) are dropped too, since nothing checked the ids they might carry; the rest of the
-report is left as the model wrote it.
+report is left as the model wrote it. Dropping and logging is the shared check every agent uses
+(`graphs.llm.grounding.keep_known`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -26,6 +28,7 @@ from contracts.proposal_quality import (
     OrganizerReportChild,
     ReportKind,
 )
+from graphs.llm.grounding import keep_known
 
 
 def _names(struct: type[msgspec.Struct]) -> frozenset[str]:
@@ -63,33 +66,40 @@ _ORGANIZER_ID_FIELDS = {
     "decomposition_proposals": ("target_node_id",),
     "relation_proposals": ("from_node_id", "to_node_id"),
 }
+AGENT = "proposal_quality"
 
 
 def ground_report(
     kind: ReportKind, report: object, valid_ids: frozenset[str]
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """The report without ids outside `valid_ids`, and the ids removed; None when it is not an object."""
+    """The report without ids outside `valid_ids` (logged, by the shared check), and the ids removed.
+
+    None when the report is not an object.
+    """
     if not isinstance(report, dict):
         return None, []
     grounded = _only_known(kind, report)
     dropped: list[str] = []
+
+    def ids_of(fields: tuple[str, ...]) -> Callable[[object], list[str | None]]:
+        def named(item: object) -> list[str | None]:
+            found = [item.get(field) for field in fields] if isinstance(item, dict) else []
+            ids: list[str | None] = [i if isinstance(i, str) else None for i in found]
+            dropped.extend(i for i in ids if i is not None and i not in valid_ids)
+            return ids
+
+        return named
+
     if kind == "advisor":
         target = grounded.get("target_node_id")
-        if isinstance(target, str) and target and target not in valid_ids:
+        if isinstance(target, str) and target and not keep_known([target], valid_ids, agent=AGENT):
             dropped.append(target)
             grounded["target_node_id"] = ""
         return grounded, dropped
     for key, fields in _ORGANIZER_ID_FIELDS.items():
         items = grounded.get(key)
         if isinstance(items, list):
-            kept = []
-            for item in items:
-                ids = [item.get(field) for field in fields] if isinstance(item, dict) else []
-                unknown = [i for i in ids if isinstance(i, str) and i not in valid_ids]
-                dropped += unknown
-                if not unknown:
-                    kept.append(item)
-            grounded[key] = kept
+            grounded[key] = keep_known(items, valid_ids, agent=AGENT, ids_of=ids_of(fields))
     groupings = grounded.get("grouping_proposals")
     if isinstance(groupings, list):
         grounded["grouping_proposals"] = [_ground_group(g, valid_ids, dropped) for g in groupings]
@@ -100,5 +110,6 @@ def _ground_group(group: object, valid_ids: frozenset[str], dropped: list[str]) 
     if not isinstance(group, dict) or not isinstance(group.get("node_ids"), list):
         return group
     node_ids = group["node_ids"]
+    kept = keep_known(node_ids, valid_ids, agent=AGENT, ids_of=lambda i: [i if isinstance(i, str) else None])
     dropped += [i for i in node_ids if isinstance(i, str) and i not in valid_ids]
-    return {**group, "node_ids": [i for i in node_ids if not isinstance(i, str) or i in valid_ids]}
+    return {**group, "node_ids": kept}

@@ -5,25 +5,26 @@ at most `MAX_PROMPT_NODES` nodes (the focus node always among them), each title 
 untrusted text inside delimiters with angle brackets neutralised. The reply is parsed as raw JSON
 (`parse_reply` with `dict[str, Any]`: fences and chatter stripped, malformed JSON repaired as a last
 resort), because the validator, not a schema decoder, judges its shape and words in the seed's terms.
-Provider-native JSON mode is bound with the report's own schema where the provider supports it.
+Provider-native JSON mode is bound with the report's own schema where the provider supports it. The
+call itself is the shared one (`call_model`: retries, deadline, usage meter); the self-correction
+loop is the graph's, as seed 004 §4 lays it out. A report whose strings copy the prompt's
+placeholders or instructions fails the check like a Must rule (`copied_text_problems`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import structlog
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from contracts.common import Usage
 from contracts.proposal_quality import AdvisorReport, OrganizerReport, ReportKind
 from graphs.context import AgentContext
-from graphs.llm.retry import call_with_retries
-from graphs.llm.structured_output import bind_native_json, parse_reply
-from graphs.llm.usage import usage_from_message
-from graphs.prompt_files import render_prompt
+from graphs.llm.echo import echo_problems
+from graphs.llm.structured_output import bind_native_json, call_model, parse_reply
+from graphs.prompt_files import load_prompt, render_prompt
 from graphs.proposal_quality.board import Board
 from graphs.proposal_quality.self_correction import NO_IDS, format_ids
 
@@ -96,8 +97,8 @@ def generation_prompt(
     )
 
 
-async def ask_model(context: AgentContext, kind: ReportKind, messages: list[BaseMessage]) -> Draft:
-    """Send the conversation so far and parse the reply into raw JSON.
+async def draft_report(context: AgentContext, kind: ReportKind, messages: list[BaseMessage]) -> Draft:
+    """Send the conversation so far and parse the reply into raw JSON (one attempt; the graph re-asks).
 
     Raises:
         ModelFailure: The provider failed after the transport retries.
@@ -106,17 +107,7 @@ async def ask_model(context: AgentContext, kind: ReportKind, messages: list[Base
     assert context.llm is not None, "the heuristic engine never asks a model"
     cfg = context.llm_config
     runnable = bind_native_json(context.llm, REPORT_TYPES[kind], cfg)
-    reply = await call_with_retries(
-        partial(runnable.ainvoke, list(messages)),
-        max_retries=cfg.max_retries,
-        timeout_s=cfg.timeout_s,
-        deadline=context.deadline,
-    )
-    if isinstance(reply, AIMessage):
-        usage = usage_from_message(reply, engine=cfg.provider, model=cfg.model)
-    else:  # pragma: no cover - chat models answer with AIMessage
-        usage = Usage(engine=cfg.provider, model=cfg.model, llm_calls=1)
-    text = str(reply.text)
+    text, usage = await call_model(runnable, messages, cfg=cfg, deadline=context.deadline, meter=context.meter)
     try:
         parsed = parse_reply(text, dict[str, Any])
     except RecursionError:  # msgspec refuses JSON nested deeper than it can decode
@@ -124,3 +115,8 @@ async def ask_model(context: AgentContext, kind: ReportKind, messages: list[Base
     if parsed.warnings:
         log.info("proposal_quality: reply needed repair", kind=kind, warnings=parsed.warnings)
     return Draft(report=parsed.value, text=text, parse_errors=parsed.errors, usage=usage)
+
+
+def copied_text_problems(context: AgentContext, kind: ReportKind, report: object) -> list[str]:
+    """Strings of the report that copy the generation prompt's placeholders or instructions (a Must error)."""
+    return echo_problems(report, load_prompt(f"proposal_quality/{kind}", context.prompts_dir))

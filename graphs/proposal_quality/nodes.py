@@ -25,7 +25,7 @@ from graphs.context import AgentContext
 from graphs.proposal_quality.advisor_heuristic import advisor_report
 from graphs.proposal_quality.board import board_from_dashboard
 from graphs.proposal_quality.grounding import ground_report
-from graphs.proposal_quality.llm_draft import ask_model, generation_prompt, prompt_ids
+from graphs.proposal_quality.llm_draft import copied_text_problems, draft_report, generation_prompt, prompt_ids
 from graphs.proposal_quality.organizer_heuristic import organizer_report
 from graphs.proposal_quality.render import render_advisor, render_organizer
 from graphs.proposal_quality.self_correction import build_correction_prompt
@@ -46,7 +46,6 @@ def prepare(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> Propos
         "max_attempts": 1 + corrections,
         "attempts": 0,
         "messages": [],
-        "usage": runtime.context.empty_usage(),
     }
 
 
@@ -75,23 +74,30 @@ async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) ->
             state["verdict"].errors, prompt_ids(board, request.focus_node_id), context.prompts_dir
         )
         messages = [*state["messages"], AIMessage(state["reply_text"]), HumanMessage(correction)]
-    draft = await ask_model(context, kind, messages)
+    draft = await draft_report(context, kind, messages)
     return {
         "messages": messages,
         "report": draft.report,
         "parse_errors": draft.parse_errors,
         "reply_text": draft.text,
         "attempts": attempt,
-        "usage": state["usage"].plus(draft.usage),
     }
 
 
-def check(state: ProposalGraphState) -> ProposalGraphState:
-    """Validate the attempt (an unparseable reply fails with its parse errors) and log the verdict."""
+def check(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+    """Validate the attempt (an unparseable reply fails with its parse errors) and log the verdict.
+
+    A model's report whose strings copy the prompt's placeholders or instructions fails too, as a
+    Must error the correction prompt names.
+    """
     if state["parse_errors"]:
         verdict = ValidationResult(ok=False, errors=list(state["parse_errors"]), warnings=[])
     else:
         verdict = validate_report(state["kind"], state["report"], state["board"].valid_ids)
+        if runtime.context.llm is not None:
+            copied = copied_text_problems(runtime.context, state["kind"], state["report"])
+            if copied:
+                verdict = ValidationResult(ok=False, errors=[*verdict.errors, *copied], warnings=verdict.warnings)
     log.info(
         "proposal_quality attempt",
         kind=state["kind"],
@@ -106,7 +112,7 @@ def check(state: ProposalGraphState) -> ProposalGraphState:
     return {"verdict": verdict, "attempt_log": [summary]}
 
 
-def render(state: ProposalGraphState) -> ProposalGraphState:
+def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
     """The accepted report, typed, with its display payload."""
     kind, board, verdict = state["kind"], state["board"], state["verdict"]
     assert isinstance(state["report"], dict), "only a report the validator accepted is rendered"
@@ -119,7 +125,7 @@ def render(state: ProposalGraphState) -> ProposalGraphState:
         advisor = msgspec.convert(report, AdvisorReport)
         typed = advisor
         rendered = render_advisor(advisor, board)
-    _log_final(state, ok=True)
+    _log_final(state, runtime.context, ok=True)
     return {
         "outcome": ProposalRunResponse(
             request_id=state["request_id"],
@@ -129,18 +135,16 @@ def render(state: ProposalGraphState) -> ProposalGraphState:
             warnings=verdict.warnings,
             attempts=state["attempts"],
             attempt_log=state["attempt_log"],
-            usage=state["usage"],
+            usage=runtime.context.usage,
             rendered=rendered,
         )
     }
 
 
-def reject(state: ProposalGraphState) -> ProposalGraphState:
-    """Not adopted (seed 004 §4.1 step 4): the last errors, and the last report without unknown ids."""
-    report, dropped = ground_report(state["kind"], state["report"], state["board"].valid_ids)
-    if dropped:
-        log.warning("proposal_quality: dropped ids the model invented", kind=state["kind"], dropped=dropped[:50])
-    _log_final(state, ok=False)
+def reject(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+    """Not adopted (seed 004 §4.1 step 4): the last errors, and the last report without unknown ids (logged)."""
+    report, _ = ground_report(state["kind"], state["report"], state["board"].valid_ids)
+    _log_final(state, runtime.context, ok=False)
     verdict = state["verdict"]
     return {
         "outcome": ProposalRunResponse(
@@ -151,17 +155,17 @@ def reject(state: ProposalGraphState) -> ProposalGraphState:
             warnings=verdict.warnings,
             attempts=state["attempts"],
             attempt_log=state["attempt_log"],
-            usage=state["usage"],
+            usage=runtime.context.usage,
         )
     }
 
 
-def _log_final(state: ProposalGraphState, *, ok: bool) -> None:
+def _log_final(state: ProposalGraphState, context: AgentContext, *, ok: bool) -> None:
     log.info(
         "proposal_quality result",
         kind=state["kind"],
         ok=ok,
         attempts=state["attempts"],
         retry_count=state["attempts"] - 1,
-        engine=state["usage"].engine,
+        engine=context.usage.engine,
     )

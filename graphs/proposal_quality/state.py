@@ -11,7 +11,6 @@ from typing import Annotated, TypedDict
 
 from langchain_core.messages import BaseMessage
 
-from contracts.common import Usage
 from contracts.proposal_quality import (
     ProposalAttempt,
     ProposalRunRequest,
@@ -37,5 +36,4 @@ class ProposalGraphState(TypedDict, total=False):
     parse_errors: list[str]
     verdict: ValidationResult
     attempt_log: Annotated[list[ProposalAttempt], operator.add]
-    usage: Usage
     outcome: ProposalRunResponse

@@ -9,10 +9,13 @@ LIMIT='"constraints":{"timeout_ms":1000}'
 
 request POST /agent/ace/generate "{\"request_id\":\"m-1\",\"query\":\"東京タワーの高さ\",\"playbook\":$PLAYBOOK,$LIMIT}"
 check "generate: $EXPECTED is an ERROR body with HTTP 200" 200 "$ERROR_SHAPE and .error_type == \"$EXPECTED\" and .request_id == \"m-1\""
+check "generate: the ERROR body carries what was spent" 200 '.usage.llm_calls >= 1'
 
 request POST /agent/ace/reflect "{\"request_id\":\"m-2\",\"trajectory\":{\"query\":\"q\",\"generated_answer\":\"300\",\"used_bullet_ids\":[\"gen-00001\"]},\"ground_truth\":\"333\",\"playbook\":$PLAYBOOK,$LIMIT}"
 check "reflect: an empty reflection that names the $EXPECTED" 200 \
   ".action == \"REFLECTION\" and .reflection.insights == [] and .reflection.bullet_evaluations == [] and .model_problem.error_type == \"$EXPECTED\""
+check "reflect: usage names the fallback and counts the failed calls" 200 \
+  '.usage.engine == "heuristic" and .usage.fallback and .usage.llm_calls >= 1'
 
 request POST /agent/ace/curate "{\"request_id\":\"m-3\",\"reflection\":{\"insights\":[{\"reasoning\":\"r\",\"error_identification\":\"e\",\"root_cause_analysis\":\"c\",\"correct_approach\":\"a\",\"key_insight\":\"k\"}],\"bullet_evaluations\":[],\"trajectory_query\":\"q\",\"trajectory_dataset\":\"default\"},\"playbook\":$PLAYBOOK,$LIMIT}"
 check "curate: $EXPECTED is an ERROR body with HTTP 200" 200 "$ERROR_SHAPE and .error_type == \"$EXPECTED\""

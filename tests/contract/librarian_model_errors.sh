@@ -11,5 +11,6 @@ if [ "$MODE" = slow ]; then
 else
   check "a failing provider is MODEL_FAILURE (HTTP 200)" 200 '.action == "ERROR" and .error_type == "MODEL_FAILURE" and .request_id == "m-1"'
 fi
+check "the ERROR body carries what the step spent on the model" 200 '.usage.llm_calls >= 1 and .usage.model != null'
 
 finish

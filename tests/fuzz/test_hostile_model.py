@@ -46,6 +46,8 @@ class Endpoint:
     ids_in_input: set[str]
     failure_is_empty_result: bool = False
     """Seed 001: the reflector answers a model failure with an empty reflection, not an ERROR."""
+    outage_falls_back: bool = False
+    """Seed 002 §4.1: GRACE's planner answers a provider outage with the template plan, not an ERROR."""
 
 
 DASHBOARD = {
@@ -188,6 +190,7 @@ ENDPOINTS += [
         ),
         ids_in_response=lambda b: {b["collection"]} if b.get("action") == "SEARCH" else set(),
         ids_in_input={"documents"},  # the configured default collection is the only one the caller offered
+        outage_falls_back=True,
     ),
 ]
 
@@ -256,9 +259,14 @@ def test_hostile_model(
     assert endpoint.ids_in_response(body) <= endpoint.ids_in_input, body
     assert elapsed <= REQUEST_TIMEOUT_MS / 1000 + MARGIN_S, elapsed
     expected = {"slower-than-deadline": "TIMEOUT", "500-persistent": "MODEL_FAILURE"}.get(mode)
+    if expected:  # every failed call is still counted, whatever the body
+        assert body["usage"]["llm_calls"] >= 1, body
     if expected and endpoint.failure_is_empty_result:
         assert body["model_problem"]["error_type"] == expected
         assert body["reflection"]["bullet_evaluations"] == []
+    elif expected == "MODEL_FAILURE" and endpoint.outage_falls_back:
+        assert body["action"] == "SEARCH", body
+        assert (body["usage"]["engine"], body["usage"]["fallback"]) == ("heuristic", True)
     elif expected:
         assert body.get("action") == "ERROR"
         assert body["error_type"] == expected

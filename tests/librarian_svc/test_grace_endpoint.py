@@ -54,6 +54,8 @@ def test_first_call_plans_search_then_answer_and_asks_for_the_search(walker: Wal
         "input_tokens": 0,
         "output_tokens": 0,
         "total_tokens": 0,
+        "fallback": False,
+        "fallback_reason": None,
     }
     assert read_token(first["state"])["agent"] == "grace"
     assert read_token(first["state"])["schema_version"] == 1

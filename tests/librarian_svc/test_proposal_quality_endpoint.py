@@ -46,6 +46,8 @@ def test_organizer_run_on_every_sample(client: TestClient[Litestar], sample: Sam
         "input_tokens": 0,
         "output_tokens": 0,
         "total_tokens": 0,
+        "fallback": False,
+        "fallback_reason": None,
     }
     assert validate_organizer_report(answer["report"], sample.valid_ids).ok
     assert answer["rendered"]["kind"] == "organizer"
@@ -293,3 +295,14 @@ def test_any_dashboard_gets_a_valid_grounded_report(
     ids = {node["id"] for tray in trays.values() for node in tray}
     check = validate_organizer_report if kind == ORGANIZER else validate_advisor_report
     assert check(answer["report"], ids).ok
+
+
+def test_dashboard_nodes_keep_their_other_fields_while_the_request_stays_strict(client: TestClient[Litestar]) -> None:
+    """A dashboard is passed through from GET /api/dashboard: its nodes' other fields are ignored, not refused."""
+    node = {"id": "n1", "title": "企画書を書く", "status": "todo", "estimate": 3, "assignee": {"name": "a"}}
+    dashboard = {"trays": {"todo": [node, {"id": "n2", "title": "レビュー", "due": "2026-12-01"}]}}
+    ok = client.post("/api/advisor/run", json={"dashboard": dashboard, "focusNodeId": "n1"})
+    assert ok.status_code == 200, ok.text
+    misspelled = client.post("/api/advisor/run", json={"dashboard": dashboard, "focus_node_id": "n1"})
+    assert misspelled.status_code == 422
+    assert misspelled.json()["details"][0]["path"] == "$.focus_node_id"

@@ -20,7 +20,7 @@ from graphs.ace.sections import SectionRules, section_rules, slug_prefix
 from graphs.config_files import SectionDefinition, load_sections
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
-from librarian_svc.settings import PROJECT_ROOT
+from librarian_svc.settings import ENV_DEFAULTS, PROJECT_ROOT
 from tests.graphs.ace.helpers import bullet, playbook, real_playbook
 from tests.graphs.ace.strategies import bullet_ids, contents, playbooks
 
@@ -225,7 +225,7 @@ def reflection(*lessons: str, evaluations: list[BulletEvaluation] | None = None)
     )
 
 
-SEARCH = HybridSearch(EMBEDDINGS, cache=IndexCache())
+SEARCH = HybridSearch(EMBEDDINGS, alpha=float(ENV_DEFAULTS["SEARCH_ALPHA"]), cache=IndexCache())
 
 
 def test_the_heuristic_files_each_lesson_in_the_section_it_fits() -> None:

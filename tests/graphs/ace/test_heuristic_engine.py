@@ -22,7 +22,7 @@ from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, bullet, playbook, real_playbook
 
-SEARCH = HybridSearch(CachedEmbeddings(HashingEmbeddings(dim=256), model="engine-test"), cache=IndexCache())
+SEARCH = HybridSearch(CachedEmbeddings(HashingEmbeddings(dim=256), model="engine-test"), alpha=0.5, cache=IndexCache())
 PAGINATION = playbook(
     bullet("gen-00001", "Always paginate: loop over page_index until an API returns an empty page."),
     bullet("gen-00002", "Use show_venmo_balance before approving a payment request."),

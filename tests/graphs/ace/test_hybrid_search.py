@@ -18,7 +18,10 @@ from graphs.ace.search_index import IndexCache, build_index, search_text, texts_
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from graphs.text.tokenize import tokenize
+from librarian_svc.settings import ENV_DEFAULTS
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, real_playbook
+
+ALPHA = float(ENV_DEFAULTS["SEARCH_ALPHA"])
 
 WORDS = ["page", "index", "loop", "api", "venmo", "balance", "song", "queue", "file", "date", "東京", "タワー", "高さ"]
 SECTIONS = ["alpha", "beta", "gamma"]
@@ -41,7 +44,7 @@ class CountingEmbeddings(Embeddings):
         return self.inner.embed_query(text)
 
 
-def make_search(alpha: float = 0.5) -> HybridSearch:
+def make_search(alpha: float = ALPHA) -> HybridSearch:
     return HybridSearch(CachedEmbeddings(HashingEmbeddings(dim=64), model="test/64"), alpha=alpha, cache=IndexCache())
 
 
@@ -198,7 +201,7 @@ def test_whitespace_tokens_find_nothing_in_japanese() -> None:
 
 def test_a_warm_playbook_is_not_embedded_again() -> None:
     counting = CountingEmbeddings()
-    search = HybridSearch(CachedEmbeddings(counting, model="counting"), cache=IndexCache())
+    search = HybridSearch(CachedEmbeddings(counting, model="counting"), alpha=ALPHA, cache=IndexCache())
     playbook = real_playbook()
     query = SearchQuery(query_text="paginate through all songs", top_k=5)
     distinct = len({b.content for b in playbook.bullets})  # the real playbook repeats some bullets verbatim
@@ -213,7 +216,7 @@ def test_a_warm_playbook_is_not_embedded_again() -> None:
 
 def test_a_changed_bullet_is_the_only_one_embedded() -> None:
     counting = CountingEmbeddings()
-    search = HybridSearch(CachedEmbeddings(counting, model="counting"), cache=IndexCache())
+    search = HybridSearch(CachedEmbeddings(counting, model="counting"), alpha=ALPHA, cache=IndexCache())
     playbook = real_playbook()
     query = SearchQuery(query_text="paginate through all songs")
     search.search(query, playbook)
@@ -226,7 +229,7 @@ def test_a_changed_bullet_is_the_only_one_embedded() -> None:
 
 def test_the_index_cache_is_bounded() -> None:
     cache = IndexCache(max_rows=10, max_indexes=2)
-    search = HybridSearch(CachedEmbeddings(HashingEmbeddings(dim=16), model="b"), cache=cache)
+    search = HybridSearch(CachedEmbeddings(HashingEmbeddings(dim=16), model="b"), alpha=ALPHA, cache=cache)
     query = SearchQuery(query_text="x", min_confidence=0.0)
     for n in range(6):
         search.search(

@@ -106,11 +106,16 @@ def test_generate_handles_malformed_output(
     llm_server.script(*replies)
     answer = post(client, GENERATE, {"query": "東京タワーの高さは？", "playbook": MIXED})
     assert answer["produced_by"] == produced_by
+    usage = answer["usage"]
     if produced_by == "heuristic":
         assert answer["trajectory"]["used_bullet_ids"] == ["gen-00001"]  # the extractive answer
-        assert answer["usage"]["llm_calls"] == 2  # one re-ask, then the fallback
+        # usage says the rules answered, and still bills the model's call and re-ask
+        assert (usage["engine"], usage["model"], usage["fallback"]) == ("heuristic", "fake", True)
+        assert (usage["llm_calls"], usage["total_tokens"]) == (2, 30)
+        assert usage["fallback_reason"].startswith("ace.generator: unusable model output, the extractive answer")
     else:
         assert answer["answer"] in {"fenced", "chatty", "truncated"}
+        assert (usage["engine"], usage["fallback"]) == ("openai-compatible", False)
 
 
 def test_provider_failure_is_model_failure(llm_client_for: LLMClientFor, llm_server: FakeLLMServer) -> None:
@@ -124,6 +129,7 @@ def test_provider_failure_is_model_failure(llm_client_for: LLMClientFor, llm_ser
         assert answer["action"] == "ERROR", path
         assert answer["error_type"] == "MODEL_FAILURE"
         assert answer["request_id"] == "r-mf"
+        assert (answer["usage"]["llm_calls"], answer["usage"]["model"]) == (2, "fake"), path  # call + retry
     assert len(llm_server.chat_requests) == 4  # one retry per call, then give up
 
 
@@ -246,6 +252,8 @@ def test_model_failure_gives_an_empty_reflection_not_an_error(
     assert answer["reflection"]["bullet_evaluations"] == []
     assert answer["reflection"]["iteration_count"] == 0
     assert answer["model_problem"]["error_type"] == error_type
+    assert (answer["usage"]["engine"], answer["usage"]["fallback"]) == ("heuristic", True)
+    assert answer["usage"]["llm_calls"] >= 1
 
 
 # --- curator -------------------------------------------------------------------------------------------
@@ -328,6 +336,7 @@ def test_an_unusable_curation_falls_back_to_the_heuristic(
     assert answer["produced_by"] == "heuristic"
     assert [(d["type"], d["content"]) for d in answer["deltas"]] == [("ADD", "Tokyo Tower is 333 m tall")]
     assert answer["usage"]["llm_calls"] == 2
+    assert (answer["usage"]["engine"], answer["usage"]["fallback"]) == ("heuristic", True)
 
 
 @pytest.mark.parametrize(
@@ -355,6 +364,7 @@ def test_a_failed_curator_model_keeps_the_counters_and_curates_by_the_rules(
         ("ADD", "Tokyo Tower is 333 m tall"),  # the curator's rules, from the insight
     ]
     assert any(f"curator's model failed ({kind}" in note for note in answer["notes"]), answer["notes"]
+    assert (answer["usage"]["engine"], answer["usage"]["fallback"]) == ("heuristic", True)
 
 
 def test_curate_with_appworld_sections_refuses_unknown_ones(

@@ -117,9 +117,13 @@ def test_a_simple_question_gets_the_template_even_with_a_model(
     llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
 ) -> None:
     Script(llm_server, plan=[plan_json([search(1, "x"), search(2, "y"), answer_step(3, [1, 2])], complexity=0.1)])
-    first = Walker(llm_client_for()).start()
+    first = Walker(llm_client_for()).start(collections=COLLECTIONS)
     assert [s["action"] for s in first["plan"]["steps"]] == ["rag_search", "reasoning"]
     assert "[template]" in first["events"][0]["message"]
+    # The model's own estimate chose the template: that is the model's answer, not a fallback.
+    assert "plan_fallback" not in event_types(first)
+    assert first["usage"]["engine"] == "openai-compatible"
+    assert first["usage"]["fallback"] is False
 
 
 @pytest.mark.parametrize(
@@ -142,9 +146,13 @@ def test_a_malformed_plan_is_reasked_once_then_replaced_by_the_template(
     assert first["action"] == "SEARCH"
     assert [s["action"] for s in first["plan"]["steps"]] == ["rag_search", "reasoning"]
     assert first["query"] == COMPARE
-    assert "[template]" in first["events"][0]["message"]
+    assert event_types(first)[:2] == ["plan_fallback", "plan_created"]
+    assert "[template]" in first["events"][1]["message"]
     assert len(script.prompts["plan"]) == 2  # one re-ask
-    assert first["usage"]["llm_calls"] == 2
+    usage = first["usage"]
+    assert (usage["engine"], usage["model"], usage["llm_calls"], usage["fallback"]) == ("heuristic", "fake", 2, True)
+    assert usage["total_tokens"] == 2 * 15  # the two replies are still billed
+    assert usage["fallback_reason"].startswith("grace.planner: unusable model output")
 
 
 def test_a_fenced_plan_is_accepted(
@@ -183,7 +191,8 @@ def test_an_invalid_plan_is_rejected_and_replaced(
     script = Script(llm_server, plan=[plan_json(bad_steps)])
     first = Walker(llm_client_for()).start(COMPARE, collections=COLLECTIONS)
     assert [s["action"] for s in first["plan"]["steps"]] == ["rag_search", "reasoning"]
-    assert "[template]" in first["events"][0]["message"]
+    assert event_types(first)[:2] == ["plan_fallback", "plan_created"]
+    assert "[template]" in first["events"][1]["message"]
     assert complaint in script.prompts["plan"][1]  # the re-ask named the problem
 
 
@@ -314,15 +323,59 @@ def test_an_invalid_model_replan_falls_back_to_the_rules(
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])
-def test_provider_failure_while_planning_is_model_failure(
+def test_a_model_outage_while_planning_falls_back_to_the_template_plan(
     llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer, provider: str
 ) -> None:
     llm_server.default_reply = Reply(status=500, content="boom")
-    response = llm_client_for(provider).post(STEP, json={"request_id": "mf", "query": COMPARE})
+    client = llm_client_for(provider, LLM_MAX_RETRIES="1")
+    response = client.post(STEP, json={"request_id": "mf", "query": COMPARE})
     assert response.status_code == 200
     body = response.json()
-    assert (body["action"], body["error_type"], body["request_id"]) == ("ERROR", "MODEL_FAILURE", "mf")
-    assert body["state"] is None  # a first call: retry it as it was
+    assert (body["action"], body["request_id"], body["query"]) == ("SEARCH", "mf", COMPARE)
+    assert [s["action"] for s in body["plan"]["steps"]] == ["rag_search", "reasoning"]  # seed 002 §4.1
+    assert event_types(body)[:2] == ["plan_fallback", "plan_created"]
+    assert "HTTP 500" in body["events"][0]["message"]
+    usage = body["usage"]
+    assert (usage["engine"], usage["llm_calls"], usage["fallback"]) == ("heuristic", 2, True)  # one retry
+    assert usage["model"] == ("gemini-2.5-flash" if provider == "gemini" else "fake")
+    assert "model failure: HTTP 500" in usage["fallback_reason"]
+    assert len(llm_server.chat_requests) == 2
+    # The session goes on normally on the template plan once the provider is back.
+    llm_server.default_reply = Reply(content=answer_json("東京タワーは333メートル[S1]。", ["S1"]))
+    final = Walker(client, last=body).search(STRONG_TOWER_HITS)
+    assert final["action"] == "COMPLETE", final
+    assert final["answer"] == "東京タワーは333メートル[S1]。"
+    assert final["usage"]["fallback"] is False  # this step's answer is the model's
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        pytest.param(Reply(status=429, content="slow down", headers={"Retry-After": "0"}), "HTTP 429", id="429"),
+        pytest.param(Reply(content="{}", delay_s=2), "model timeout", id="timeout"),
+    ],
+)
+def test_rate_limits_and_timeouts_inside_the_budget_fall_back_to_the_template_plan(
+    llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer, reply: Reply, reason: str
+) -> None:
+    llm_server.default_reply = reply
+    client = llm_client_for(LLM_MAX_RETRIES="1", LLM_TIMEOUT_MS="300")
+    body = client.post(STEP, json={"request_id": "rl", "query": COMPARE, "constraints": {"timeout_ms": 5000}}).json()
+    assert body["action"] == "SEARCH", body
+    assert event_types(body)[0] == "plan_fallback"
+    assert reason in body["usage"]["fallback_reason"]
+    assert body["usage"]["llm_calls"] == 2
+
+
+def test_a_model_that_outlives_the_request_budget_is_timeout_with_the_usage_spent(
+    llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    llm_server.default_reply = Reply(content="{}", delay_s=5)
+    client = llm_client_for()
+    body = client.post(STEP, json={"request_id": "t", "query": COMPARE, "constraints": {"timeout_ms": 400}}).json()
+    assert (body["action"], body["error_type"]) == ("ERROR", "TIMEOUT")
+    assert body["usage"]["llm_calls"] == 1  # the call that never answered
+    assert body["usage"]["engine"] == "openai-compatible"
 
 
 def test_provider_failure_while_reasoning_returns_the_state_to_retry_with(

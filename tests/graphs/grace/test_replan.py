@@ -10,23 +10,14 @@ from hypothesis import strategies as st
 
 from contracts.grace import GraceState, PlanStep, SearchCollection, StepResult, Thresholds
 from graphs.config_files import load_grace_config
-from graphs.context import AgentContext
-from graphs.embeddings.hashing import HashingEmbeddings
 from graphs.grace.plan_rules import plan_errors
 from graphs.grace.planner import build_plan
 from graphs.grace.replan import Trigger, choose_strategy, replan, trigger_for
-from graphs.llm.config import LLMConfig
+from tests.support.context import make_context
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = load_grace_config(ROOT / "config", {})
-CONTEXT = AgentContext(
-    llm=None,
-    llm_config=LLMConfig(provider="heuristic", model=None),
-    embeddings=HashingEmbeddings(),
-    prompts_dir=ROOT / "prompts",
-    config_dir=ROOT / "config",
-    grace=CONFIG,
-)
+CONTEXT = make_context(grace=CONFIG)
 TWO = [SearchCollection(name="wiki", description="百科事典"), SearchCollection(name="web", description="ウェブ")]
 QUERY = "東京タワーとスカイツリーの高さの違いは？"
 

@@ -71,3 +71,97 @@ def test_plans_never_reissue_and_respect_max_queries(
     normalized = [normalize(q) for q in queries]
     assert not set(normalized) & issued
     assert len(set(normalized)) == len(normalized)
+
+
+# --- issue 13: hard cases ------------------------------------------------------------------------------
+
+ENGLISH_FUNCTION_WORDS = {"how", "does", "do", "did", "is", "are", "what", "the", "of", "a", "an", "or", "and", "not"}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How does photosynthesis work?",
+        "How do vaccines train the immune system?",
+        "What is the capital of France or Spain?",
+        "Which is heavier, iron or gold, and why?",
+        "Why did the Roman Empire not survive?",
+        "When was the Eiffel Tower built?",
+    ],
+)
+def test_english_text_entries_are_content_terms_only(question: str) -> None:
+    profile = profile_question(question)
+    plans = [plan_first(profile, max_queries=8, issued=set())]
+    plans.append(plan_follow_up(profile, [], max_queries=8, issued={q for p in plans for q in p.queries_text}))
+    for plan in plans:
+        for entry in plan.queries_text:
+            words = entry.split()
+            assert not ENGLISH_FUNCTION_WORDS & set(words), entry
+            suffixes = {profile.suffix(c) for c in profile.required}
+            assert all(word in normalize(question) or word in suffixes for word in words), entry  # no "es"
+
+
+@pytest.mark.parametrize(
+    ("question", "issued"),
+    [
+        ("東京タワーの高さは何メートルですか", {"タワー 東京", "メートル 東京"}),
+        ("How does photosynthesis work?", {"work photosynthesis"}),
+    ],
+)
+def test_a_permutation_of_an_issued_query_is_not_issued_again(question: str, issued: set[str]) -> None:
+    keys = {" ".join(sorted(q.split())) for q in issued}
+    profile = profile_question(question)
+    for plan in (
+        plan_first(profile, max_queries=8, issued=issued),
+        plan_follow_up(profile, [], max_queries=8, issued=issued),
+    ):
+        for query in plan.queries_text + plan.queries_vector:
+            assert " ".join(sorted(normalize(query).split())) not in keys, query
+
+
+@pytest.mark.parametrize(
+    "question", ["東京タワーの高さは何メートルですか", "富士山の高さは", "How does photosynthesis work?"]
+)
+def test_no_single_character_entries_and_no_question_copied_as_a_vector_query(question: str) -> None:
+    profile = profile_question(question)
+    issued: set[str] = set()
+    for _ in range(10):
+        plan = (
+            plan_follow_up(profile, [], max_queries=4, issued=issued)
+            if issued
+            else plan_first(profile, max_queries=4, issued=issued)
+        )
+        for entry in plan.queries_text:
+            assert any(len(word) >= 2 for word in entry.split()), entry
+        for query in plan.queries_vector:
+            assert normalize(query) != normalize(question), "a vector query must not merely copy the question"
+            assert not query.startswith("an explanation of"), query
+        issued |= {normalize(q) for q in plan.queries_text + plan.queries_vector}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "梅雨がみられるのはどの期間？",
+        "光合成の仕組みと葉緑体の役割を説明してください",
+        "徳川家康が江戸幕府を開いたのは何年か",
+    ],
+)
+def test_follow_ups_try_every_key_term_before_running_out(question: str) -> None:
+    profile = profile_question(question)
+    issued: set[str] = set(plan_first(profile, max_queries=2, issued=set()).queries_text)
+    for _ in range(20):
+        plan = plan_follow_up(profile, [], max_queries=2, issued=issued)
+        if not plan.queries_text and not plan.queries_vector:
+            break
+        issued |= set(plan.queries_text) | set(plan.queries_vector)
+    used = {word for q in issued for word in normalize(q).split()}
+    assert {t for t in profile.key_terms if len(t) >= 2} <= used
+
+
+@pytest.mark.parametrize(
+    ("question", "asking"),
+    [("光合成の具体例を教えてください", "具体例"), ("What is Newton's second law? Give an example.", "give")],
+)
+def test_words_that_ask_are_not_key_terms(question: str, asking: str) -> None:
+    assert asking not in profile_question(question).key_terms

@@ -189,7 +189,7 @@ async def test_429_is_retried(llm_server: FakeLLMServer, chat_model_factory: Cha
     result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
     assert result.value == GOOD_PLAN
     assert result.attempts == 1
-    assert result.usage.llm_calls == 1
+    assert result.usage.llm_calls == 2  # every request counts, the rate-limited one too
     assert len(llm_server.chat_requests) == 2
 
 

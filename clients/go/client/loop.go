@@ -1,0 +1,170 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"librarian-svc/clients/go/api"
+)
+
+// Searcher runs one SEARCH the Librarian asked for: full-text search for search.QueriesText,
+// vector search for search.QueriesVector, always restricted to subjectID (the service never
+// enforces it; search.FiltersHint only hints). The hits become one round of search_history.
+type Searcher interface {
+	Search(ctx context.Context, subjectID string, search *api.LibrarianSearchAction) ([]api.SearchHit, error)
+}
+
+// SearcherFunc adapts a function to Searcher.
+type SearcherFunc func(ctx context.Context, subjectID string, search *api.LibrarianSearchAction) ([]api.SearchHit, error)
+
+// Search calls f.
+func (f SearcherFunc) Search(ctx context.Context, subjectID string, search *api.LibrarianSearchAction) ([]api.SearchHit, error) {
+	return f(ctx, subjectID, search)
+}
+
+// Question is what one Librarian search is about.
+type Question struct {
+	RequestID    string // the base of every call's request_id ("<RequestID>-<step>", retries "-r<n>")
+	UserQuery    string
+	SubjectID    string
+	Conversation []api.ConversationTurn
+	// Constraints are sent with every call: the first call pins them in the state, and a later
+	// call must not contradict them.
+	Constraints *api.LibrarianConstraints
+}
+
+// Event is one thing the loop did, for logging or printing progress.
+type Event struct {
+	Step     int                   // 1 for the first think call
+	Attempt  int                   // 0, then 1.. for retries of the same step
+	Response api.LibrarianResponse // the decoded answer; nil when Err is set or for a Round event
+	Err      error                 // a retryable failure that the loop is about to retry
+	Round    *api.SearchRound      // the round the Searcher produced for the SEARCH of this step
+}
+
+// Result is the end of a search that reached COMPLETE.
+type Result struct {
+	Complete *api.LibrarianCompleteAction
+	History  []api.SearchRound // every round the Searcher produced, oldest first
+	Calls    int               // think calls made, retries included
+}
+
+// MaxSteps bounds a loop whatever the service answers: it promises COMPLETE or ERROR after at
+// most max_loops (<= 10) SEARCH rounds, so a 12th step means something is wrong.
+const MaxSteps = 12
+
+// Loop runs the Librarian's think loop: call, run the SEARCH, call back with the state verbatim
+// and the new round appended, until COMPLETE. The state is never looked into: it is copied from
+// each answer into the next request as it came.
+type Loop struct {
+	Client   *Client
+	Searcher Searcher
+	// MaxRetries is how often one step is repeated, unchanged, after a retryable failure
+	// (TIMEOUT or MODEL_FAILURE actions, 429, 5xx, transport errors). Zero means no retries.
+	MaxRetries int
+	// RetryDelay is the wait before the first retry of a step; it doubles for each further one.
+	RetryDelay time.Duration
+	// OnEvent, when set, sees every answer, every retried failure and every round.
+	OnEvent func(Event)
+}
+
+// NewLoop returns a loop with two retries per step, 200 ms apart at first.
+func NewLoop(c *Client, s Searcher) *Loop {
+	return &Loop{Client: c, Searcher: s, MaxRetries: 2, RetryDelay: 200 * time.Millisecond}
+}
+
+// Run searches until COMPLETE. Errors: *ServiceError for an ERROR answer (LOOP_LIMIT, INVALID_INPUT,
+// a 4xx, or a retryable failure that outlasted MaxRetries), *TransportError, the Searcher's error
+// (wrapped), or the context's.
+func (l *Loop) Run(ctx context.Context, q Question) (*Result, error) {
+	result := &Result{}
+	req := &api.LibrarianRequest{
+		UserQuery:    q.UserQuery,
+		SubjectID:    q.SubjectID,
+		Conversation: q.Conversation,
+		Constraints:  q.Constraints,
+	}
+	for step := 1; step <= MaxSteps; step++ {
+		req.RequestID = fmt.Sprintf("%s-%d", q.RequestID, step)
+		resp, err := l.think(ctx, step, req, result)
+		if err != nil {
+			return result, err
+		}
+		switch action := resp.(type) {
+		case *api.LibrarianCompleteAction:
+			result.Complete = action
+			return result, nil
+		case *api.LibrarianSearchAction:
+			hits, err := l.Searcher.Search(ctx, q.SubjectID, action)
+			if err != nil {
+				return result, fmt.Errorf("librarian-svc: search for step %d: %w", step, err)
+			}
+			round := api.SearchRound{QueriesText: action.QueriesText, QueriesVector: action.QueriesVector, Results: hits}
+			result.History = append(result.History, round)
+			l.emit(Event{Step: step, Round: &round})
+			req.SearchHistory = result.History
+			req.State = action.State // verbatim: an opaque value the next call hands back
+		default:
+			return result, fmt.Errorf("librarian-svc: step %d: unexpected %T", step, resp)
+		}
+	}
+	return result, fmt.Errorf("librarian-svc: no COMPLETE after %d steps", MaxSteps)
+}
+
+// think makes one step, repeating it unchanged (same state, same history) after a retryable failure.
+func (l *Loop) think(ctx context.Context, step int, req *api.LibrarianRequest, result *Result) (api.LibrarianResponse, error) {
+	base := req.RequestID
+	defer func() { req.RequestID = base }()
+	delay := l.RetryDelay
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			req.RequestID = fmt.Sprintf("%s-r%d", base, attempt)
+		}
+		result.Calls++
+		resp, err := l.Client.Think(ctx, req)
+		if err == nil {
+			if e, ok := resp.(*api.ErrorResponse); ok {
+				err = ErrorFromAction(e)
+			} else {
+				l.emit(Event{Step: step, Attempt: attempt, Response: resp})
+				return resp, nil
+			}
+		}
+		if !Retryable(err) || attempt >= l.MaxRetries {
+			return nil, err
+		}
+		l.emit(Event{Step: step, Attempt: attempt, Err: err})
+		if err := sleep(ctx, delay); err != nil {
+			return nil, err
+		}
+		delay *= 2
+	}
+}
+
+func (l *Loop) emit(e Event) {
+	if l.OnEvent != nil {
+		l.OnEvent(e)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// IsErrorType reports whether err is a *ServiceError of the given error_type.
+func IsErrorType(err error, t api.ErrorType) bool {
+	var service *ServiceError
+	return errors.As(err, &service) && service.ErrorType == t
+}

@@ -1,0 +1,3 @@
+module librarian-svc/clients/go
+
+go 1.19

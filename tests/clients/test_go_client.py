@@ -1,0 +1,150 @@
+"""The Go client in clients/go: generated types match the schemas, the module vets and builds, and its
+tests (unit tests against httptest servers, and the think loop against the real service) pass.
+
+Go and npm are required, not optional: `.ci/run` installs them, so a missing one fails here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.support.live_service import PROJECT_ROOT, LiveService
+
+GO_DIR = PROJECT_ROOT / "clients" / "go"
+LIVE_TESTS = (
+    "TestLiveLoopCompletes",
+    "TestLiveInvalidInputNamesThePath",
+    "TestLiveNotFoundIsAnErrorBody",
+    "TestLiveGeneratedTypesDescribeTheResponses",
+    "TestLiveLoopLimitAfterEveryRound",
+    "TestLiveMisspelledAndCoercedFieldsAre422WithTheirPaths",
+    "TestLiveEditedStateTokenIsRefused",
+)
+
+
+def go_binary() -> str:
+    go = shutil.which("go")
+    if go is None:
+        pytest.fail("`go` is not installed: .ci/run installs Debian's golang-go (Go >= 1.19)")
+    return go
+
+
+def go_env(**extra: str) -> dict[str, str]:
+    """Offline (no module proxy: the module has no dependencies) with caches any user can write."""
+    env = {**os.environ, "GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=readonly", **extra}
+    env.setdefault("GOCACHE", str(PROJECT_ROOT / "build" / "go" / "cache"))
+    env.setdefault("GOPATH", str(PROJECT_ROOT / "build" / "go" / "path"))
+    return env
+
+
+def run_go(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [go_binary(), *args], cwd=GO_DIR, env=env or go_env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(name="generator", scope="module")
+def fixture_generator() -> ModuleType:
+    """clients/go/generate.py, with the pinned quicktype installed (`npm ci`, as `make go-client` does)."""
+    spec = importlib.util.spec_from_file_location("go_generate", GO_DIR / "generate.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not module.QUICKTYPE.is_file():
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.fail("`npm` is not installed: .ci/run installs Debian's nodejs and npm")
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=module.TOOLS_DIR, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr
+    return module
+
+
+def test_module_is_standard_library_go_1_19() -> None:
+    go_mod = (GO_DIR / "go.mod").read_text(encoding="utf-8")
+    assert re.search(r"^go 1\.19$", go_mod, re.MULTILINE)
+    assert "require" not in go_mod
+    assert not (GO_DIR / "go.sum").exists()
+
+
+def test_quicktype_is_pinned_exactly() -> None:
+    package = json.loads((GO_DIR / "tools" / "package.json").read_text(encoding="utf-8"))
+    lock = json.loads((GO_DIR / "tools" / "package-lock.json").read_text(encoding="utf-8"))
+    version = package["devDependencies"]["quicktype"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), "pin an exact version"
+    assert lock["packages"]["node_modules/quicktype"]["version"] == version
+
+
+def test_generated_go_matches_the_schemas(generator: ModuleType) -> None:
+    assert generator.drift() == [], "run `make go-client` and commit clients/go/api/"
+
+
+def test_drift_is_detected(generator: ModuleType, tmp_path: Path) -> None:
+    schemas = tmp_path / "schema"
+    shutil.copytree(PROJECT_ROOT / "contracts" / "schema", schemas)
+    path = schemas / "LibrarianRequest.json"
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    schema["$defs"]["LibrarianRequest"]["properties"]["tenant"] = {"type": "string"}
+    path.write_text(json.dumps(schema), encoding="utf-8")
+    rendered = generator.render(schemas)
+    assert generator.stale(rendered) == ["clients/go/api/types.gen.go"]
+    assert re.search(r'Tenant\s+\*string\s+`json:"tenant,omitempty"`', rendered[generator.TYPES_FILE])
+
+
+def test_each_union_variant_is_its_own_type() -> None:
+    code = (GO_DIR / "api" / "types.gen.go").read_text(encoding="utf-8")
+    unions = (GO_DIR / "api" / "unions.gen.go").read_text(encoding="utf-8")
+    for variant in ("LibrarianSearchAction", "LibrarianCompleteAction", "ErrorResponse", "GraceAskUserAction"):
+        assert f"type {variant} struct" in code
+    assert "type LibrarianResponse struct" not in code
+    assert "func DecodeLibrarianResponse(body []byte) (LibrarianResponse, error)" in unions
+    # state is an opaque token: a string the client hands back, never a structure it could re-encode
+    assert re.search(r'State\s+\*string\s+`json:"state"`', code)
+    assert "StateEnvelope" not in code
+
+
+def test_module_vets_and_builds() -> None:
+    for args in (("vet", "./..."), ("build", "./...")):
+        done = run_go(*args)
+        assert done.returncode == 0, f"go {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    unformatted = subprocess.run(
+        [str(Path(go_binary()).with_name("gofmt")), "-l", "."], cwd=GO_DIR, capture_output=True, text=True
+    )
+    assert unformatted.stdout == "", f"not gofmt'd: {unformatted.stdout}"
+
+
+def test_go_tests_pass_against_the_live_service(live_service: LiveService) -> None:
+    done = run_go("test", "-count=1", "-v", "./...", env=go_env(LIBRARIAN_BASE_URL=live_service.base_url, CI="true"))
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    for name in LIVE_TESTS:
+        assert f"--- PASS: {name} " in output, f"{name} did not run and pass:\n{output}"
+    assert "--- SKIP" not in output, output
+    assert "--- PASS: TestTimeoutActionRetriesTheSameStepWithTheSameState " in output
+
+
+def test_the_live_tests_refuse_to_skip_under_ci() -> None:
+    env = go_env(CI="true")
+    env.pop("LIBRARIAN_BASE_URL", None)
+    done = run_go("test", "-count=1", "-run", "TestLiveLoopCompletes", "./client/", env=env)
+    assert done.returncode != 0
+    assert "LIBRARIAN_BASE_URL is not set under CI" in done.stdout
+
+
+def test_example_answers_one_question(live_service: LiveService) -> None:
+    done = run_go("run", "./cmd/example", "-base-url", live_service.base_url, "-question", "How tall is Tokyo Tower?")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "step 1: SEARCH" in done.stdout
+    assert "COMPLETE after" in done.stdout
+    assert "333 metres" in done.stdout

@@ -1,0 +1,89 @@
+"""Issue 13's Librarian hard cases, end to end through the think endpoint: each fails without its fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from reference_orchestrator.__main__ import DEFAULT_QUESTION
+from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator.loop import run_question
+
+THINK = "/agent/librarian/think"
+JSQUAD = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
+
+
+def _complete(client: TestClient[Litestar], question: str, results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One SEARCH answered with `results`, then the last allowed step: COMPLETE (or ERROR)."""
+    body = {"request_id": "hard", "user_query": question, "subject_id": "s", "constraints": {"max_loops": 1}}
+    first = client.post(THINK, json=body).json()
+    assert first["action"] == "SEARCH", first
+    round_ = {"queries_text": first["queries_text"], "queries_vector": first["queries_vector"], "results": results}
+    final: dict[str, Any] = client.post(
+        THINK, json={**body, "state": first["state"], "search_history": [round_]}
+    ).json()
+    return final
+
+
+def _hits(*snippets: tuple[str, int, str, float]) -> list[dict[str, Any]]:
+    return [{"document_id": d, "page": p, "snippet": s, "score": sc} for d, p, s, sc in snippets]
+
+
+@pytest.mark.parametrize(
+    ("question", "hits", "example_page"),
+    [
+        (
+            "光合成の具体例を教えてください",
+            _hits(
+                ("bio", 1, "光合成とは、植物が光のエネルギーを使って水と二酸化炭素から糖を合成する働きである。", 9.0),
+                ("bio", 2, "例えば、イネの葉では日中に盛んに光合成が行われ、デンプンが蓄えられる。", 4.0),
+            ),
+            2,
+        ),
+        (
+            "What is Newton's second law? Give an example.",
+            _hits(
+                ("phys", 3, "Newton's second law states that force equals mass times acceleration.", 5.0),
+                ("phys", 4, "For example, pushing a shopping cart harder makes it accelerate faster.", 3.0),
+            ),
+            4,
+        ),
+    ],
+)
+def test_an_example_asked_for_and_retrieved_is_in_the_evidence(
+    client: TestClient[Litestar], question: str, hits: list[dict[str, Any]], example_page: int
+) -> None:
+    final = _complete(client, question, hits)
+    assert final["action"] == "COMPLETE", final
+    pages = {p for e in final["evidence"] for p in e["pages"]}
+    assert example_page in pages
+    assert "Uncertain: example" not in final["coverage_notes"]
+    assert "Not found" not in final["coverage_notes"], final["coverage_notes"]  # newton vs Newton's, 具体例
+
+
+def test_coverage_notes_compare_terms_whatever_their_case(client: TestClient[Litestar]) -> None:
+    final = _complete(
+        client,
+        "What does the NEWTON unit measure in physics?",
+        _hits(("phys", 1, "The newton is the unit of force in physics, named after Isaac Newton.", 5.0)),
+    )
+    assert final["action"] == "COMPLETE", final
+    assert "Covered: newton" in final["coverage_notes"], final["coverage_notes"]
+    assert "Not found in the evidence: measure." in final["coverage_notes"]  # the one term it lacks
+
+
+async def test_the_demo_question_is_answered_from_its_gold_paragraph(app: Litestar) -> None:
+    """`make demo`'s default question (梅雨がみられるのはどの期間？): the answer (5月から7月) is on page 0."""
+    assert JSQUAD.is_file(), f"{JSQUAD} is missing: the demo and this test need ../shared/data"
+    corpus = Corpus([chunk for chunk, _ in jsquad_chunks(JSQUAD)])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://librarian") as client:  # type: ignore[arg-type]
+        result = await run_question(client, corpus, DEFAULT_QUESTION, request_id="demo", k=5, vector=False)
+    assert result.action == "COMPLETE", result.final
+    returned = {(e["document_id"], p) for e in result.final["evidence"] for p in e["pages"]}
+    assert ("梅雨", 0) in returned
+    assert any("5月から7月" in s for e in result.final["evidence"] for s in e["snippets"])
