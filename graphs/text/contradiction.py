@@ -176,13 +176,14 @@ def _alternation(words: Iterable[str]) -> str:
 def _cues() -> _Cues:
     """Load `contradiction_cues.yaml` once per process."""
     raw = yaml.safe_load(resources.files(__package__).joinpath("contradiction_cues.yaml").read_text(encoding="utf-8"))
+    _only_strings(raw)
     norm = _normalise
     sides: dict[str, set[tuple[int, int]]] = {}
     for index, pair in enumerate(raw["opposites"]):
         for side, words in enumerate(pair):
             for word in words:
-                sides.setdefault(norm(str(word)), set()).add((index, side))
-    negations = {norm(str(w)) for lang in ("en", "ja") for w in raw["negation"][lang]}
+                sides.setdefault(norm(word), set()).add((index, side))
+    negations = {norm(w) for lang in ("en", "ja") for w in raw["negation"][lang]}
 
     def cue(word: str) -> _Cue:
         return _Cue(negation=word in negations, sides=tuple(sorted(sides.get(word, ()))))
@@ -196,16 +197,28 @@ def _cues() -> _Cues:
         elif word != "n't":
             for form in _inflections(word):
                 english.setdefault(form, cue(word))
-    neutral_en = [norm(str(p)) for p in raw["neutral"]["en"]]
-    neutral_ja = [norm(str(p)) for p in raw["neutral"]["ja"]]
+    neutral_en = [norm(p) for p in raw["neutral"]["en"]]
+    neutral_ja = [norm(p) for p in raw["neutral"]["ja"]]
     return _Cues(
         english=english,
         japanese=japanese,
         japanese_pattern=re.compile(_alternation(japanese)),
         neutral_english=re.compile(rf"\b(?:{_alternation(neutral_en)})\b"),
         neutral_japanese=re.compile(_alternation(neutral_ja)),
-        counters=re.compile(rf"(?:{_alternation(norm(str(c)) for c in raw['counters_ja'])})"),
+        counters=re.compile(rf"(?:{_alternation(norm(c) for c in raw['counters_ja'])})"),
     )
+
+
+def _only_strings(node: object, where: str = "contradiction_cues.yaml") -> None:
+    """Every cue is text: YAML reads a bare `no`, `on` or `true` as a boolean, which must be quoted."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _only_strings(value, f"{where}: {key}")
+    elif isinstance(node, list):
+        for item in node:
+            _only_strings(item, where)
+    elif not isinstance(node, str):
+        raise TypeError(f"{where}: cue {node!r} is not a string (quote it)")
 
 
 def _normalise(text: str) -> str:

@@ -17,6 +17,11 @@ CONTRADICTING = [
     ("Enable caching for search results.", "Don't enable caching for search results.", "polarity"),
     ("Cache the access token between calls.", "Avoid caching the access token between calls.", "polarity"),
     ("Retry the request if the page is empty.", "Retry the request unless the page is empty.", "polarity"),
+    ("Use the v2 endpoint for uploads.", "No longer use the v2 endpoint for uploads.", "polarity"),
+    ("Retry when a page is left.", "Retry when no page is left.", "polarity"),
+    ("The API is paginated.", "The API isn't paginated.", "polarity"),
+    ("Call the API with a token.", "Call the API without a token.", "polarity"),
+    ("Mark the flag as true.", "Mark the flag as false.", "polarity"),
     ("支払いの前に必ず残高を確認する。", "支払いの前に残高を確認しない。", "polarity"),
     ("支払いの前に必ず残高を確認する。", "支払いの前に残高を確認してはいけない。", "polarity"),
     ("ログを出力してから終了する。", "ログを出力せずに終了する。", "polarity"),
@@ -34,6 +39,11 @@ CONTRADICTING = [
     ("本番環境ではデバッグログを有効にする。", "本番環境ではデバッグログを無効にする。", "polarity"),
     ("結果は昇順に並べる。", "結果は降順に並べる。", "polarity"),
     ("このフィールドは必要です。", "このフィールドは不要です。", "polarity"),
+    ("本番環境でデバッグログを出力する。", "本番環境でデバッグログを出力してはならない。", "polarity"),
+    ("本番環境でデバッグログを出力する。", "本番環境でデバッグログを出力すべきでない。", "polarity"),
+    ("本番環境でデバッグログを出力する。", "本番環境でデバッグログの出力は厳禁。", "polarity"),
+    ("本番環境でデバッグログを出力する。", "本番環境でデバッグログを出力できません。", "polarity"),
+    ("本番環境でデバッグログを出力する。", "本番環境でデバッグログの出力は避ける。", "polarity"),
     # figures
     ("東京タワーの高さは334メートル", "東京タワーの高さは333メートル", "figures"),
     ("東京タワーの高さは３３３メートル", "東京タワーの高さは334メートル", "figures"),
@@ -64,6 +74,10 @@ AGREEING = [
     ("Step 1: open the app. Step 2: list the songs.", "Step 2: open the app. Step 3: list the songs."),
     ("Pin version 2.5.1 of the client.", "Pin version 2.5.2 of the client."),
     ("十分に確認してから送信する。", "十分に確認してから送信すること。"),
+    ("Retry 3 times.", "Retry three times."),
+    ("Wait 10 s between calls.", "Wait 10 seconds between calls."),
+    ("The limit is 1,000 songs.", "The limit is 1000 songs."),
+    ("本番環境でデバッグログを出力しない。", "本番環境でデバッグログを出力しないこと。"),
 ]
 
 
@@ -129,3 +143,11 @@ def test_figures_are_quantities_not_labels(text: str, expected: list[tuple[str, 
 )
 def test_figure_conflicts_need_the_same_role(first: str, second: str, bare: str, conflicts: bool) -> None:
     assert bool(figure_conflicts(figures(first), figures(second), bare=bare)) is conflicts  # type: ignore[arg-type]
+
+
+def test_every_cue_is_text() -> None:
+    """A bare `no` in YAML is the boolean False: the loader refuses it instead of matching "false"."""
+    from graphs.text.contradiction import _only_strings
+
+    with pytest.raises(TypeError, match="quote it"):
+        _only_strings({"negation": {"en": ["not", False]}})
