@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from graphs.ace.playbook_store import PlaybookStore
 from tests.fakes.fixtures import LLMClientFor
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
@@ -365,6 +367,24 @@ def test_a_failed_curator_model_keeps_the_counters_and_curates_by_the_rules(
     ]
     assert any(f"curator's model failed ({kind}" in note for note in answer["notes"]), answer["notes"]
     assert (answer["usage"]["engine"], answer["usage"]["fallback"]) == ("heuristic", True)
+
+
+def test_a_learning_run_survives_a_failed_curator_model_and_says_so(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    PlaybookStore(tmp_path).save("towers", JAPANESE_PLAYBOOK)
+    client = llm_client_for(PLAYBOOK_DATA_DIR=str(tmp_path))
+    generated = {"answer": "300メートル", "reasoning_steps": ["read gen-00001"], "used_bullet_ids": ["gen-00001"]}
+    reflected = {"insights": [INSIGHT], "bullet_evaluations": [{"bullet_id": "gen-00001", "tag": "harmful"}]}
+    llm_server.script(dumps(generated), dumps(reflected))  # then the curator's call gets the default: a 500
+    llm_server.default_reply = Reply(status=500, content="boom")
+    body = {"query": "東京タワーの高さは？", "ground_truth": "333メートル", "dataset": "towers", "save": True}
+    answer = post(client, WORKFLOW, body)
+    assert (answer["action"], answer["playbook_saved"]) == ("COMPLETE", True)
+    assert any("curator's model failed (MODEL_FAILURE" in note for note in answer["notes"]), answer["notes"]
+    stored = {b.id: b for b in PlaybookStore(tmp_path).load("towers").bullets}
+    assert stored["gen-00001"].harmful == 1  # the reflection's vote was kept and saved
+    assert [d["content"] for d in answer["deltas"] if d["type"] == "ADD"] == ["Tokyo Tower is 333 m tall"]
 
 
 def test_curate_with_appworld_sections_refuses_unknown_ones(
