@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
@@ -108,8 +107,3 @@ def listing(items: Iterable[str], limit: int = 8) -> str:
     """`a, b, c` (at most `limit` items)."""
     shown = list(dict.fromkeys(items))[:limit]
     return ", ".join(shown)
-
-
-def normalized_contains(haystack: str, needle: str) -> bool:
-    """Whether `needle` occurs in `haystack` once both are normalised (case, width, spacing)."""
-    return normalize(needle) in normalize(haystack)
