@@ -5,8 +5,9 @@ Field names are the seeds'. Limits are part of the contract so that msgspec reje
 input with a 422 and a JSON path before any agent code runs; rules that need the configuration (known
 sections) or the whole playbook (duplicate ids) are checked by the agents and answered with a 400.
 
-Endpoints: `POST /agent/ace/search`, `/agent/ace/generate`, `/agent/ace/reflect`, `/agent/ace/curate`
-and seed 000 §11's `POST /workflow/run`.
+Endpoints: `POST /agent/ace/search`, `/agent/ace/generate`, `/agent/ace/reflect`, `/agent/ace/curate`,
+seed 000 §11's `POST /workflow/run`, and the stored playbooks in the official ACE text format:
+`PUT`/`GET /playbooks/{dataset}` and `GET /playbooks`.
 """
 
 from __future__ import annotations
@@ -287,6 +288,34 @@ class WorkflowRequest(WireStruct):
     constraints: AceConstraints = msgspec.field(default_factory=AceConstraints)
 
 
+MAX_PLAYBOOK_TEXT_CHARS = 64 * 1024 * 1024
+"""An imported text's limit before parsing (the body limit, MAX_BODY_BYTES, is usually lower)."""
+
+
+class PlaybookImportRequest(WireStruct):
+    """`PUT /playbooks/{dataset}`: store the official ACE text format as the dataset's playbook.
+
+    Not a JSON body: the request runner builds it from the path (`dataset`), the query (`allow_empty`)
+    and the `text/plain` body (`text`).
+    """
+
+    dataset: DatasetName
+    text: Annotated[str, msgspec.Meta(max_length=MAX_PLAYBOOK_TEXT_CHARS)]
+    allow_empty: Annotated[
+        bool, msgspec.Meta(description="let a text with no bullets replace the stored playbook (default: refused)")
+    ] = False
+
+
+class PlaybookExportRequest(WireStruct):
+    """`GET /playbooks/{dataset}`: the stored playbook of `dataset` as ACE text."""
+
+    dataset: DatasetName
+
+
+class PlaybookListRequest(WireStruct):
+    """`GET /playbooks`: the datasets that have a stored playbook."""
+
+
 # --- responses ------------------------------------------------------------------------------------
 
 
@@ -354,8 +383,29 @@ class WorkflowResponse(AceAction, tag="COMPLETE"):
     reflection: ReflectionResult | None
     deltas: list[DeltaContextItem]
     playbook_saved: bool
+    notes: list[str]
+    """What the merge decided besides the deltas: near-duplicates refined, contradictions kept apart, skips."""
     produced_by: EngineName
     usage: Usage
+
+
+class PlaybookStoredAction(AceAction, tag="STORED"):
+    """What `PUT /playbooks/{dataset}` stored: counts, the sections in text order, the id high-water mark."""
+
+    request_id: str
+    dataset: str
+    bullets: int
+    sections: list[str]
+    last_bullet_number: int
+    replaced: bool
+    """Whether a stored playbook was replaced (False: the dataset is new)."""
+
+
+class PlaybookListAction(AceAction, tag="PLAYBOOKS"):
+    """The datasets with a stored playbook, sorted (what `/workflow/run` and `GET /playbooks/{dataset}` serve)."""
+
+    request_id: str
+    datasets: list[str]
 
 
 AceSearchResponse = SearchResultsAction | ErrorResponse
@@ -363,3 +413,5 @@ AceGenerateResponse = AnswerAction | ErrorResponse
 AceReflectResponse = ReflectionAction | ErrorResponse
 AceCurateResponse = CuratedAction | ErrorResponse
 WorkflowRunResponse = WorkflowResponse | ErrorResponse
+PlaybookImportResponse = PlaybookStoredAction | ErrorResponse
+PlaybookListResponse = PlaybookListAction | ErrorResponse

@@ -18,6 +18,8 @@ from contracts.ace import (
     AceSearchRequest,
     AceSearchResponse,
     Playbook,
+    PlaybookImportResponse,
+    PlaybookListResponse,
     WorkflowRequest,
     WorkflowRunResponse,
 )
@@ -44,6 +46,8 @@ EXPORTED: dict[str, Any] = {
     "AceCurateRequest": AceCurateRequest,
     "AceCurateResponse": AceCurateResponse,
     "Playbook": Playbook,
+    "PlaybookImportResponse": PlaybookImportResponse,
+    "PlaybookListResponse": PlaybookListResponse,
     "GraceRequest": GraceRequest,
     "GraceResponse": GraceResponse,
     "GraceState": GraceState,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -19,6 +19,7 @@ from graphs.context import AgentContext
 
 Req = TypeVar("Req", bound=msgspec.Struct)
 St = TypeVar("St")
+Body = Literal["json", "text", "none"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,11 @@ def constraints_timeout(request: Any) -> int | None:
     return timeout_ms
 
 
+def server_timeout(request: Any) -> int | None:
+    """For operations whose request carries no budget of its own: the server's default applies."""
+    return None
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentSpec(Generic[Req, St]):
     """One agent operation as the request runner sees it.
@@ -57,6 +63,12 @@ class AgentSpec(Generic[Req, St]):
         stream: For operations that also stream: yields progress records (`progress_type`), then the response.
         progress_type: The type of the records `stream` yields before the response.
         timeout_ms: The request's own time budget, if it may set one.
+        body: How the request arrives. `json`: a JSON body decoded strictly into `request_type`. `text`: a
+            `text/plain` (UTF-8) body; `request_type` is built from the path and query parameters plus the
+            body as its `text` field. `none`: no body; `request_type` from the parameters alone. A `run`
+            that returns `str` answers `text/plain` (`response_type` is then `str`).
+        server_error: What a 500 of this operation means (it reads or writes a stored file), for the
+            OpenAPI document; None when it has no such failure.
     """
 
     name: str
@@ -69,3 +81,5 @@ class AgentSpec(Generic[Req, St]):
     stream: Callable[[Any, AgentContext, Req, St | None], AsyncIterator[Any]] | None = None
     progress_type: type[Any] | None = None
     timeout_ms: Callable[[Req], int | None] = constraints_timeout
+    body: Body = "json"
+    server_error: str | None = None

@@ -17,7 +17,7 @@ from litestar.types import ControllerRouterHandler
 from graphs.embeddings.factory import aclose_embeddings
 from graphs.llm.providers import aclose_chat_model
 from librarian_svc import openapi
-from librarian_svc.controllers.ace import AceController, WorkflowController
+from librarian_svc.controllers.ace import AceController, PlaybookController, WorkflowController
 from librarian_svc.controllers.grace import GraceController
 from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
@@ -33,6 +33,7 @@ ROUTE_HANDLERS: list[ControllerRouterHandler] = [
     LibrarianController,
     AceController,
     WorkflowController,
+    PlaybookController,
     GraceController,
     ProposalQualityController,
 ]

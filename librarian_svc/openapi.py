@@ -2,15 +2,17 @@
 
 Agent handlers read their body through the request runner (strict decoding), so Litestar sees no
 request type, and its generated error responses describe its own error shape, not ours. This module
-rewrites each agent operation from its `AgentSpec`: the request body; the 200 body as a named union
-component with a discriminator mapping on `action`; and every status the runner can answer (400,
-404, 405, 413, 415, 422, and 500 where a stored file can be corrupt) with the one ERROR body. The
-schemas are msgspec's own (`contracts/schema/` comes from the same function), so the document, the
-JSON Schemas and the decoder cannot disagree.
+rewrites each operation from its `AgentSpec`: the request (a JSON body; or a `text/plain` body and/or
+path and query parameters, from the request type's fields); the 200 body as a named union component
+with a discriminator mapping on `action` (or `text/plain` text); and every status the runner can
+answer (400, 404, 405, and for operations with a body 413 and 415, 422, and 500 where a stored file can
+be corrupt) with the one ERROR body. The schemas are msgspec's own (`contracts/schema/` comes from the
+same function), so the document, the JSON Schemas and the decoder cannot disagree.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -24,16 +26,23 @@ from librarian_svc.request_runner import SPEC_KEY, STREAMS_KEY
 REF = "#/components/schemas/{name}"
 
 ERROR_STATUSES: dict[str, str] = {
-    "400": "Malformed JSON, an empty body, or input the agent refuses (bad state token, history that does not "
-    "continue the state, ids that are not in the input); `details` name the JSON paths",
-    "404": "No such route",
+    "400": "Malformed JSON or text, an empty body, or input the agent refuses (bad state token, history that does "
+    "not continue the state, ids that are not in the input, a playbook text that does not parse); `details` name "
+    "the JSON paths (or the lines)",
+    "404": "No such route (or, for a stored playbook, nothing stored under that name)",
     "405": "Method not allowed on this route",
     "413": "Request body over MAX_BODY_BYTES (or a part of it over its own documented limit)",
     "415": "Request body is not JSON (Content-Type must be application/json or +json)",
     "422": "The body does not match the request schema: unknown fields, wrong types (no coercion), values out of "
     "range; every violation is in `details` with its exact JSON path",
 }
-SERVER_ERROR = "A stored playbook could not be read or written (`error_type: OTHER`, the message names the problem)"
+TEXT_STATUSES: dict[str, str] = {
+    "415": "Request body is not UTF-8 text (Content-Type must be text/plain, charset utf-8 if given)",
+    "422": "A path or query parameter does not match its schema, or is unknown or repeated; `details` name it",
+}
+BODYLESS = ("413", "415")
+"""Statuses an operation without a request body cannot answer."""
+_TYPED_PARAMETER = re.compile(r"\{(\w+):\w+\}")
 
 
 class _TruthfulOpenAPIPlugin(OpenAPIPlugin):
@@ -53,14 +62,16 @@ def install(app: Litestar) -> None:
     plugin.__class__ = _TruthfulOpenAPIPlugin  # same slots: only the document it serves changes
 
 
-def _agent_operations(app: Litestar) -> list[tuple[str, str, AgentSpec[Any, Any], bool]]:
-    """(path, operationId, spec, streams) of every agent route."""
+def _agent_operations(app: Litestar) -> list[tuple[str, str, str, AgentSpec[Any, Any], bool]]:
+    """(document path, method, operationId, spec, streams) of every agent route."""
     found = []
     for route in app.routes:
         for handler in getattr(route, "route_handlers", []):
             spec = handler.opt.get(SPEC_KEY)
             if spec is not None:
-                found.append((route.path, handler.operation_id or handler.handler_name, spec, handler.opt[STREAMS_KEY]))
+                path = _TYPED_PARAMETER.sub(r"{\1}", route.path)  # `{dataset:str}` is `{dataset}` in the document
+                operation_id = handler.operation_id or handler.handler_name
+                found += [(path, m.lower(), operation_id, spec, handler.opt[STREAMS_KEY]) for m in handler.http_methods]
     return found
 
 
@@ -72,7 +83,7 @@ def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]
     """`document` with every agent operation's request, responses and schemas taken from its spec."""
     operations = _agent_operations(app)
     types: list[Any] = [ErrorResponse]
-    for _, _, spec, _ in operations:
+    for *_, spec, _ in operations:
         types += [spec.request_type, spec.response_type]
         if spec.progress_type is not None:
             types.append(spec.progress_type)
@@ -81,17 +92,30 @@ def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]
     doc_components = document.setdefault("components", {}).setdefault("schemas", {})
     doc_components.update(components)
     union_names: dict[str, str] = {}  # one name per spec: a step and its stream share their union
-    for path, operation_id, spec, streams in sorted(operations, key=lambda op: op[3]):
-        operation = document["paths"][path]["post"]
+    for path, method, operation_id, spec, streams in sorted(operations, key=lambda op: op[4]):
+        operation = document["paths"][path][method]
         request_schema = by_type[id(spec.request_type)]
-        union_name = union_names.setdefault(spec.name, _response_name(operation_id))
-        doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": request_schema}},
-        }
-        if streams:
+        operation.pop("requestBody", None)
+        match spec.body:
+            case "json":
+                operation["requestBody"] = {
+                    "required": True,
+                    "content": {"application/json": {"schema": request_schema}},
+                }
+            case "text":
+                text = _properties(request_schema, doc_components)["text"]
+                operation["requestBody"] = {"required": True, "content": {"text/plain": {"schema": text}}}
+        if spec.body != "json":
+            operation["parameters"] = _parameters(path, request_schema, doc_components)
+        if spec.response_type is str:
+            success: dict[str, Any] = {
+                "description": "The text (`text/plain; charset=utf-8`)",
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+            }
+        elif streams:
             assert spec.progress_type is not None, "a streaming operation names its progress record type"
+            union_name = union_names.setdefault(spec.name, _response_name(operation_id))
+            doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
             progress = by_type[id(spec.progress_type)]
             success = {
                 "description": "Server-Sent Events: `event: progress` records, then one `event: action` whose data is "
@@ -99,18 +123,45 @@ def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]
                 "content": {"text/event-stream": {"schema": _event_schema(progress, union_name)}},
             }
         else:
+            union_name = union_names.setdefault(spec.name, _response_name(operation_id))
+            doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
             success = {
                 "description": "The action: read `action` first, then the matching variant",
                 "content": {"application/json": {"schema": {"$ref": REF.format(name=union_name)}}},
             }
         error_body = {"application/json": {"schema": {"$ref": REF.format(name="ErrorResponse")}}}
+        statuses = ERROR_STATUSES | (TEXT_STATUSES if spec.body != "json" else {})
+        if spec.body == "none":
+            statuses = {status: text for status, text in statuses.items() if status not in BODYLESS}
         responses: dict[str, Any] = {"200": success}
-        responses |= {status: {"description": text, "content": error_body} for status, text in ERROR_STATUSES.items()}
-        if spec.graph == "ace_workflow":
-            responses["500"] = {"description": SERVER_ERROR, "content": error_body}
+        responses |= {status: {"description": text, "content": error_body} for status, text in statuses.items()}
+        if spec.server_error is not None:
+            responses["500"] = {"description": spec.server_error, "content": error_body}
         operation["responses"] = responses
     _drop_unreferenced(document)
     return document
+
+
+def _properties(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """The field schemas of a request type (following its `$ref`)."""
+    resolved = components[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
+    properties: dict[str, Any] = resolved.get("properties", {})
+    return properties
+
+
+def _parameters(path: str, schema: dict[str, Any], components: dict[str, Any]) -> list[dict[str, Any]]:
+    """Path and query parameters from a request type built from them (`text` is the body, not a parameter)."""
+    resolved = components[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
+    required = set(resolved.get("required", []))
+    parameters = []
+    for name, field_schema in _properties(schema, components).items():
+        if name == "text":
+            continue
+        where = "path" if f"{{{name}}}" in path else "query"
+        parameters.append(
+            {"name": name, "in": where, "required": where == "path" or name in required, "schema": field_schema}
+        )
+    return parameters
 
 
 def _event_schema(progress: dict[str, Any], union_name: str) -> dict[str, Any]:

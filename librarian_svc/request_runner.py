@@ -2,24 +2,26 @@
 
 For each request it does, in this order and the same way for every agent (`graphs/agent_spec.py`):
 check the Content-Type (415), decode the body strictly into the operation's request type (400 for
-malformed JSON, 422 with every violation and its JSON path), adopt the request id, start the
-deadline, open and verify the state token, run the agent's one pre-graph `check`, run the agent
-with a context that knows how to seal the next state, and map agent-level failures to HTTP 200
-ERROR bodies (TIMEOUT and MODEL_FAILURE carry the request's own state token, so the caller can
+malformed JSON, 422 with every violation and its JSON path; operations that take `text/plain` or no
+body get their request from the path and query parameters, with the same strictness), adopt the
+request id, start the deadline, open and verify the state token, run the agent's one pre-graph
+`check`, run the agent with a context that knows how to seal the next state, and map agent-level
+failures to HTTP 200 ERROR bodies (TIMEOUT and MODEL_FAILURE carry the request's own state token, so the caller can
 retry the step as it was). Controllers only name the operation; the SSE relay lives here too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import structlog
-from litestar import Request, Response, post
+from litestar import Request, Response, get, post, put
 from litestar.handlers import HTTPRouteHandler
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
@@ -42,11 +44,28 @@ STREAMS_KEY = "agent_streams"
 """Set on routes that answer with Server-Sent Events (the OpenAPI document describes them so)."""
 
 
+TEXT = "text/plain"
+"""The media type of text answers (operations whose `run` returns `str`; Litestar adds `charset=utf-8`)."""
+
+
+def agent_route(
+    path: str,
+    spec: AgentSpec[Any, Any],
+    *,
+    method: Literal["GET", "POST", "PUT"] = "POST",
+    streams: bool = False,
+    **kwargs: Any,
+) -> Callable[[Any], HTTPRouteHandler]:
+    """The route decorator for an operation: status 200 and the spec attached, so the handler body is one call."""
+    decorator: type[HTTPRouteHandler] = {"GET": get, "POST": post, "PUT": put}[method]
+    return decorator(path, status_code=200, opt={SPEC_KEY: spec, STREAMS_KEY: streams}, **kwargs)
+
+
 def agent_post(
     path: str, spec: AgentSpec[Any, Any], *, streams: bool = False, **kwargs: Any
 ) -> Callable[[Any], HTTPRouteHandler]:
-    """`@post` for an agent operation: status 200 and the spec attached, so the handler body is one call."""
-    return post(path, status_code=200, opt={SPEC_KEY: spec, STREAMS_KEY: streams}, **kwargs)
+    """`@post` for an agent operation (`agent_route` with POST)."""
+    return agent_route(path, spec, method="POST", streams=streams, **kwargs)
 
 
 def spec_of(request: Request[Any, Any, Any]) -> AgentSpec[Any, Any]:
@@ -68,6 +87,7 @@ class Call:
 
 
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+_UNKNOWN_FIELD = re.compile(r"unknown field `([^`]*)`")
 
 
 def _decoder(request_type: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -90,6 +110,68 @@ def check_content_type(request: Request[Any, Any, Any]) -> None:
         return
     shown = f"Content-Type {raw!r}" if raw else "no Content-Type"
     raise _refuse(415, f"request body must be JSON (Content-Type: application/json); got {shown}")
+
+
+def check_text_type(request: Request[Any, Any, Any]) -> None:
+    """`text/plain` bodies only, in UTF-8 (415 otherwise, a missing header or another charset included)."""
+    raw = request.headers.get("content-type", "")
+    media_type, _, parameters = raw.partition(";")
+    charset = next(
+        (
+            v.strip().strip('"').lower()
+            for k, _, v in (p.partition("=") for p in parameters.split(";"))
+            if k.strip() == "charset"
+        ),
+        "utf-8",
+    )
+    if media_type.strip().lower() == "text/plain" and charset in ("utf-8", "utf8"):
+        return
+    shown = f"Content-Type {raw!r}" if raw else "no Content-Type"
+    raise _refuse(415, f"request body must be UTF-8 text (Content-Type: text/plain; charset=utf-8); got {shown}")
+
+
+def decode_text(body: bytes) -> str:
+    """The body as UTF-8 text (400 when it is not)."""
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _refuse(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
+
+
+def decode_parameters(request: Request[Any, Any, Any], request_type: type[Any], **extra: Any) -> Any:
+    """`request_type` from the path and query parameters (plus `extra`): strings converted, nothing unknown.
+
+    Query strings have no types, so `allow_empty=true` (or `1`) becomes a boolean; anything else is as
+    strict as a JSON body: an unknown or repeated parameter, or a value of the wrong form, is a 422.
+    """
+    fields: dict[str, Any] = dict(request.path_params)
+    for name, value in request.query_params.multi_items():
+        if name in fields:
+            raise _refuse(
+                422, f"$.{name}: given more than once", [ErrorDetail(path=f"$.{name}", message="given more than once")]
+            )
+        fields[name] = value
+    fields |= extra
+    try:
+        return msgspec.convert(fields, request_type, strict=False)
+    except msgspec.ValidationError as exc:
+        message, _, where = str(exc).partition(" - at `")
+        unknown = _UNKNOWN_FIELD.search(message)
+        path = f"$.{unknown.group(1)}" if unknown else (where.rstrip("`") or "$")
+        raise _refuse(422, f"{path}: {message}", [ErrorDetail(path=path, message=message)]) from None
+
+
+async def read_request(request: Request[Any, Any, Any], spec: AgentSpec[Any, Any]) -> Any:
+    """The operation's request, from a JSON body, a text body plus parameters, or parameters alone."""
+    match spec.body:
+        case "json":
+            check_content_type(request)
+            return decode_strict(await request.body(), spec.request_type)
+        case "text":
+            check_text_type(request)
+            return decode_parameters(request, spec.request_type, text=decode_text(await request.body()))
+        case "none":
+            return decode_parameters(request, spec.request_type)
 
 
 def decode_strict(body: bytes, request_type: type[Any]) -> Any:
@@ -118,8 +200,7 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
 async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:
     """Everything before the agent runs; raises `InvalidInput` (a 4xx) for anything the caller got wrong."""
     spec = spec_of(request)
-    check_content_type(request)
-    data = decode_strict(await request.body(), spec.request_type)
+    data = await read_request(request, spec)
     request_id = getattr(data, "request_id", None) or current_request_id(request.scope)
     adopt_request_id(request.scope, request_id)
     token: str | None = getattr(data, "state", None) if spec.state is not None else None
@@ -170,6 +251,8 @@ async def run_agent(request: Request[Any, Any, Any], services: Services) -> Resp
     """Serve one agent step: prepare, run under the deadline, answer with the action."""
     call = await prepare(request, services)
     body = await guarded(call, call.spec.run(call.graph, call.context, call.data, call.prior))
+    if isinstance(body, str):
+        return Response(body, status_code=200, media_type=TEXT)
     return Response(body, status_code=200)
 
 

@@ -6,7 +6,9 @@
 
 `--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads,
 the service's own default for PLAYBOOK_DATA_DIR).
-An import is checked against the dataset's sections in `config/sections.yaml` before it is saved.
+The checks are the HTTP endpoints' (`graphs/ace/stored_playbooks.py`): an import must parse and fit the
+dataset's sections in `config/sections.yaml`; a file with no bullets would empty the stored playbook and
+is refused unless `--allow-empty`; exporting a dataset that is not stored is an error, not empty output.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import os
 import sys
 from pathlib import Path
 
-from graphs.ace.playbook_checks import playbook_problems
 from graphs.ace.playbook_store import PlaybookStore, PlaybookStoreError
-from graphs.ace.playbook_text import PlaybookTextError, export_playbook, parse_playbook
 from graphs.ace.sections import section_rules
+from graphs.ace.stored_playbooks import export_text, parse_import, store_replacing
 from graphs.config_files import load_sections
+from graphs.errors import InvalidInput
 from graphs.llm.config import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -33,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", nargs="?", type=Path, help="the ACE text playbook to import")
     parser.add_argument("--dataset", default="appworld")
     parser.add_argument(
+        "--allow-empty", action="store_true", help="let an import with no bullets replace the stored playbook"
+    )
+    parser.add_argument(
         "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", PROJECT_ROOT / "data" / "playbooks"))
     )
     parser.add_argument("--config-dir", type=Path, default=Path(os.environ.get("CONFIG_DIR", PROJECT_ROOT / "config")))
@@ -43,20 +48,24 @@ def main(argv: list[str] | None = None) -> int:
             case "import":
                 if args.file is None:
                     parser.error("import needs the text file")
-                with args.file.open(encoding="utf-8", newline="") as handle:
-                    playbook = parse_playbook(handle.read())
-                problems = playbook_problems(playbook, section_rules(load_sections(args.config_dir), args.dataset), "$")
-                if problems:
-                    print(f"{args.file}: {problems[0].path}: {problems[0].message}", file=sys.stderr)
-                    return 1
-                store.save(args.dataset, playbook)
+                text = args.file.read_bytes().decode("utf-8")
+                rules = section_rules(load_sections(args.config_dir), args.dataset)
+                playbook = parse_import(text, rules, allow_empty=args.allow_empty)
+                store_replacing(store, args.dataset, playbook)
                 print(f"saved {len(playbook.bullets)} bullets to {store.path_for(args.dataset)}")
             case "export":
-                sys.stdout.write(export_playbook(store.load(args.dataset)))
+                sys.stdout.write(export_text(store, args.dataset))
             case "list":
-                for path in sorted(args.data_dir.glob("*.json")):
-                    print(path.stem)
-    except (OSError, PlaybookTextError, PlaybookStoreError, ConfigError) as exc:
+                for dataset in store.datasets():
+                    print(dataset)
+    except InvalidInput as exc:
+        where = f"{args.file}: " if args.command == "import" else ""
+        print(f"python -m graphs.ace {args.command}: {where}{exc.message}", file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as exc:
+        print(f"python -m graphs.ace {args.command}: {args.file}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
+        return 1
+    except (OSError, PlaybookStoreError, ConfigError) as exc:
         print(f"python -m graphs.ace {args.command}: {exc}", file=sys.stderr)
         return 1
     return 0

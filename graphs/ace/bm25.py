@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +48,23 @@ class Bm25Index:
         self.posting_tfs = np.asarray(frequencies, dtype=np.float64)[order]
         self.starts = np.searchsorted(self.posting_terms, np.arange(len(vocabulary) + 1))
         self._df_all = np.diff(self.starts).astype(np.float64)
+        self._grouped: dict[Callable[[str], str], dict[str, int]] = {}
+
+    def document_frequency(self, token: str) -> int:
+        """How many indexed documents hold `token` (0 for a token the index has never seen)."""
+        term = self.vocabulary.get(token)
+        return 0 if term is None else int(self._df_all[term])
+
+    def frequencies_by(self, key: Callable[[str], str]) -> dict[str, int]:
+        """Document frequency per `key(token)` (e.g. a stem): the largest of its tokens', computed once per key."""
+        cached = self._grouped.get(key)
+        if cached is None:
+            cached = {}
+            for token, term in self.vocabulary.items():
+                group = key(token)
+                cached[group] = max(cached.get(group, 0), int(self._df_all[term]))
+            self._grouped[key] = cached
+        return cached
 
     @property
     def nbytes(self) -> int:

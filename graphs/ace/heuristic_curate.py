@@ -13,7 +13,7 @@ Near-duplicate ADDs become UPDATEs in the merge, whoever proposed them.
 from __future__ import annotations
 
 from contracts.ace import DeltaContextItem, Insight, Playbook, ReflectionResult, SearchQuery
-from graphs.ace.heuristic_reflect import content_tokens, excerpt
+from graphs.ace.heuristic_text import content_tokens, excerpt
 from graphs.ace.hybrid_search import HybridSearch
 from graphs.ace.sections import SectionRules
 from graphs.text.normalize import normalize

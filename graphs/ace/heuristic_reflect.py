@@ -5,14 +5,18 @@ Deterministic rules, grounded in the request:
 - verdict: the test report decides when it says pass or fail (failure markers win, "0 failed" is not
   one); otherwise the ground truth does: the answer must contain 90 % of its content tokens.
 - each used bullet: after a success, `helpful` when it shares content with the query or the answer (it
-  was applied), else `neutral`. After a failure with a ground truth, `harmful` when it put a figure into
-  the answer that contradicts the ground truth's figures, or when what it put into the answer has almost
-  nothing (< 20 %) in common with the ground truth; otherwise `neutral` (it agrees with the ground truth,
-  or played no part). After a failure known only from the test report, `harmful` when the failed answer
-  applied it. `neutral` when nothing is known.
-- insight: after a failure, one lesson naming what was missing or wrong, the failing checks, the bullets
-  that misled and the expected result, phrased so the curator can file it as a bullet that the same kind
-  of query will find; after a success that used no bullet, the approach that worked; otherwise none.
+  was applied), else `neutral`. After a failure with a ground truth, `harmful` only when the bullet said
+  something the ground truth contradicts: a figure it put into the answer that conflicts with the
+  ground truth's figure in the same role (same kind and unit: `graphs.text.contradiction`; list
+  numbering such as "(1)…(5)", dates against counts, and ids are not figures in conflict), or a
+  statement of opposite polarity ("always paginate" against "do not paginate"); otherwise `neutral`
+  (it agrees with the ground truth, or played no part). After a failure known only from the test
+  report, `harmful` when the failed answer applied it. `neutral` when nothing is known.
+- insight: after a failure, one lesson phrased as a reusable strategy: what to do for this kind of
+  task (named by its topic, not by quoting the question), the action the ground truth calls for (give
+  the exact figure, the date, follow the procedure, name the specific answer; or make the failing
+  checks pass), the fact or checks it rests on, and a warning about the bullets that misled. After a
+  success that used no bullet, the approach that worked, as a strategy for the topic. Otherwise none.
 """
 
 from __future__ import annotations
@@ -22,19 +26,28 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contracts.ace import Bullet, BulletEvaluation, Insight, Trajectory
-from graphs.text.tokenize import is_function_token, terms, tokenize
+from graphs.ace.heuristic_text import content_tokens, excerpt, is_japanese, key_terms, listing, topic
+from graphs.text.contradiction import Figure, FigureKind, figure_conflicts, figures, polarity_conflict
+from graphs.text.tokenize import terms
+
+__all__ = [
+    "Verdict",
+    "content_tokens",
+    "derive_insights",
+    "evaluate_bullets",
+    "excerpt",
+    "is_japanese",
+    "judge",
+    "report_verdict",
+]
 
 Outcome = Literal["success", "failure", "unknown"]
 
 MATCH_COVERAGE = 0.9
 """Share of the ground truth's content tokens the answer must contain to count as correct."""
-ALIGNED_SHARE = 0.2
-"""Below this share of ground-truth tokens among what a bullet put into a failed answer, the bullet misled."""
-EXCERPT_CHARS = 300
 MAX_LISTED_TERMS = 8
 MAX_FAILING_CHECKS = 3
 
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 # "5 passed, 0 failed", "no errors", "0 failures" are not failures.
 _NOT_FAILURE = re.compile(
     r"\b(?:0|no|zero)\s+(?:failed|failures?|errors?|exceptions?)\b|エラーなし|失敗なし", re.IGNORECASE
@@ -49,22 +62,6 @@ _CITATION = re.compile(r"\[[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}\]")
 _SUCCESS = re.compile(r"\b(?:pass(?:es|ed)?|success(?:ful)?|succeeded|ok|correct)\b|✓|✅|成功|正解|合格", re.IGNORECASE)
 
 
-def content_tokens(text: str) -> set[str]:
-    """The tokens of `text` that carry content (function words and particles left out)."""
-    return {token for token in tokenize(text) if not is_function_token(token)}
-
-
-def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """`text` on one line, cut to `limit` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def is_japanese(text: str) -> bool:
-    """Whether to phrase a lesson in Japanese (the query is)."""
-    return _CJK.search(text) is not None
-
-
 @dataclass(frozen=True)
 class Verdict:
     """How the trajectory went and the evidence for it."""
@@ -72,8 +69,8 @@ class Verdict:
     outcome: Outcome
     missing: list[str]
     """Content terms of the ground truth the answer lacks."""
-    unexpected: list[str]
-    """Content terms of the answer that neither the ground truth nor the query has."""
+    wrong_figures: list[tuple[str, str]]
+    """(the answer's figure, the ground truth's) where the two conflict in the same role."""
     failing_checks: list[str]
     """Lines of the test report that report a failure."""
     coverage: float | None
@@ -90,12 +87,17 @@ def report_verdict(test_report: str) -> tuple[Outcome, list[str]]:
     return "unknown", []
 
 
+def _answer_text(trajectory: Trajectory) -> str:
+    """The answer without cited ids: `[shr-00001]` names a bullet; its digits are not a figure of the answer."""
+    return _CITATION.sub(" ", trajectory.generated_answer)
+
+
 def judge(trajectory: Trajectory, ground_truth: str, test_report: str) -> Verdict:
     """Decide success or failure and collect what differs between the answer and the ground truth."""
-    answer = _CITATION.sub(" ", trajectory.generated_answer)  # an id's digits are not a figure in the answer
+    answer = _answer_text(trajectory)
     coverage: float | None = None
     missing: list[str] = []
-    unexpected: list[str] = []
+    wrong: list[tuple[str, str]] = []
     answer_outcome: Outcome = "unknown"
     if ground_truth.strip():
         truth_tokens = content_tokens(ground_truth)
@@ -103,25 +105,25 @@ def judge(trajectory: Trajectory, ground_truth: str, test_report: str) -> Verdic
         coverage = len(truth_tokens & answer_tokens) / len(truth_tokens) if truth_tokens else 1.0
         answer_outcome = "success" if coverage >= MATCH_COVERAGE else "failure"
         answer_terms = set(terms(answer))
-        truth_terms = set(terms(ground_truth))
-        query_terms = set(terms(trajectory.query))
         missing = [t for t in terms(ground_truth) if t not in answer_terms][:MAX_LISTED_TERMS]
-        unexpected = [t for t in terms(answer) if t not in truth_terms and t not in query_terms][:MAX_LISTED_TERMS]
+        conflicts = figure_conflicts(figures(answer), figures(ground_truth), bare="second")
+        wrong = [(x.text, y.text) for x, y in conflicts][:MAX_LISTED_TERMS]
     outcome, failing = report_verdict(test_report)
     if outcome == "unknown":
         outcome = answer_outcome
-    return Verdict(outcome=outcome, missing=missing, unexpected=unexpected, failing_checks=failing, coverage=coverage)
+    return Verdict(outcome=outcome, missing=missing, wrong_figures=wrong, failing_checks=failing, coverage=coverage)
 
 
 def evaluate_bullets(
     trajectory: Trajectory, ground_truth: str, verdict: Verdict, used: list[Bullet]
 ) -> list[BulletEvaluation]:
     """One evaluation per used bullet (see the module docstring for the rules)."""
-    answer = _CITATION.sub(" ", trajectory.generated_answer)
+    answer = _answer_text(trajectory)
     applied_tokens = content_tokens(f"{trajectory.query}\n{answer}")
     answer_tokens = content_tokens(answer)
     truth_tokens = content_tokens(ground_truth)
-    truth_numbers = {t for t in truth_tokens if t[0].isdigit()}
+    truth_figures = figures(ground_truth)
+    answer_figures = {f.key for f in figures(answer)}
     evaluations = []
     for bullet in used:
         tokens = content_tokens(bullet.content)
@@ -133,18 +135,7 @@ def evaluate_bullets(
                 else:
                     reason = "used, but the successful answer does not draw on it"
             case "failure" if truth_tokens:
-                applied = tokens & answer_tokens
-                agreeing = tokens & truth_tokens
-                conflicting = {t for t in applied if t[0].isdigit()} - truth_numbers if truth_numbers else set()
-                if conflicting:
-                    tag = "harmful"
-                    reason = f"gave the answer {_listing(conflicting)}; expected {_listing(truth_numbers)}"
-                elif len(applied) >= 2 and len(agreeing) < ALIGNED_SHARE * len(applied):
-                    tag, reason = "harmful", "applied in the failed answer, but unrelated to the expected result"
-                elif agreeing:
-                    reason = f"agrees with the ground truth ({_listing(agreeing)}); the failure lies elsewhere"
-                else:
-                    reason = "used, but unrelated to how the answer went wrong"
+                tag, reason = _blame(bullet, tokens, answer_tokens, answer_figures, ground_truth, truth_figures)
             case "failure":
                 if _shares(tokens, answer_tokens):
                     tag = "harmful"
@@ -159,13 +150,75 @@ def evaluate_bullets(
     return evaluations
 
 
+def _blame(
+    bullet: Bullet,
+    tokens: set[str],
+    answer_tokens: set[str],
+    answer_figures: set[tuple[FigureKind, str]],
+    ground_truth: str,
+    truth_figures: list[Figure],
+) -> tuple[Literal["harmful", "neutral"], str]:
+    """After a failure with a ground truth: harmful only when what the bullet said contradicts it."""
+    given = [f for f in figures(bullet.content) if f.key in answer_figures]  # figures it put into the answer
+    conflicts = figure_conflicts(given, truth_figures, bare="second")
+    if conflicts:
+        gave = listing(x.text for x, _ in conflicts)
+        expected = listing(y.text for _, y in conflicts)
+        return "harmful", f"gave the answer {gave}; expected {expected}"
+    applied = tokens & answer_tokens
+    if _shares(tokens, answer_tokens):
+        clash = polarity_conflict(bullet.content, ground_truth)
+        if clash is not None:
+            return "harmful", f"says the opposite of the expected result: {clash[0]!r} against {clash[1]!r}"
+    agreeing = tokens & content_tokens(ground_truth)
+    if agreeing:
+        return "neutral", f"agrees with the ground truth ({listing(sorted(agreeing))}); the failure lies elsewhere"
+    if applied:
+        return "neutral", "applied, but unrelated to the expected result: not what made the answer wrong"
+    return "neutral", "used, but unrelated to how the answer went wrong"
+
+
 def _shares(tokens: set[str], other: set[str]) -> bool:
     common = len(tokens & other)
     return common >= 2 or (bool(tokens) and common / len(tokens) >= 0.2)
 
 
-def _listing(tokens: set[str]) -> str:
-    return ", ".join(sorted(tokens)[:MAX_LISTED_TERMS])
+# --- lessons ------------------------------------------------------------------------------------------------
+
+_PROCEDURE = re.compile(r"[a-z]_[a-z]|\(\)|\bthen\b|→|->|手順|してから|した後", re.IGNORECASE)
+
+
+_HOW_TO = ("how do", "how can", "how to", "how should", "how would", "can i", "can we", "should i", "should we")
+_QUESTION_START = ("what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is ", "are ", "does ")
+_NOT_A_TOPIC = {"many", "much", "often", "long", "kind", "sort", "type"}
+
+
+def _lead(query: str, japanese: bool) -> str:
+    """How a lesson opens: the kind of task it is for, named by the query's topic, never the question itself."""
+    subject = topic(query)
+    if japanese:
+        return f"「{excerpt(subject, 120)}」に関する課題では"
+    lowered = query.strip().lower()
+    if lowered.startswith(_HOW_TO) or not (lowered.startswith(_QUESTION_START) or lowered.endswith("?")):
+        return f"To {subject[:1].lower()}{excerpt(subject[1:], 120)}"  # a how-to question or an instruction
+    words = [t for t in key_terms(query, 6) if t not in _NOT_A_TOPIC][:4]
+    return "For questions about " + (", ".join(words) or excerpt(subject, 80))
+
+
+def _action(ground_truth: str, japanese: bool) -> str:
+    """What the ground truth asks an answer to do: give a figure or a date, follow steps, or be specific."""
+    found = figures(ground_truth)
+    if any(f.kind == "date" for f in found):
+        return "正確な日付を答え、出典で確かめる" if japanese else "give the exact date and check it against the source"
+    if found:
+        return (
+            "正確な数値を単位つきで答え、出典で確かめる"
+            if japanese
+            else "give the exact figure with its unit and check it against the source"
+        )
+    if _PROCEDURE.search(ground_truth) or len(ground_truth.split()) > 25:
+        return "次の手順どおりに進める" if japanese else "follow this procedure"
+    return "一般論ではなく具体的な答えを示す" if japanese else "give the specific answer, not general guidance"
 
 
 def derive_insights(
@@ -177,17 +230,15 @@ def derive_insights(
 ) -> list[Insight]:
     """At most one lesson (see the module docstring)."""
     japanese = is_japanese(trajectory.query)
-    query = excerpt(trajectory.query, 120)
+    lead = _lead(trajectory.query, japanese)
     if verdict.outcome == "failure":
-        return [_failure_insight(trajectory, ground_truth, verdict, used, evaluations, japanese=japanese)]
+        return [_failure_insight(ground_truth, verdict, used, evaluations, lead, japanese=japanese)]
     if verdict.outcome == "success" and not used:
         approach = excerpt(
             trajectory.reasoning_steps[-1] if trajectory.reasoning_steps else trajectory.generated_answer
         )
         lesson = (
-            f"「{query}」のような課題では、次の方法で正解した: {approach}"
-            if japanese
-            else f'For tasks like "{query}", this approach worked: {approach}'
+            f"{lead}、次の進め方でうまくいく: {approach}" if japanese else f"{lead}, this approach works: {approach}"
         )
         return [
             Insight(
@@ -202,20 +253,20 @@ def derive_insights(
 
 
 def _failure_insight(
-    trajectory: Trajectory,
     ground_truth: str,
     verdict: Verdict,
     used: list[Bullet],
     evaluations: list[BulletEvaluation],
+    lead: str,
     *,
     japanese: bool,
 ) -> Insight:
-    query = excerpt(trajectory.query, 120)
     problems = []
     if verdict.missing:
         problems.append(f"the answer lacks: {', '.join(verdict.missing)}")
-    if verdict.unexpected:
-        problems.append(f"the answer contains, unlike the ground truth: {', '.join(verdict.unexpected)}")
+    if verdict.wrong_figures:
+        shown = "; ".join(f"{x} where the ground truth has {y}" for x, y in verdict.wrong_figures[:4])
+        problems.append(f"the answer states {shown}")
     if verdict.failing_checks:
         problems.append(f"failing checks: {' | '.join(excerpt(c, 160) for c in verdict.failing_checks)}")
     harmful = [e.bullet_id for e in evaluations if e.tag == "harmful"]
@@ -225,27 +276,31 @@ def _failure_insight(
         cause = "no playbook guidance was retrieved for this query, so nothing learned was applied"
     else:
         cause = f"the guidance used ({', '.join(b.id for b in used)}) does not cover what was needed"
+    wrong = listing(x for x, _ in verdict.wrong_figures)
+    ids = ", ".join(harmful)
     if ground_truth.strip():
         expected = excerpt(ground_truth)
-        correct = f"produce the expected result: {expected}"
-        lesson = (
-            f"「{query}」のような課題の正解は「{expected}」"
-            if japanese
-            else f'For tasks like "{query}", the expected result is: {expected}'
-        )
-        wrong_figures = [t for t in verdict.unexpected if t[0].isdigit()]
-        if wrong_figures:
-            lesson += (
-                f"（{', '.join(wrong_figures[:4])} ではない）" if japanese else f" (not {', '.join(wrong_figures[:4])})"
-            )
+        action = _action(ground_truth, japanese)
+        correct = f"{action}: {expected}"
+        if japanese:
+            lesson = f"{lead}、{action}: {expected}"
+            if harmful:
+                lesson += f"。{ids} の {wrong or '記述'} はそのまま使わない"
+        else:
+            lesson = f"{lead}, {action}: {expected}"
+            if harmful:
+                lesson += f". Do not reuse {wrong or 'the guidance'} from {ids}: it is wrong"
     else:
         checks = "; ".join(excerpt(c, 160) for c in verdict.failing_checks) or "the failing tests"
         correct = f"make these checks pass: {checks}"
-        lesson = (
-            f"「{query}」のような課題では、次の検査が失敗しないようにする: {checks}"
-            if japanese
-            else f'For tasks like "{query}", make sure these checks pass: {checks}'
-        )
+        if japanese:
+            lesson = f"{lead}、終える前に次の検査が通ることを確かめる: {checks}"
+            if harmful:
+                lesson += f"。失敗した回答が使った {ids} を見直す"
+        else:
+            lesson = f"{lead}, check before finishing that these pass: {checks}"
+            if harmful:
+                lesson += f". Re-check {ids}, which the failed attempt applied"
     sources = ["the ground truth"] if ground_truth.strip() else []
     sources += ["the test report"] if verdict.failing_checks else []
     basis = " and ".join(sources) or "the test report"

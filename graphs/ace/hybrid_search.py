@@ -13,6 +13,8 @@ are deterministic.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,6 +127,31 @@ class HybridSearch:
         index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache)
         vector = np.asarray(await self.embeddings.aembed_query(query.query_text), dtype=np.float32)
         return self._rank(index, vector, query, playbook.bullets, mask)
+
+    async def aterm_weights(
+        self, playbook: Playbook, tokens: Iterable[str], key: Callable[[str], str] | None = None
+    ) -> dict[str, float]:
+        """How telling each token is in this playbook: log((N + 1) / (df + 0.5)); tokens no bullet holds are left out.
+
+        A word most bullets share ("api" in AppWorld) weighs little, a rare one much. With `key` (a stemmer),
+        a token counts as held when any token with the same key is (paginated ~ pagination). The index is the
+        one search has just built (cached), so this costs a dictionary lookup per token.
+        """
+        if not playbook.bullets:
+            return {}
+        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache)
+        size = index.bm25.size
+        grouped = index.bm25.frequencies_by(key) if key is not None else None
+        weights: dict[str, float] = {}
+        for token in tokens:
+            df = (
+                grouped.get(key(token), 0)
+                if grouped is not None and key is not None
+                else index.bm25.document_frequency(token)
+            )
+            if df:
+                weights[token] = math.log((size + 1) / (df + 0.5))
+        return weights
 
     def _rank(
         self,

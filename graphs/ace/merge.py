@@ -6,8 +6,12 @@ Same playbook and deltas in, same playbook out (up to `updated_at`), whoever pro
 2. Deltas, in order. DELETE and UPDATE must name a bullet of the playbook; ADD must name a section the
    dataset allows. An ADD gets a fresh id `<section-prefix>-<nnnnn>` above the high-water mark and is
    placed after the last bullet of its section. Grow-and-refine: an ADD whose content is a near-duplicate
-   (cosine ≥ threshold) of a bullet already in its section becomes an UPDATE of the most similar one, and
-   an ADD identical to one (after normalisation) is dropped.
+   (cosine ≥ threshold) of a bullet already in its section becomes an UPDATE of the most similar one it
+   does not contradict, and an ADD identical to one (after normalisation) is dropped. An ADD that
+   contradicts its near-duplicate (negation, opposite words, different figures: `graphs.text.contradiction`)
+   is never merged into it: "Never paginate" next to "Always paginate" is a second bullet, and `notes`
+   says the two disagree. An UPDATE that changes what a bullet says (a contradiction between the old and
+   the new content) resets its helpful/harmful votes: they were cast for the old meaning.
 3. Budget: with `max_bullets`, the lowest-confidence bullets are deleted until the playbook fits (most
    harmful, then least helpful first; bullets this merge touched last; then playbook order).
 
@@ -18,6 +22,7 @@ deltas before they get this far (`delta_problems`), while a model's are dropped 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -31,6 +36,7 @@ from contracts.common import ErrorDetail
 from graphs.ace.bullet_ids import IdAllocator
 from graphs.ace.search_index import embed_texts
 from graphs.ace.sections import SectionRules
+from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
 
 log = structlog.get_logger(__name__)
@@ -142,20 +148,25 @@ class _Merger:
             self.skip(delta, "no such bullet" if index is None else "no content")
             return
         old = self.bullets[index]
+        reasoning = delta.reasoning if reasoning is None else reasoning
         # The search text described the old content; the new content is searched as written.
-        self.bullets[index] = msgspec.structs.replace(old, content=content, searchable_text="")
+        updated = msgspec.structs.replace(old, content=content, searchable_text="")
+        changed = find_contradiction(old.content, content)
+        if changed is not None and (old.helpful or old.harmful):
+            updated = msgspec.structs.replace(updated, helpful=0, harmful=0)
+            note = (
+                f"UPDATE of {old.id} changes what it says ({changed.kind}: {changed.detail}): "
+                f"its votes (helpful={old.helpful}, harmful={old.harmful}) were reset"
+            )
+            self.outcome.notes.append(note)
+            reasoning = f"{reasoning} [{note}]".strip()
+        self.bullets[index] = updated
         self.touched.add(old.id)
         self.outcome.applied.append(
-            DeltaContextItem(
-                type="UPDATE",
-                section=old.section,
-                bullet_id=old.id,
-                content=content,
-                reasoning=delta.reasoning if reasoning is None else reasoning,
-            )
+            DeltaContextItem(type="UPDATE", section=old.section, bullet_id=old.id, content=content, reasoning=reasoning)
         )
 
-    def add(self, delta: DeltaContextItem, near: tuple[str, float] | None) -> None:
+    def add(self, delta: DeltaContextItem, near: list[tuple[str, float]]) -> None:
         content = delta.content.strip()
         if not self.rules.allows(delta.section):
             self.skip(delta, f"section {delta.section!r} is not allowed for {self.rules.dataset!r}")
@@ -170,8 +181,21 @@ class _Merger:
         if same is not None:
             self.skip(delta, f"identical to {same.id}")
             return
-        if near is not None:
-            bullet_id, similarity = near
+        kept_apart: list[str] = []
+        for bullet_id, similarity in near:
+            index = self.position(bullet_id)
+            if index is None:
+                continue
+            clash = find_contradiction(self.bullets[index].content, content)
+            if clash is not None:
+                note = (
+                    f"ADD kept apart from {bullet_id} (cosine {similarity:.3f}): it contradicts it "
+                    f"({clash.kind}: {clash.detail})"
+                )
+                self.outcome.notes.append(note)
+                log.info("ace: contradicting near-duplicate kept apart", bullet_id=bullet_id, kind=clash.kind)
+                kept_apart.append(bullet_id)
+                continue
             self.outcome.notes.append(f"ADD became UPDATE of {bullet_id}: near-duplicate (cosine {similarity:.3f})")
             self.update(
                 delta,
@@ -184,10 +208,11 @@ class _Merger:
         last_of_section = max((i for i, b in enumerate(self.bullets) if b.section == delta.section), default=None)
         self.bullets.insert(len(self.bullets) if last_of_section is None else last_of_section + 1, bullet)
         self.touched.add(new_id)
+        reasoning = delta.reasoning
+        if kept_apart:
+            reasoning = f"{reasoning} [contradicts {', '.join(kept_apart)}: kept as a separate bullet]".strip()
         self.outcome.applied.append(
-            DeltaContextItem(
-                type="ADD", section=delta.section, bullet_id=new_id, content=content, reasoning=delta.reasoning
-            )
+            DeltaContextItem(type="ADD", section=delta.section, bullet_id=new_id, content=content, reasoning=reasoning)
         )
 
     def prune(self, max_bullets: int) -> None:
@@ -220,18 +245,18 @@ class _Merger:
         self.bullets = [b for i, b in enumerate(self.bullets) if i not in doomed]
 
 
-async def _nearest_in_section(
+async def _near_in_section(
     merger: _Merger, delta: DeltaContextItem, embeddings: Embeddings, threshold: float
-) -> tuple[str, float] | None:
-    """The most similar bullet of the ADD's section at or above `threshold`, with its cosine."""
+) -> list[tuple[str, float]]:
+    """The bullets of the ADD's section at or above `threshold`, most similar first, with their cosines."""
     peers = [b for b in merger.bullets if b.section == delta.section]
     if not peers or not delta.content.strip():
-        return None
+        return []
     vectors = await embed_texts(embeddings, [delta.content.strip(), *(b.content for b in peers)])
     similarities = _cosines(vectors[0], vectors[1:])
-    best = int(np.argmax(similarities))  # the first of equals: playbook order decides ties
-    similarity = float(similarities[best])
-    return (peers[best].id, similarity) if similarity >= threshold else None
+    above = np.flatnonzero(similarities >= threshold)
+    order = above[np.lexsort((above, -similarities[above]))]  # ties: playbook order
+    return [(peers[int(i)].id, float(similarities[int(i)])) for i in order]
 
 
 def _cosines(query: npt.NDArray[np.float32], rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
@@ -252,6 +277,7 @@ async def merge(
     source: str = "",
     counters_changed: bool = False,
     now: datetime.datetime | None = None,
+    reserved_ids: Iterable[str] = (),
 ) -> MergeOutcome:
     """Apply `deltas` to `playbook` (counters already applied) as the module docstring describes.
 
@@ -265,8 +291,11 @@ async def merge(
         source: Recorded as `source_trajectory` of added bullets.
         counters_changed: Whether `apply_evaluations` changed anything (then `updated_at` moves too).
         now: The time to record as `updated_at` (default: the current time).
+        reserved_ids: Ids named elsewhere in the request (a trajectory's used ids, the caller's deltas): never
+            issued to a new bullet, whatever the playbook's metadata says, and their numbers raise the mark.
     """
     merger = _Merger(playbook, rules, source)
+    merger.allocator.reserve(reserved_ids)
     for delta in deltas:
         match delta.type:
             case "DELETE":
@@ -274,7 +303,7 @@ async def merge(
             case "UPDATE":
                 merger.update(delta)
             case "ADD":
-                near = await _nearest_in_section(merger, delta, embeddings, dedup_threshold)
+                near = await _near_in_section(merger, delta, embeddings, dedup_threshold)
                 merger.add(delta, near)
     if max_bullets is not None:
         merger.prune(max_bullets)

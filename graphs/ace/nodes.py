@@ -10,6 +10,7 @@ the reflector, which seed 001 makes return an empty result instead.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 import structlog
@@ -24,6 +25,7 @@ from contracts.ace import (
     BulletEvaluation,
     CuratedAction,
     ModelProblem,
+    Playbook,
     ReflectionAction,
     ReflectionResult,
     SearchQuery,
@@ -33,15 +35,16 @@ from contracts.ace import (
 from graphs.ace.heuristic_curate import propose_deltas as heuristic_deltas
 from graphs.ace.heuristic_generate import generate_extractive
 from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
+from graphs.ace.heuristic_text import content_tokens, stem
 from graphs.ace.hybrid_search import HybridSearch
 from graphs.ace.llm_curate import curate_with_llm
 from graphs.ace.llm_generate import generate_with_llm
 from graphs.ace.llm_reflect import reflect_with_llm
-from graphs.ace.merge import apply_evaluations, merge
+from graphs.ace.merge import MergeOutcome, apply_evaluations, merge
 from graphs.ace.playbook_checks import playbook_problems
 from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
 from graphs.ace.reflector_prompt import ReflectorPromptBuilder
-from graphs.ace.sections import curate_dataset, reflect_dataset, section_rules
+from graphs.ace.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
 from graphs.llm.ask import failure_reason
@@ -112,16 +115,14 @@ def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
     }
 
 
-def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Seed 000 §10: read the dataset's playbook from the store (missing → empty; corrupt → PlaybookCorrupt)."""
     request = state["request"]
     assert isinstance(request, WorkflowRequest)
     options = runtime.context.ace
-    playbook = PlaybookStore(options.playbook_data_dir).load(request.dataset)
+    playbook = await asyncio.to_thread(PlaybookStore(options.playbook_data_dir).load, request.dataset)
     rules = section_rules(runtime.context.sections, request.dataset)
-    problems = playbook_problems(playbook, rules, "$")
-    if problems:
-        raise PlaybookCorrupt(f"stored playbook {request.dataset!r} breaks the section rules: {problems[0].message}")
+    _check_stored(playbook, rules, request.dataset)
     return {
         "dataset": request.dataset,
         "rules": rules,
@@ -136,6 +137,12 @@ def load_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
         "save": request.save,
         "saved": False,
     }
+
+
+def _check_stored(playbook: Playbook, rules: SectionRules, dataset: str) -> None:
+    problems = playbook_problems(playbook, rules, "$")
+    if problems:
+        raise PlaybookCorrupt(f"stored playbook {dataset!r} breaks the section rules: {problems[0].message}")
 
 
 # --- generator ----------------------------------------------------------------------------------------
@@ -155,7 +162,8 @@ async def generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
         generated = await generate_with_llm(context, query, dataset, hits)
         if generated is not None:
             return {"generated": generated, "trajectory": generated.trajectory, "generated_by": context.engine}
-    generated = generate_extractive(query, dataset, size, hits)
+    weights = await _search(runtime).aterm_weights(state["playbook"], content_tokens(query), key=stem)
+    generated = generate_extractive(query, dataset, size, hits, weights)
     return {"generated": generated, "trajectory": generated.trajectory, "generated_by": "heuristic"}
 
 
@@ -275,31 +283,76 @@ def update_counters(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
     return {"playbook": after, "counters_changed": after is not before}
 
 
+FALLBACK_MIN_BUDGET_S = 0.05
+"""Below this much time left, a failed curator model ends the step as TIMEOUT instead of falling back."""
+
+
 async def propose_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """The curator's own deltas: the model's when configured (heuristic fallback), else the heuristic's."""
+    """The curator's own deltas: the model's when configured (heuristic fallback), else the heuristic's.
+
+    A model that fails (provider error, or its own timeout while the request still has time) must not
+    cost the caller the deterministic part of curation: the counters are already applied, the caller's
+    deltas still merge, and the curator's rules propose the deltas instead; `notes` says so. Only when
+    the request's own deadline is spent does the step end as TIMEOUT.
+    """
     context = runtime.context
     reflection, playbook, rules = state["reflection"], state["playbook"], state["rules"]
+    notes: list[str] = []
     if context.llm is not None:
-        deltas = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
-        if deltas is not None:
-            return {"proposed": deltas, "curated_by": context.engine}
+        try:
+            deltas = await curate_with_llm(context, reflection, playbook, rules, _search(runtime))
+        except ModelFailure as exc:
+            left = context.remaining_s()
+            if left is not None and left < FALLBACK_MIN_BUDGET_S:
+                raise
+            kind = "TIMEOUT" if isinstance(exc, ModelTimeout) else "MODEL_FAILURE"
+            context.meter.fell_back(agent="ace.curator", reason=failure_reason(exc), attempts=exc.attempts)
+            notes.append(
+                f"the curator's model failed ({kind}: {exc}): the counters and the caller's deltas are applied, "
+                "and the curator's deltas come from its rules (heuristic engine)"
+            )
+        else:
+            if deltas is not None:
+                return {"proposed": deltas, "curated_by": context.engine}
     proposed = await heuristic_deltas(reflection, playbook, rules, _search(runtime))
-    return {"proposed": proposed, "curated_by": "heuristic"}
+    return {"proposed": proposed, "curated_by": "heuristic", "curate_notes": notes}
 
 
-async def merge_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def _merge(
+    state: AceGraphState, runtime: Runtime[AgentContext], playbook: Playbook, *, counters_changed: bool
+) -> MergeOutcome:
     """The caller's deltas first (validated against its playbook), then the curator's; then the budget."""
     query = state["reflection"].trajectory_query
-    merged = await merge(
-        state["playbook"],
+    return await merge(
+        playbook,
         [*state["client_deltas"], *state["proposed"]],
         rules=state["rules"],
         embeddings=runtime.context.embeddings,
         dedup_threshold=state["dedup_threshold"],
         max_bullets=state["max_bullets"],
         source=f"{state['request_id']}: {query[:200]}",
-        counters_changed=state.get("counters_changed", False),
+        counters_changed=counters_changed,
+        reserved_ids=_request_ids(state),
     )
+
+
+def _request_ids(state: AceGraphState) -> list[str]:
+    """Every bullet id the request names besides its playbook's: none of them may be issued to a new bullet."""
+    request = state.get("request")
+    named: list[str] = []
+    if isinstance(request, AceCurateRequest):
+        if request.trajectory is not None:
+            named += request.trajectory.used_bullet_ids
+        named += [d.bullet_id for d in request.deltas if d.bullet_id is not None]
+    trajectory = state.get("trajectory")
+    if trajectory is not None:
+        named += trajectory.used_bullet_ids
+    return named
+
+
+async def merge_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Merge into the request's (or the loaded) playbook, counters already applied."""
+    merged = await _merge(state, runtime, state["playbook"], counters_changed=state.get("counters_changed", False))
     return {"merged": merged}
 
 
@@ -311,7 +364,7 @@ def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
         deltas=merged.applied,
         playbook=merged.playbook,
         pruned_bullet_ids=merged.pruned,
-        notes=merged.notes,
+        notes=[*state.get("curate_notes", []), *merged.notes],
         produced_by=state["curated_by"],
         usage=runtime.context.usage,
     )
@@ -321,10 +374,28 @@ def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
 # --- workflow ----------------------------------------------------------------------------------------
 
 
-def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
-    """Replace the stored playbook with the curated one (atomically)."""
-    PlaybookStore(runtime.context.ace.playbook_data_dir).save(state["dataset"], state["merged"].playbook)
-    return {"saved": True}
+async def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+    """Apply this run's votes and deltas to the stored playbook as it is now, under its lock, and save it.
+
+    Other runs (in this process or another instance sharing the data directory) may have saved since this
+    one loaded the playbook. Replaying the evaluations and the deltas onto the fresh copy keeps their
+    lessons as well as this run's, and new ids continue from the fresh high-water mark; the response
+    reports the deltas as they were applied to it.
+    """
+    store = PlaybookStore(runtime.context.ace.playbook_data_dir)
+    dataset, evaluations = state["dataset"], state["reflection"].bullet_evaluations
+
+    async def replay(fresh: Playbook) -> tuple[Playbook, MergeOutcome]:
+        if not store.exists(dataset):
+            raise PlaybookCorrupt(f"stored playbook {dataset!r} was removed while this run was learning")
+        _check_stored(fresh, state["rules"], dataset)
+        counted = apply_evaluations(fresh, evaluations)
+        outcome = await _merge(state, runtime, counted, counters_changed=counted is not fresh)
+        return outcome.playbook, outcome
+
+    saved, merged = await store.update(dataset, replay, deadline=runtime.context.deadline)
+    merged.playbook = saved
+    return {"merged": merged, "saved": True}
 
 
 def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
@@ -339,6 +410,7 @@ def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
         reflection=state.get("reflection"),
         deltas=merged.applied if merged else [],
         playbook_saved=state.get("saved", False),
+        notes=[*state.get("curate_notes", []), *merged.notes] if merged else [],
         produced_by=state["generated_by"],
         usage=runtime.context.usage,
     )

@@ -10,6 +10,8 @@ heading itself is kept in `PlaybookMetadata.section_titles` so export writes it 
 sections included. A bullet is `[id] content`, or `[id] helpful=X harmful=Y :: content` when it has
 counters. Blank lines are layout only. The official format has no multi-line bullets; a bullet whose
 content has line breaks is written with its further lines indented by two spaces, and read back so.
+Line breaks are `\n`: a file saved with Windows (`\r\n`) or old Mac (`\r`) line endings reads the same,
+a leading byte-order mark is ignored, and a `\r` inside content is written as a line break.
 
 Export writes each section's bullets under its heading in playbook order, one blank line between
 sections: the real playbooks come back with every heading and bullet line identical (only the placement
@@ -47,11 +49,21 @@ def section_to_heading(section: str) -> str:
     return section.replace("_", " ").upper()
 
 
+def normalize_newlines(text: str) -> str:
+    r"""`\r\n` and lone `\r` as `\n`: content as the format can carry it."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def parse_playbook(text: str) -> Playbook:
-    r"""Read a playbook in the ACE text format.
+    """Read a playbook in the ACE text format (see `parse_playbook_lines`)."""
+    return parse_playbook_lines(text)[0]
+
+
+def parse_playbook_lines(text: str) -> tuple[Playbook, list[int]]:
+    """Read a playbook in the ACE text format, with the line number of each bullet (for error messages).
 
     Args:
-        text: The file's content (line breaks `\n`; read files with `newline=""` to keep `\r` in content).
+        text: The file's content, any line endings (see the module docstring).
 
     Returns:
         The bullets in file order; `metadata.section_titles` records every heading, and
@@ -61,6 +73,7 @@ def parse_playbook(text: str) -> Playbook:
         PlaybookTextError: A line is neither a heading, a bullet, a continuation nor blank; a bullet comes
             before any heading; an id repeats; or a field breaks the contract (bad id, empty content).
     """
+    text = normalize_newlines(text.removeprefix("\ufeff"))
     titles: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
@@ -106,7 +119,7 @@ def parse_playbook(text: str) -> Playbook:
         seen[bullet.id] = line_no
     playbook = Playbook(metadata=PlaybookMetadata(section_titles=titles), bullets=bullets)
     playbook.metadata.last_bullet_number = high_water(playbook)
-    return playbook
+    return playbook, lines
 
 
 def _bullet(row: dict[str, Any], line: int) -> Bullet:
@@ -135,7 +148,7 @@ def export_playbook(playbook: Playbook) -> str:
 
 
 def _line(bullet: Bullet) -> str:
-    content = bullet.content.replace("\n", "\n" + CONTINUATION)
+    content = normalize_newlines(bullet.content).replace("\n", "\n" + CONTINUATION)
     if bullet.helpful or bullet.harmful or _COUNTERS.match(bullet.content):
         return f"[{bullet.id}] helpful={bullet.helpful} harmful={bullet.harmful} :: {content}"
     return f"[{bullet.id}] {content}"

@@ -2,11 +2,13 @@
 
 Every check on caller input happens here, before any graph runs (the playbook's ids and sections,
 the section filter, evaluations and deltas naming bullets that exist, a save into a stored
-playbook), so the graphs' nodes only do the work. Search needs no graph.
+playbook), so the graphs' nodes only do the work. Search needs no graph, and neither do the stored
+playbooks' import, export and list (`stored_playbooks.py`, shared with the command line).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from contracts.ace import (
@@ -18,6 +20,13 @@ from contracts.ace import (
     AceReflectResponse,
     AceSearchRequest,
     AceSearchResponse,
+    PlaybookExportRequest,
+    PlaybookImportRequest,
+    PlaybookImportResponse,
+    PlaybookListAction,
+    PlaybookListRequest,
+    PlaybookListResponse,
+    PlaybookStoredAction,
     SearchResultsAction,
     WorkflowRequest,
     WorkflowRunResponse,
@@ -34,7 +43,8 @@ from graphs.ace.playbook_checks import (
 )
 from graphs.ace.playbook_store import PlaybookStore
 from graphs.ace.sections import curate_dataset, reflect_dataset, section_rules
-from graphs.agent_spec import AgentSpec
+from graphs.ace.stored_playbooks import astore_replacing, export_text, parse_import
+from graphs.agent_spec import AgentSpec, server_timeout
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 
@@ -87,6 +97,39 @@ async def search(graph: None, context: AgentContext, request: AceSearchRequest, 
     )
 
 
+def _store(context: AgentContext) -> PlaybookStore:
+    return PlaybookStore(context.ace.playbook_data_dir)
+
+
+async def import_playbook(
+    graph: None, context: AgentContext, request: PlaybookImportRequest, prior: None
+) -> PlaybookStoredAction:
+    """Parse and check the text as the command line does, then replace the stored playbook under its lock."""
+    rules = section_rules(context.sections, request.dataset)
+    playbook = await asyncio.to_thread(parse_import, request.text, rules, allow_empty=request.allow_empty)
+    saved, replaced = await astore_replacing(_store(context), request.dataset, playbook, deadline=context.deadline)
+    return PlaybookStoredAction(
+        request_id=context.request_id,
+        dataset=request.dataset,
+        bullets=len(saved.bullets),
+        sections=list(dict.fromkeys([*saved.metadata.section_titles, *(b.section for b in saved.bullets)])),
+        last_bullet_number=saved.metadata.last_bullet_number,
+        replaced=replaced,
+    )
+
+
+async def export_playbook(graph: None, context: AgentContext, request: PlaybookExportRequest, prior: None) -> str:
+    """The stored playbook as official ACE text (a dataset with nothing stored is a 404, not an empty text)."""
+    return await asyncio.to_thread(export_text, _store(context), request.dataset)
+
+
+async def list_playbooks(
+    graph: None, context: AgentContext, request: PlaybookListRequest, prior: None
+) -> PlaybookListAction:
+    """The datasets that have a stored playbook."""
+    return PlaybookListAction(request_id=context.request_id, datasets=await asyncio.to_thread(_store(context).datasets))
+
+
 async def run_graph(graph: Any, context: AgentContext, request: Any, prior: None) -> Any:
     """Run one of the ACE graphs; its last node sets the response."""
     result = await graph.ainvoke({"request": request, "request_id": context.request_id}, context=context)
@@ -120,6 +163,7 @@ CURATE: AgentSpec[AceCurateRequest, None] = AgentSpec(
     check=check_curate,
     run=run_graph,
 )
+STORE_FAILURE = "A stored playbook could not be read or written (`error_type: OTHER`, the message names the problem)"
 WORKFLOW: AgentSpec[WorkflowRequest, None] = AgentSpec(
     name="ace_workflow",
     request_type=WorkflowRequest,
@@ -127,4 +171,31 @@ WORKFLOW: AgentSpec[WorkflowRequest, None] = AgentSpec(
     graph="ace_workflow",
     check=check_workflow,
     run=run_graph,
+    server_error=STORE_FAILURE,
+)
+IMPORT: AgentSpec[PlaybookImportRequest, None] = AgentSpec(
+    name="playbook_import",
+    request_type=PlaybookImportRequest,
+    response_type=PlaybookImportResponse,
+    run=import_playbook,
+    timeout_ms=server_timeout,
+    body="text",
+    server_error=STORE_FAILURE,
+)
+EXPORT: AgentSpec[PlaybookExportRequest, None] = AgentSpec(
+    name="playbook_export",
+    request_type=PlaybookExportRequest,
+    response_type=str,
+    run=export_playbook,
+    timeout_ms=server_timeout,
+    body="none",
+    server_error=STORE_FAILURE,
+)
+LIST: AgentSpec[PlaybookListRequest, None] = AgentSpec(
+    name="playbook_list",
+    request_type=PlaybookListRequest,
+    response_type=PlaybookListResponse,
+    run=list_playbooks,
+    timeout_ms=server_timeout,
+    body="none",
 )

@@ -70,6 +70,7 @@ class AceGraphState(TypedDict, total=False):
     client_deltas: list[DeltaContextItem]
     proposed: list[DeltaContextItem]
     curated_by: EngineName
+    curate_notes: list[str]
     counters_changed: bool
     max_bullets: int | None
     dedup_threshold: float

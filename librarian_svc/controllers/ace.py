@@ -1,7 +1,9 @@
-"""ACE endpoints: `POST /agent/ace/{search,generate,reflect,curate}` and seed 000 §11's `POST /workflow/run`.
+"""ACE endpoints: the agents, seed 000 §11's workflow, and the stored playbooks as official ACE text.
 
-Stateless: the playbook comes in the request and the updated playbook goes out. Every handler names its
-operation; the request runner decodes, checks, runs it under the request's deadline and maps failures.
+`POST /agent/ace/{search,generate,reflect,curate}`, `POST /workflow/run`, `PUT`/`GET /playbooks/{dataset}`
+and `GET /playbooks`. The agents are stateless: the playbook comes in the request and the updated
+playbook goes out. Every handler names its operation; the request runner decodes, checks, runs it under
+the request's deadline and maps failures.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from contracts.ace import (
     AceGenerateResponse,
     AceReflectResponse,
     AceSearchResponse,
+    PlaybookImportResponse,
+    PlaybookListResponse,
     WorkflowRunResponse,
 )
 from graphs.ace import run as ace
-from librarian_svc.request_runner import agent_post, run_agent
+from librarian_svc.request_runner import agent_post, agent_route, run_agent
 from librarian_svc.services import Services
 
 AGENT_DESCRIPTION = (
@@ -114,4 +118,55 @@ class WorkflowController(Controller):
         self, request: Request[Any, Any, Any], services: NamedDependency[Services]
     ) -> Response[WorkflowRunResponse]:
         """Decode → workflow graph → seed 000's response (or the store's problem as a 500)."""
+        return await run_agent(request, services)
+
+
+class PlaybookController(Controller):
+    """The stored playbooks (`PLAYBOOK_DATA_DIR/<dataset>.json`) in and out as official ACE text."""
+
+    path = "/playbooks"
+    tags = ["ace"]  # noqa: RUF012 - Litestar reads this class attribute
+
+    @agent_route(
+        "/{dataset:str}",
+        ace.IMPORT,
+        method="PUT",
+        operation_id="playbookImport",
+        summary="Store a playbook given in the official ACE text format (`## SECTION`, `[id] content`)",
+        description="The body is the text (`Content-Type: text/plain; charset=utf-8`; `\\r\\n` line endings and a "
+        "byte-order mark are fine). The same checks as `python -m graphs.ace import`: it must parse, and every "
+        "bullet's section must be one the dataset allows (400 naming the line). A text with no bullets would "
+        "empty the stored playbook and is refused (400) unless `allow_empty=true`. Replaces the stored playbook "
+        "under its lock; the id high-water mark never goes down, so ids of dropped bullets are not issued again.",
+    )
+    async def put(
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[PlaybookImportResponse]:
+        """Text → checks → stored."""
+        return await run_agent(request, services)
+
+    @agent_route(
+        "/{dataset:str}",
+        ace.EXPORT,
+        method="GET",
+        operation_id="playbookExport",
+        summary="The stored playbook of a dataset in the official ACE text format",
+        description="`text/plain`, the format `PUT` takes and `python -m graphs.ace export` writes. A dataset "
+        "with no stored playbook is 404; a stored file that is corrupt is 500 (`error_type: OTHER`).",
+    )
+    async def get(self, request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Response[str]:
+        """Stored → text."""
+        return await run_agent(request, services)
+
+    @agent_route(
+        "/",
+        ace.LIST,
+        method="GET",
+        operation_id="playbookList",
+        summary="The datasets that have a stored playbook",
+    )
+    async def list(
+        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
+    ) -> Response[PlaybookListResponse]:
+        """Names, sorted."""
         return await run_agent(request, services)

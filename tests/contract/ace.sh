@@ -70,4 +70,20 @@ check "a dataset name that could leave the data directory is 422" 422 "$ERROR_SH
 request POST /agent/ace/reflect '{"trajectory": '
 check "malformed JSON is 400" 400 "$ERROR_SHAPE and .error_type == \"INVALID_INPUT\""
 
+# --- stored playbooks (read-only checks: nothing here writes to the deployment's store) ------------------
+request GET /playbooks
+check "the stored playbooks are listed" 200 '.action == "PLAYBOOKS" and (.datasets | type == "array")'
+
+request GET /playbooks/contract-never-stored
+check "exporting a dataset with no stored playbook is 404" 404 "$ERROR_SHAPE and .details[0].path == \"\$.dataset\""
+
+request PUT /playbooks/contract-never-stored '{"bullets": []}'
+check "an import must be text/plain (415)" 415 "$ERROR_SHAPE and .error_type == \"INVALID_INPUT\""
+
+request PUT /playbooks/contract-never-stored '' -H 'Content-Type: text/plain' --data-binary $'## STRATEGIES\r\nnot a bullet\r\n'
+check "a text that is not a playbook is 400 naming the line" 400 "$ERROR_SHAPE and (.message | contains(\"line 2\"))"
+
+request GET /playbooks/contract-never-stored
+check "a refused import stored nothing" 404 "$ERROR_SHAPE"
+
 finish

@@ -9,7 +9,10 @@ carries the structured ERROR body.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -45,7 +48,12 @@ CHECKS = [
     unsupported_method,
 ]
 
-schema = schemathesis.openapi.from_asgi("/schema/openapi.json", create_app(load_settings()))
+# PUT /playbooks/{dataset} stores what it is sent: keep the fuzzer's playbooks out of the project's data dir.
+PLAYBOOKS = tempfile.mkdtemp(prefix="fuzz-playbooks-")
+atexit.register(shutil.rmtree, PLAYBOOKS, ignore_errors=True)
+schema = schemathesis.openapi.from_asgi(
+    "/schema/openapi.json", create_app(load_settings({**os.environ, "PLAYBOOK_DATA_DIR": PLAYBOOKS}))
+)
 schema.config.generation.update(modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 # A negative case that breaks a length limit by megabytes is refused as too large (413) before it is read:
 # a rejection, like 400/422, and the status the document declares for it.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -23,12 +24,14 @@ def fixture_document(app: Litestar) -> dict[str, Any]:
     return body
 
 
-def _agent_routes(app: Litestar) -> list[tuple[str, AgentSpec[Any, Any]]]:
+def _agent_routes(app: Litestar, body: str = "json") -> list[tuple[str, str, AgentSpec[Any, Any]]]:
+    """(document path, method, spec) of the operations whose request arrives as `body`."""
     return [
-        (route.path, handler.opt[SPEC_KEY])
+        (re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path), method.lower(), handler.opt[SPEC_KEY])
         for route in app.routes
         for handler in getattr(route, "route_handlers", [])
-        if SPEC_KEY in handler.opt
+        if SPEC_KEY in handler.opt and handler.opt[SPEC_KEY].body == body
+        for method in handler.http_methods
     ]
 
 
@@ -40,8 +43,10 @@ def _resolve(document: dict[str, Any], ref: str) -> dict[str, Any]:
 def test_every_agent_operation_documents_its_request_body(app: Litestar, document: dict[str, Any]) -> None:
     routes = _agent_routes(app)
     assert len(routes) == 11
-    for path, spec in routes:
-        body = document["paths"][path]["post"]["requestBody"]
+    assert len(_agent_routes(app, "text")) == 1
+    assert len(_agent_routes(app, "none")) == 2
+    for path, method, spec in routes:
+        body = document["paths"][path][method]["requestBody"]
         assert body["required"] is True
         ref = body["content"]["application/json"]["schema"]["$ref"]
         assert ref.endswith("/" + spec.request_type.__name__)
@@ -49,10 +54,13 @@ def test_every_agent_operation_documents_its_request_body(app: Litestar, documen
 
 
 def test_the_200_body_is_a_named_union_discriminated_by_action(app: Litestar, document: dict[str, Any]) -> None:
-    for path, spec in _agent_routes(app):
+    routes = _agent_routes(app) + [
+        r for r in _agent_routes(app, "text") + _agent_routes(app, "none") if r[2].response_type is not str
+    ]
+    for path, method, spec in routes:
         if path.endswith("/stream"):
             continue
-        ref = document["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        ref = document["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
         union = _resolve(document, ref)
         assert union["title"] == ref.rsplit("/", 1)[1]
         mapping = union["discriminator"]["mapping"]
@@ -68,13 +76,30 @@ def test_the_200_body_is_a_named_union_discriminated_by_action(app: Litestar, do
 def test_every_error_status_is_documented_with_the_error_body(
     app: Litestar, document: dict[str, Any], status: str
 ) -> None:
-    for path, _ in _agent_routes(app):
-        response = document["paths"][path]["post"]["responses"][status]
+    routes = _agent_routes(app) + _agent_routes(app, "text")
+    routes += [] if status in ("413", "415") else _agent_routes(app, "none")  # no body: neither can happen
+    for path, method, _ in routes:
+        response = document["paths"][path][method]["responses"][status]
         assert response["description"]
         assert response["content"]["application/json"]["schema"]["$ref"] == ERROR_REF
     error = _resolve(document, ERROR_REF)
     assert set(error["required"]) >= {"action", "request_id", "error_type", "message"}
     assert "status_code" not in error["properties"]  # not Litestar's own error shape
+
+
+def test_the_text_operations_document_text_bodies_and_their_parameters(document: dict[str, Any]) -> None:
+    put = document["paths"]["/playbooks/{dataset}"]["put"]
+    assert put["requestBody"]["content"]["text/plain"]["schema"]["type"] == "string"
+    parameters = {p["name"]: p for p in put["parameters"]}
+    assert (parameters["dataset"]["in"], parameters["dataset"]["required"]) == ("path", True)
+    assert parameters["dataset"]["schema"]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+    assert (parameters["allow_empty"]["in"], parameters["allow_empty"]["schema"]["type"]) == ("query", "boolean")
+    export = document["paths"]["/playbooks/{dataset}"]["get"]
+    assert "requestBody" not in export
+    assert export["responses"]["200"]["content"] == {"text/plain": {"schema": {"type": "string"}}}
+    assert {"404", "500"} <= set(export["responses"])
+    assert not {"413", "415"} & set(export["responses"])
+    assert document["paths"]["/playbooks"]["get"]["parameters"] == []
 
 
 def test_the_stream_documents_each_event_and_its_json_payload(document: dict[str, Any]) -> None:

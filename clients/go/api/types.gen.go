@@ -207,8 +207,14 @@
 //    playbook, err := UnmarshalPlaybook(bytes)
 //    bytes, err = playbook.Marshal()
 //
+//    playbookListAction, err := UnmarshalPlaybookListAction(bytes)
+//    bytes, err = playbookListAction.Marshal()
+//
 //    playbookMetadata, err := UnmarshalPlaybookMetadata(bytes)
 //    bytes, err = playbookMetadata.Marshal()
+//
+//    playbookStoredAction, err := UnmarshalPlaybookStoredAction(bytes)
+//    bytes, err = playbookStoredAction.Marshal()
 //
 //    proposalAttempt, err := UnmarshalProposalAttempt(bytes)
 //    bytes, err = proposalAttempt.Marshal()
@@ -1002,6 +1008,16 @@ func (r *Playbook) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+func UnmarshalPlaybookListAction(data []byte) (PlaybookListAction, error) {
+	var r PlaybookListAction
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PlaybookListAction) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
 func UnmarshalPlaybookMetadata(data []byte) (PlaybookMetadata, error) {
 	var r PlaybookMetadata
 	err := json.Unmarshal(data, &r)
@@ -1009,6 +1025,16 @@ func UnmarshalPlaybookMetadata(data []byte) (PlaybookMetadata, error) {
 }
 
 func (r *PlaybookMetadata) Marshal() ([]byte, error) {
+	return json.Marshal(r)
+}
+
+func UnmarshalPlaybookStoredAction(data []byte) (PlaybookStoredAction, error) {
+	var r PlaybookStoredAction
+	err := json.Unmarshal(data, &r)
+	return r, err
+}
+
+func (r *PlaybookStoredAction) Marshal() ([]byte, error) {
 	return json.Marshal(r)
 }
 
@@ -2099,6 +2125,26 @@ type OrganizerRelationProposal struct {
 	ToNodeID     string `json:"to_node_id"`
 }
 
+// The datasets with a stored playbook, sorted (what `/workflow/run` and `GET
+// /playbooks/{dataset}` serve).
+type PlaybookListAction struct {
+	Action    Action   `json:"action"`
+	Datasets  []string `json:"datasets"`
+	RequestID string   `json:"request_id"`
+}
+
+// What `PUT /playbooks/{dataset}` stored: counts, the sections in text order, the id
+// high-water mark.
+type PlaybookStoredAction struct {
+	Action           Action   `json:"action"`
+	Bullets          int64    `json:"bullets"`
+	Dataset          string   `json:"dataset"`
+	LastBulletNumber int64    `json:"last_bullet_number"`
+	Replaced         bool     `json:"replaced"`
+	RequestID        string   `json:"request_id"`
+	Sections         []string `json:"sections"`
+}
+
 // `POST /api/organizer/run` and `POST /api/advisor/run` (camelCase, as the seed defines it).
 type ProposalRunRequest struct {
 	Constraints *ProposalRunConstraints `json:"constraints,omitempty"`
@@ -2264,6 +2310,7 @@ type WorkflowResponse struct {
 	Action             Action             `json:"action"`
 	Deltas             []DeltaContextItem `json:"deltas"`
 	LlmResponse        string             `json:"llm_response"`
+	Notes              []string           `json:"notes"`
 	PlaybookSaved      bool               `json:"playbook_saved"`
 	ProducedBy         Engine             `json:"produced_by"`
 	Reflection         *ReflectionResult  `json:"reflection"`
@@ -2283,9 +2330,11 @@ const (
 	ActionComplete   Action = "COMPLETE"
 	ActionCurated    Action = "CURATED"
 	ActionError      Action = "ERROR"
+	ActionPlaybooks  Action = "PLAYBOOKS"
 	ActionReflection Action = "REFLECTION"
 	ActionReport     Action = "REPORT"
 	ActionResults    Action = "RESULTS"
+	ActionStored     Action = "STORED"
 	ActionValidation Action = "VALIDATION"
 )
 

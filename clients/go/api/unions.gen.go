@@ -215,6 +215,64 @@ func DecodeLibrarianResponse(body []byte) (LibrarianResponse, error) {
 	return variant, nil
 }
 
+// PlaybookImportResponse is one of *ErrorResponse, *PlaybookStoredAction: decode it with DecodePlaybookImportResponse.
+type PlaybookImportResponse interface {
+	isPlaybookImportResponse()
+}
+
+func (*ErrorResponse) isPlaybookImportResponse()        {}
+func (*PlaybookStoredAction) isPlaybookImportResponse() {}
+
+// DecodePlaybookImportResponse decodes a PlaybookImportResponse body: `action` first, then the variant it names.
+func DecodePlaybookImportResponse(body []byte) (PlaybookImportResponse, error) {
+	action, err := DecodeAction(body)
+	if err != nil {
+		return nil, err
+	}
+	var variant PlaybookImportResponse
+	switch action {
+	case ActionError:
+		variant = new(ErrorResponse)
+	case ActionStored:
+		variant = new(PlaybookStoredAction)
+	default:
+		return nil, &UnknownActionError{Union: "PlaybookImportResponse", Action: action}
+	}
+	if err := json.Unmarshal(body, variant); err != nil {
+		return nil, err
+	}
+	return variant, nil
+}
+
+// PlaybookListResponse is one of *ErrorResponse, *PlaybookListAction: decode it with DecodePlaybookListResponse.
+type PlaybookListResponse interface {
+	isPlaybookListResponse()
+}
+
+func (*ErrorResponse) isPlaybookListResponse()      {}
+func (*PlaybookListAction) isPlaybookListResponse() {}
+
+// DecodePlaybookListResponse decodes a PlaybookListResponse body: `action` first, then the variant it names.
+func DecodePlaybookListResponse(body []byte) (PlaybookListResponse, error) {
+	action, err := DecodeAction(body)
+	if err != nil {
+		return nil, err
+	}
+	var variant PlaybookListResponse
+	switch action {
+	case ActionError:
+		variant = new(ErrorResponse)
+	case ActionPlaybooks:
+		variant = new(PlaybookListAction)
+	default:
+		return nil, &UnknownActionError{Union: "PlaybookListResponse", Action: action}
+	}
+	if err := json.Unmarshal(body, variant); err != nil {
+		return nil, err
+	}
+	return variant, nil
+}
+
 // WorkflowRunResponse is one of *WorkflowResponse, *ErrorResponse: decode it with DecodeWorkflowRunResponse.
 type WorkflowRunResponse interface {
 	isWorkflowRunResponse()

@@ -42,3 +42,56 @@ def test_import_refuses_sections_the_dataset_does_not_have(tmp_path: Path, capsy
 def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     assert main([*argv, "--data-dir", str(tmp_path)]) == 1
     assert message in capsys.readouterr().err
+
+
+# --- hazards (issue 13, item 9) -------------------------------------------------------------------------------
+
+SMALL = "## STRATEGIES AND HARD RULES\n[shr-00001] Read the task twice.\n[shr-00002] Log in first.\n"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"\n\n", b"\xef\xbb\xbf", b"## STRATEGIES AND HARD RULES\n", b"## STRATEGIES AND HARD RULES\r\n\r\n"],
+    ids=["empty", "blank-lines", "bom-only", "headings-only", "crlf-headings-only"],
+)
+def test_an_import_without_bullets_never_empties_the_stored_playbook(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes
+) -> None:
+    store = PlaybookStore(tmp_path / "store")
+    source = tmp_path / "p.txt"
+    source.write_text(SMALL, encoding="utf-8")
+    assert main(["import", str(source), "--data-dir", str(store.data_dir)]) == 0
+    source.write_bytes(content)
+    capsys.readouterr()
+    assert main(["import", str(source), "--data-dir", str(store.data_dir)]) == 1
+    assert "no bullets" in capsys.readouterr().err
+    assert len(store.load("appworld").bullets) == 2  # untouched
+    assert main(["import", str(source), "--allow-empty", "--data-dir", str(store.data_dir)]) == 0
+    assert store.load("appworld").bullets == []
+    assert store.load("appworld").metadata.last_bullet_number == 2  # ids 1 and 2 are still never reissued
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"], ids=["crlf", "cr"])
+def test_windows_line_endings_do_not_reach_the_bullets(tmp_path: Path, newline: str) -> None:
+    source = tmp_path / "p.txt"
+    source.write_bytes(read_text(ONLINE).replace("\n", newline).encode("utf-8"))
+    assert main(["import", str(source), "--data-dir", str(tmp_path)]) == 0
+    stored = PlaybookStore(tmp_path).load("appworld")
+    assert len(stored.bullets) == 359
+    assert not [b.id for b in stored.bullets if "\r" in b.content]
+
+
+def test_exporting_a_dataset_that_is_not_stored_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", "--dataset", "nosuch", "--data-dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "'nosuch' has no stored playbook" in captured.err
+
+
+def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "p.txt"
+    source.write_bytes("## 戦略\n[s-00001] 残高を確認する\n".encode("shift_jis"))
+    assert main(["import", str(source), "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "not UTF-8" in err
+    assert len(err.strip().splitlines()) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -273,3 +274,115 @@ def test_the_allocator_skips_taken_ids() -> None:
     assert allocator.issue("a") == "a-00003"
     allocator.reserve(["b-00010"])
     assert allocator.issue("b") == "b-00011"
+
+
+# --- grow-and-refine never merges opposites (issue 13, item 7) -----------------------------------------------
+
+PAGINATE = "Always paginate: loop over page_index until the API returns an empty page."
+
+
+def cosine(first: str, second: str) -> float:
+    a, b = (np.asarray(v) for v in EMBEDDINGS.embed_documents([first, second]))
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+@pytest.mark.parametrize(
+    ("existing", "added", "threshold"),
+    [
+        (PAGINATE, "Never paginate: do not loop over page_index until the API returns an empty page.", 0.85),
+        (PAGINATE, "Do not paginate: never loop over page_index until the API returns an empty page.", 0.85),
+        (
+            "Sort the songs by play_count in ascending order before picking the top ones.",
+            "Sort the songs by play_count in descending order before picking the top ones.",
+            0.85,
+        ),
+        (
+            "Enable two-factor login for the admin account before the migration.",
+            "Disable two-factor login for the admin account before the migration.",
+            0.85,
+        ),
+        (
+            "A Spotify queue holds at most 1000 songs, so split longer playlists.",
+            "A Spotify queue holds at most 500 songs, so split longer playlists.",
+            0.85,
+        ),
+        (
+            "Call complete_task once at the very end of the task.",
+            "Call complete_task twice at the very end of the task.",
+            0.85,
+        ),
+        ("東京タワーの高さは333メートルである。", "東京タワーの高さは334メートルである。", 0.85),
+        ("本番環境では必ずデバッグログを有効にする。", "本番環境では必ずデバッグログを無効にする。", 0.85),
+        ("支払いの前に必ず残高を確認する。", "支払いの前に残高を確認しない。", 0.7),
+        ("支払いの前に必ず残高を確認する。", "支払いの前に残高を確認してはいけない。", 0.7),
+    ],
+)
+def test_an_add_that_contradicts_its_near_duplicate_stays_a_separate_add(
+    existing: str, added: str, threshold: float
+) -> None:
+    assert cosine(existing, added) >= threshold  # without the check this ADD would become an UPDATE
+    p = playbook(
+        bullet("api-00001", existing, section="apis", helpful=5), bullet("api-00002", "unrelated", section="apis")
+    )
+    delta = DeltaContextItem(type="ADD", section="apis", content=added, reasoning="lesson")
+    outcome = run_merge(p, [delta], dedup_threshold=threshold)
+    (applied,) = outcome.applied
+    assert (applied.type, applied.bullet_id) == ("ADD", "apis-00003")
+    assert "contradicts api-00001" in applied.reasoning
+    kept = {b.id: b for b in outcome.playbook.bullets}
+    assert (kept["api-00001"].content, kept["api-00001"].helpful) == (existing, 5)
+    assert (kept["apis-00003"].content, kept["apis-00003"].helpful) == (added, 0)
+    assert any("api-00001" in note and "contradicts" in note for note in outcome.notes)
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        "Do not forget to paginate: loop over page_index until the API returns an empty page.",
+        "Always paginate: loop over page_index until the API returns an empty page, with page_size 20.",
+    ],
+)
+def test_an_agreeing_near_duplicate_still_refines_the_bullet_and_keeps_its_votes(added: str) -> None:
+    p = playbook(bullet("api-00001", PAGINATE, section="apis", helpful=5))
+    outcome = run_merge(p, [DeltaContextItem(type="ADD", section="apis", content=added)])
+    (applied,) = outcome.applied
+    assert (applied.type, applied.bullet_id) == ("UPDATE", "api-00001")
+    (refined,) = outcome.playbook.bullets
+    assert (refined.content, refined.helpful) == (added, 5)
+
+
+def test_a_contradicted_neighbour_is_skipped_for_an_agreeing_one() -> None:
+    never = "Never paginate: do not loop over page_index until the API returns an empty page."
+    agreeing = "Always paginate: loop over page_index until an API returns an empty page."
+    p = playbook(
+        bullet("api-00001", never, section="apis", harmful=4),
+        bullet("api-00002", agreeing, section="apis", helpful=2),
+    )
+    added = "Paginate: loop over page_index until the API returns an empty page."
+    assert cosine(never, added) > cosine(agreeing, added) >= 0.85  # the contradicted one is the nearest
+    outcome = run_merge(p, [DeltaContextItem(type="ADD", section="apis", content=added)])
+    assert [(d.type, d.bullet_id) for d in outcome.applied] == [("UPDATE", "api-00002")]
+    assert outcome.playbook.bullets[0].content == never
+    assert any("kept apart from api-00001" in note for note in outcome.notes)
+
+
+@pytest.mark.parametrize(
+    ("new_content", "votes"),
+    [
+        ("Never paginate: do not loop over page_index.", (0, 0)),  # the meaning changed: votes do not carry
+        ("東京タワーの高さは334メートルである。", (0, 0)),
+        ("Always paginate: loop over page_index until a page comes back empty.", (5, 1)),  # a rewording keeps them
+    ],
+)
+def test_an_update_that_changes_the_meaning_does_not_inherit_the_votes(
+    new_content: str, votes: tuple[int, int]
+) -> None:
+    old = "東京タワーの高さは333メートルである。" if "メートル" in new_content else PAGINATE
+    p = playbook(bullet("api-00001", old, section="apis", helpful=5, harmful=1))
+    outcome = run_merge(
+        p, [DeltaContextItem(type="UPDATE", section="apis", bullet_id="api-00001", content=new_content)]
+    )
+    (updated,) = outcome.playbook.bullets
+    assert updated.content == new_content
+    assert (updated.helpful, updated.harmful) == votes
+    assert any("votes" in note for note in outcome.notes) is (votes == (0, 0))

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from graphs.ace.playbook_store import PlaybookStore
 from tests.fakes.fixtures import LLMClientFor
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
@@ -123,18 +125,6 @@ def test_provider_failure_is_model_failure(llm_client_for: LLMClientFor, llm_ser
     llm_server.default_reply = Reply(status=500, content="boom")
     for path, body in [
         (GENERATE, {"query": "x", "playbook": MIXED}),
-        (
-            CURATE,
-            {
-                "reflection": {
-                    "insights": [INSIGHT],
-                    "bullet_evaluations": [],
-                    "trajectory_query": "q",
-                    "trajectory_dataset": "default",
-                },
-                "playbook": MIXED,
-            },
-        ),
         (WORKFLOW, {"query": "x", "dataset": "nothing-stored"}),
     ]:
         answer = post(client, path, {**body, "request_id": "r-mf"})
@@ -142,7 +132,7 @@ def test_provider_failure_is_model_failure(llm_client_for: LLMClientFor, llm_ser
         assert answer["error_type"] == "MODEL_FAILURE"
         assert answer["request_id"] == "r-mf"
         assert (answer["usage"]["llm_calls"], answer["usage"]["model"]) == (2, "fake"), path  # call + retry
-    assert len(llm_server.chat_requests) == 6  # one retry per call, then give up
+    assert len(llm_server.chat_requests) == 4  # one retry per call, then give up
 
 
 @pytest.mark.parametrize(
@@ -349,6 +339,52 @@ def test_an_unusable_curation_falls_back_to_the_heuristic(
     assert [(d["type"], d["content"]) for d in answer["deltas"]] == [("ADD", "Tokyo Tower is 333 m tall")]
     assert answer["usage"]["llm_calls"] == 2
     assert (answer["usage"]["engine"], answer["usage"]["fallback"]) == ("heuristic", True)
+
+
+@pytest.mark.parametrize(
+    ("reply", "env", "kind"),
+    [
+        (Reply(status=500, content="boom"), {}, "MODEL_FAILURE"),
+        (Reply(content="{}", delay_s=2), {"LLM_TIMEOUT_MS": "300"}, "TIMEOUT"),
+    ],
+    ids=["provider-500", "model-timeout"],
+)
+def test_a_failed_curator_model_keeps_the_counters_and_curates_by_the_rules(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, reply: Reply, env: dict[str, str], kind: str
+) -> None:
+    client = llm_client_for(**env)
+    llm_server.default_reply = reply
+    deltas = [{"type": "ADD", "section": "general", "content": "Check official sources for heights."}]
+    body = {"reflection": REFLECTION, "playbook": MIXED, "deltas": deltas, "constraints": {"timeout_ms": 10_000}}
+    answer = post(client, CURATE, body)
+    assert answer["action"] == "CURATED"
+    assert answer["produced_by"] == "heuristic"
+    bullets = {b["id"]: b for b in answer["playbook"]["bullets"]}
+    assert (bullets["gen-00001"]["helpful"], bullets["gen-00001"]["harmful"]) == (0, 1)  # the vote survived
+    assert [(d["type"], d["content"]) for d in answer["deltas"]] == [
+        ("ADD", "Check official sources for heights."),  # the caller's
+        ("ADD", "Tokyo Tower is 333 m tall"),  # the curator's rules, from the insight
+    ]
+    assert any(f"curator's model failed ({kind}" in note for note in answer["notes"]), answer["notes"]
+    assert (answer["usage"]["engine"], answer["usage"]["fallback"]) == ("heuristic", True)
+
+
+def test_a_learning_run_survives_a_failed_curator_model_and_says_so(
+    llm_client_for: LLMClientFor, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    PlaybookStore(tmp_path).save("towers", JAPANESE_PLAYBOOK)
+    client = llm_client_for(PLAYBOOK_DATA_DIR=str(tmp_path))
+    generated = {"answer": "300メートル", "reasoning_steps": ["read gen-00001"], "used_bullet_ids": ["gen-00001"]}
+    reflected = {"insights": [INSIGHT], "bullet_evaluations": [{"bullet_id": "gen-00001", "tag": "harmful"}]}
+    llm_server.script(dumps(generated), dumps(reflected))  # then the curator's call gets the default: a 500
+    llm_server.default_reply = Reply(status=500, content="boom")
+    body = {"query": "東京タワーの高さは？", "ground_truth": "333メートル", "dataset": "towers", "save": True}
+    answer = post(client, WORKFLOW, body)
+    assert (answer["action"], answer["playbook_saved"]) == ("COMPLETE", True)
+    assert any("curator's model failed (MODEL_FAILURE" in note for note in answer["notes"]), answer["notes"]
+    stored = {b.id: b for b in PlaybookStore(tmp_path).load("towers").bullets}
+    assert stored["gen-00001"].harmful == 1  # the reflection's vote was kept and saved
+    assert [d["content"] for d in answer["deltas"] if d["type"] == "ADD"] == ["Tokyo Tower is 333 m tall"]
 
 
 def test_curate_with_appworld_sections_refuses_unknown_ones(

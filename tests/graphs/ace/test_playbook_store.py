@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 
 from contracts.ace import Playbook
+from graphs.ace.bullet_ids import high_water
 from graphs.ace.playbook_store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
 from tests.graphs.ace.helpers import bullet, playbook, real_playbook
 from tests.graphs.ace.strategies import playbooks
@@ -28,7 +29,7 @@ def test_saved_playbooks_load_back_equal(original: Playbook) -> None:
     assert loaded == saved
     assert loaded.bullets == original.bullets
     assert loaded.metadata.created_at == original.metadata.created_at
-    assert loaded.metadata.last_bullet_number == original.metadata.last_bullet_number
+    assert loaded.metadata.last_bullet_number == high_water(original)  # never below an id it holds
     assert loaded.metadata.updated_at >= original.metadata.updated_at
 
 
@@ -91,7 +92,7 @@ def test_a_crash_during_save_leaves_the_old_playbook(tmp_path: Path, monkeypatch
         store.save("ds", playbook(bullet("a-00001", "new")))
     monkeypatch.undo()
     assert [b.content for b in store.load("ds").bullets] == ["old"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds.json"]  # no temp file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ds.lock", "ds.json"]  # no temp file left behind
 
 
 def test_saving_refuses_duplicate_ids(tmp_path: Path) -> None:

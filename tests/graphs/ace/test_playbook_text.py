@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 
 from contracts.ace import Playbook
-from graphs.ace.playbook_text import PlaybookTextError, export_playbook, heading_to_section, parse_playbook
+from graphs.ace.playbook_text import (
+    PlaybookTextError,
+    export_playbook,
+    heading_to_section,
+    normalize_newlines,
+    parse_playbook,
+)
 from graphs.ace.sections import section_rules
 from graphs.config_files import load_sections
 from librarian_svc.settings import PROJECT_ROOT
@@ -67,7 +74,8 @@ def grouped(p: Playbook) -> Playbook:
 def test_any_playbook_round_trips_through_text(original: Playbook) -> None:
     expected = grouped(original)
     again = parse_playbook(export_playbook(expected))
-    assert again.bullets == expected.bullets
+    unix = [msgspec.structs.replace(b, content=normalize_newlines(b.content)) for b in expected.bullets]
+    assert again.bullets == unix  # the format's line breaks are \n: a \r in content comes back as one
     assert list(again.metadata.section_titles) == list(dict.fromkeys(b.section for b in expected.bullets))
 
 
@@ -112,3 +120,16 @@ def test_malformed_text_names_the_line(text: str, message: str) -> None:
 )
 def test_headings_map_to_snake_case_sections(heading: str, section: str) -> None:
     assert heading_to_section(heading) == section
+
+
+@pytest.mark.parametrize(
+    ("newline", "prefix"),
+    [("\r\n", ""), ("\r", ""), ("\n", "\ufeff"), ("\r\n", "\ufeff")],
+    ids=["crlf", "cr", "bom", "crlf-bom"],
+)
+def test_line_endings_and_a_byte_order_mark_do_not_reach_the_bullets(newline: str, prefix: str) -> None:
+    unix = read_text(ONLINE)
+    parsed, plain = parse_playbook(prefix + unix.replace("\n", newline)), parse_playbook(unix)
+    assert (parsed.bullets, parsed.metadata.section_titles) == (plain.bullets, plain.metadata.section_titles)
+    assert not any("\r" in b.content or "\ufeff" in b.content for b in parsed.bullets)
+    assert list(parsed.metadata.section_titles) == APPWORLD.names
