@@ -9,11 +9,13 @@ rebuilt rather than stored in state: it is deterministic, so every instance deri
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from contracts.librarian import SearchHit, SearchRound
+from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
 from graphs.text.shingles import jaccard_arrays, minhash_signature, shingle_array
 from graphs.text.tokenize import tokenize_normalized
@@ -67,14 +69,19 @@ class CandidatePool:
         """Candidates keyed by their pool id (`c1`, `c2`, …)."""
         return {c.cid: c for c in self.candidates}
 
-    def _find_near_duplicate(self, sh: np.ndarray, sig: np.ndarray) -> int | None:
+    def _find_near_duplicate(self, sh: np.ndarray, sig: np.ndarray, snippet: str) -> int | None:
         count = len(self.candidates)
         if not count or not len(sh):
             return None
         estimates = np.mean(self._signatures[:count] == sig, axis=1)
-        # MinHash is an estimate; confirm the few plausible ones with the exact Jaccard.
+        # MinHash is an estimate; confirm the few plausible ones with the exact Jaccard. Texts that look
+        # alike but state different figures, opposite claims or different names are two sources that
+        # disagree, never one candidate: merging them would hide the contradiction.
         for index in np.flatnonzero(estimates >= self.near_dup_threshold - 0.15):
-            if jaccard_arrays(sh, self._shingles[int(index)]) >= self.near_dup_threshold:
+            other = self.candidates[int(index)]
+            if jaccard_arrays(sh, self._shingles[int(index)]) >= self.near_dup_threshold and not disagree(
+                snippet, other.snippet
+            ):
                 return int(index)
         return None
 
@@ -100,7 +107,7 @@ class CandidatePool:
         if index is None:
             sh = shingle_array(normalized)
             sig = minhash_signature(sh, NUM_PERM)
-            index = self._find_near_duplicate(sh, sig)
+            index = self._find_near_duplicate(sh, sig, hit.snippet)
             if index is None:
                 index = len(self.candidates)
                 self.candidates.append(
@@ -138,6 +145,22 @@ class CandidatePool:
         if round_index not in candidate.rounds:
             candidate.rounds.append(round_index)
         return candidate
+
+
+_NAME = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}|\b[A-Z][a-zA-Z]+\b")
+
+
+def _names(text: str) -> set[str]:
+    """Name-like words: katakana runs and capitalised Latin words (a proxy for named entities)."""
+    return {m.group() for m in _NAME.finditer(text)}
+
+
+def disagree(first: str, second: str) -> bool:
+    """Whether two similar texts say different things: other figures, opposite polarity, or other names."""
+    if find_contradiction(first, second) is not None:
+        return True
+    names_a, names_b = _names(first), _names(second)
+    return bool(names_a - names_b) and bool(names_b - names_a)  # a name replaced, not merely added
 
 
 def _hit_query(hit: SearchHit, round_: SearchRound) -> str | None:

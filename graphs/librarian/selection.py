@@ -14,9 +14,12 @@ from collections import OrderedDict
 from contracts.librarian import EvidenceItem
 from graphs.librarian.assessment import Assessment, ScoredCandidate
 from graphs.librarian.question import QuestionProfile
+from graphs.text.contradiction import find_contradiction
 
 MIN_GAIN = 0.15
 """A second snippet must add at least this share of the question's (weighted) tokens."""
+DISAGREE_SHARE = 0.5
+"""A source at least this relevant that contradicts the selection is kept too, so the disagreement shows."""
 TIE_SHARE = 0.85
 """A candidate scoring at least this share of the best is kept too: the rules cannot tell them apart
 reliably, and returning both costs less than returning the wrong one (tuned on a JSQuAD slice disjoint
@@ -44,7 +47,32 @@ def select_minimal(profile: QuestionProfile, assessment: Assessment, *, max_evid
             selected.append(scored)
             covered |= scored.covered_tokens
             elements |= scored.elements
+    # A strong source that contradicts the chosen ones is kept beside them (and named in the notes):
+    # the caller must see that its sources disagree, not get one side silently.
+    for scored in usable[1:]:
+        if len(selected) >= max_evidence:
+            break
+        if scored in selected or scored.relevance < DISAGREE_SHARE * best.relevance:
+            continue
+        if any(find_contradiction(s.candidate.snippet, scored.candidate.snippet) for s in selected):
+            selected.append(scored)
     return selected
+
+
+def disagreements(selected: list[ScoredCandidate]) -> list[str]:
+    """How the selected sources contradict each other, one line per pair ("tower p.3 vs blog: 333 vs 334")."""
+    lines = []
+    for i, first in enumerate(selected):
+        for second in selected[i + 1 :]:
+            found = find_contradiction(first.candidate.snippet, second.candidate.snippet)
+            if found is not None and found.kind == "figures":
+                lines.append(f"{_where(first)} vs {_where(second)}: {found.detail}")
+    return lines
+
+
+def _where(scored: ScoredCandidate) -> str:
+    page = scored.candidate.page
+    return scored.candidate.document_id + (f" p.{page}" if page is not None else "")
 
 
 def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
@@ -106,6 +134,9 @@ def coverage_notes(profile: QuestionProfile, assessment: Assessment, selected: l
         notes.append(f"Not found in the evidence: {', '.join(uncovered)}.")
     if elements:
         notes.append(f"Uncertain: {'; '.join(elements)}.")
+    conflicts = disagreements(selected)
+    if conflicts:
+        notes.append(f"The sources disagree ({'; '.join(conflicts[:3])}): every side is kept.")
     if not assessment.sufficient:
         notes.append("The search stopped before the evidence was judged sufficient.")
     return " ".join(notes)

@@ -87,3 +87,38 @@ async def test_the_demo_question_is_answered_from_its_gold_paragraph(app: Litest
     returned = {(e["document_id"], p) for e in result.final["evidence"] for p in e["pages"]}
     assert ("梅雨", 0) in returned
     assert any("5月から7月" in s for e in result.final["evidence"] for s in e["snippets"])
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "detail"),
+    [
+        (
+            "東京タワーの高さは334メートルである。東京都港区にある電波塔。",
+            "東京タワーの高さは333メートルである。東京都港区にある電波塔。",
+            "334",
+        ),
+        (
+            "The Eiffel Tower was completed in 1889 and is 330 metres tall.",
+            "The Eiffel Tower was completed in 1887 and is 330 metres tall.",
+            "1889",
+        ),
+    ],
+)
+def test_near_duplicates_that_disagree_are_both_kept_and_the_notes_say_so(
+    client: TestClient[Litestar], first: str, second: str, detail: str
+) -> None:
+    question = "東京タワーの高さは何メートルですか" if "東京" in first else "When was the Eiffel Tower completed?"
+    final = _complete(client, question, _hits(("blog", 1, first, 9.0), ("official", 2, second, 5.0)))
+    assert final["action"] == "COMPLETE", final
+    assert {e["document_id"] for e in final["evidence"]} == {"blog", "official"}
+    assert "disagree" in final["coverage_notes"], final["coverage_notes"]
+    assert detail in final["coverage_notes"]
+
+
+def test_near_duplicates_that_agree_still_collapse(client: TestClient[Litestar]) -> None:
+    text = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
+    final = _complete(
+        client, "東京タワーの高さは何メートルですか", _hits(("a", 1, text, 9.0), ("b", 2, text + "！", 5.0))
+    )
+    assert len([s for e in final["evidence"] for s in e["snippets"]]) == 1
+    assert "disagree" not in final["coverage_notes"]
