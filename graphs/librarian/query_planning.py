@@ -1,7 +1,10 @@
 """Turn the question and what is missing into the next SEARCH (seed 003 §2.1).
 
-`queries_text` are written for PostgreSQL full-text search: key terms and compact phrases, no
-question words. `queries_vector` are natural-language paraphrases for pgvector. A query already
+`queries_text` entries are key terms separated by spaces, no question words: the search side matches
+each term as a substring and ranks chunks by how many terms they contain (README, "The search side";
+reference_orchestrator/sql/search_text.sql). A sentence fragment with particles would be one long term
+that almost never occurs verbatim, so the question itself is sent only as a vector query.
+`queries_vector` are natural-language paraphrases for pgvector. A query already
 issued (compared after normalisation) is never issued again, and a step never asks for more
 than `max_queries` in total.
 """
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 from contracts.librarian import MissingElement
 from graphs.librarian.question import QuestionProfile
 from graphs.text.normalize import normalize
+from graphs.text.tokenize import terms
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,13 @@ def _vector_paraphrase(profile: QuestionProfile, focus: str) -> str:
 
 
 def plan_first(profile: QuestionProfile, *, max_queries: int, issued: set[str]) -> QueryPlan:
-    """The first SEARCH: the question as a compact phrase, its key terms, and one query per needed element."""
+    """The first SEARCH: the question's key terms, those of its subject phrase, and one query per needed element.
+
+    A question with no key terms at all (all hiragana) falls back to its phrases, the best entry left.
+    """
     key = " ".join(profile.key_terms)
-    text = [profile.stripped, key, profile.phrase]
+    subject = " ".join(terms(profile.phrase))
+    text = [key or profile.stripped, subject or profile.phrase]
     text += [f"{' '.join(profile.key_terms[:3])} {profile.suffix(c)}".strip() for c in profile.required]
     vector = [profile.text.strip(), _vector_paraphrase(profile, profile.phrase)]
     queries_text, queries_vector = split_budget(_fresh(text, issued), _fresh(vector, issued), max_queries)
@@ -59,7 +67,7 @@ def plan_first(profile: QuestionProfile, *, max_queries: int, issued: set[str]) 
     return QueryPlan(
         queries_text=queries_text,
         queries_vector=queries_vector,
-        rationale=f"first search: the question as a phrase and its key terms ({key or profile.phrase}){needs}",
+        rationale=f"first search: the question's key terms ({key or profile.phrase}){needs}",
     )
 
 
@@ -81,6 +89,8 @@ def plan_follow_up(
     # Reformulations when nothing specific is missing but the evidence is still weak.
     text += [" ".join(profile.key_terms[i : i + 2]) for i in range(0, max(0, len(profile.key_terms) - 1))]
     text += list(profile.key_terms)
+    # Last resort for a question with almost no key terms (どこに逃げた？): its own words, as one term.
+    text.append(profile.stripped)
     queries_text, queries_vector = split_budget(_fresh(text, issued), _fresh(vector, issued), max_queries)
     described = ", ".join(f"{m.category}: {m.description}" for m in missing[:4]) or "stronger evidence"
     return QueryPlan(
