@@ -150,22 +150,27 @@ def _run(args: list[str], *, uid: int | None, gid: int | None, timeout: float) -
 def _reachable_bindir(bindir: Path, uid: int | None, gid: int | None) -> Path:
     """`bindir`, or a world-readable copy of its installation when the unprivileged account cannot run it.
 
-    A virtualenv under /root (mode 0700) holds the bundled server where `postgres`/`nobody` cannot exec it; the
-    copy goes to the temporary directory once per installation and is reused.
+    A virtualenv under /root (mode 0700) holds the bundled server where `postgres`/`nobody` cannot exec it.
+    The copy keeps the wheel's layout — `<package>/pginstall` beside the `*.libs` folders its binaries find
+    through a relative RPATH — goes to the temporary directory once per installation and is reused.
     """
     if uid is None or _traversable_by_others(bindir):
         return bindir
     install = bindir.parent
+    package = install.parent
     digest = hashlib.sha256(str(install).encode()).hexdigest()[:12]
     copy = Path(tempfile.gettempdir()) / f"librarian-svc-postgres-{digest}"
-    if not (copy / "bin" / "postgres").is_file():
+    copied_bindir = copy / package.name / install.name / bindir.name
+    if not (copied_bindir / "postgres").is_file():
         staging = Path(tempfile.mkdtemp(prefix="librarian-svc-postgres-"))
-        shutil.copytree(install, staging / "install", symlinks=True)
-        os.chmod(staging, 0o755)  # noqa: S103 - binaries only, read and exec for the server account
+        shutil.copytree(install, staging / "tree" / package.name / install.name, symlinks=True)
+        for libs in package.parent.glob("*.libs"):
+            shutil.copytree(libs, staging / "tree" / libs.name, symlinks=True)
+        os.chmod(staging / "tree", 0o755)  # noqa: S103 - binaries only, read and exec for the server account
         with contextlib.suppress(OSError):  # another process may have won the race; either copy is fine
-            (staging / "install").rename(copy)
+            (staging / "tree").rename(copy)
         shutil.rmtree(staging, ignore_errors=True)
-    return copy / "bin"
+    return copied_bindir
 
 
 def _free_port() -> int:

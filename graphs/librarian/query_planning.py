@@ -2,9 +2,10 @@
 
 `queries_text` entries are key terms separated by spaces, no question words: the search side matches
 each term as a substring and ranks chunks by how many terms they contain (README, "The search side";
-reference_orchestrator/sql/search_text.sql). A sentence fragment with particles would be one long term
-that almost never occurs verbatim, so the question itself is sent only as a vector query.
-`queries_vector` are natural-language paraphrases for pgvector. A query already
+reference_orchestrator/sql/search_text.sql). Text without spaces is one term, so the question minus
+its question words matches only where its wording occurs verbatim; it is still sent once, after the
+key terms, because a BM25 side uses its character bigrams well (recall 0.958 with it, 0.948 without,
+on all of JSQuAD). `queries_vector` are natural-language paraphrases for pgvector. A query already
 issued (compared after normalisation) is never issued again, and a step never asks for more
 than `max_queries` in total.
 """
@@ -53,13 +54,13 @@ def _vector_paraphrase(profile: QuestionProfile, focus: str) -> str:
 
 
 def plan_first(profile: QuestionProfile, *, max_queries: int, issued: set[str]) -> QueryPlan:
-    """The first SEARCH: the question's key terms, those of its subject phrase, and one query per needed element.
+    """The first SEARCH: the key terms, the question minus its question words, the subject phrase's terms.
 
-    A question with no key terms at all (all hiragana) falls back to its phrases, the best entry left.
+    Plus one query per needed element. Key terms come first: they are what a PostgreSQL side matches.
     """
     key = " ".join(profile.key_terms)
     subject = " ".join(terms(profile.phrase))
-    text = [key or profile.stripped, subject or profile.phrase]
+    text = [key, profile.stripped, subject or profile.phrase]
     text += [f"{' '.join(profile.key_terms[:3])} {profile.suffix(c)}".strip() for c in profile.required]
     vector = [profile.text.strip(), _vector_paraphrase(profile, profile.phrase)]
     queries_text, queries_vector = split_budget(_fresh(text, issued), _fresh(vector, issued), max_queries)
@@ -89,8 +90,6 @@ def plan_follow_up(
     # Reformulations when nothing specific is missing but the evidence is still weak.
     text += [" ".join(profile.key_terms[i : i + 2]) for i in range(0, max(0, len(profile.key_terms) - 1))]
     text += list(profile.key_terms)
-    # Last resort for a question with almost no key terms (どこに逃げた？): its own words, as one term.
-    text.append(profile.stripped)
     queries_text, queries_vector = split_budget(_fresh(text, issued), _fresh(vector, issued), max_queries)
     described = ", ".join(f"{m.category}: {m.description}" for m in missing[:4]) or "stronger evidence"
     return QueryPlan(

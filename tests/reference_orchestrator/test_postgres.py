@@ -200,3 +200,10 @@ class _Counting:
         found = self.inner.vector_search(query, k)
         self.hits["vector"] += len(found)
         return found
+
+
+@pytest.mark.parametrize("name", ["schema", "schema_vector", "search_text", "search_vector"])
+def test_the_readme_shows_the_sql_files_verbatim(name: str) -> None:
+    """The Go team copies the SQL from the README: it must be the SQL these tests run."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    assert f"```sql\n{sql(name).rstrip()}\n```" in readme
