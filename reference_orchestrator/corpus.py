@@ -1,8 +1,9 @@
 """A local chunk corpus with the two searches the Go orchestrator runs: full-text (BM25) and vector.
 
 Full-text search is BM25 over the service's own tokeniser (character bigrams for Japanese, words
-for English), which is how a PostgreSQL deployment with a bigram full-text index behaves. Vector
-search is cosine over the embedded hashing embedder, standing in for pgvector.
+for English), close to what a PostgreSQL deployment with a bigram full-text index returns. Vector
+search is cosine over the embedded hashing embedder, standing in for pgvector. `postgres.py` is the
+same interface (`SearchBackend`) answered by a real PostgreSQL with the SQL the Go side runs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from rank_bm25 import BM25Okapi
@@ -27,6 +29,18 @@ class Chunk:
     page: int
     chunk_id: str
     text: str
+
+
+class SearchBackend(Protocol):
+    """A search side the reference loop can drive: one call per `queries_text` / `queries_vector` entry."""
+
+    def text_search(self, query: str, k: int) -> list[tuple[Chunk, float]]:
+        """Top-k chunks for one `queries_text` entry, best first, with positive scores."""
+        ...
+
+    def vector_search(self, query: str, k: int) -> list[tuple[Chunk, float]]:
+        """Top-k chunks for one `queries_vector` entry, best first."""
+        ...
 
 
 class Corpus:

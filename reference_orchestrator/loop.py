@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from reference_orchestrator.corpus import Corpus
+from reference_orchestrator.corpus import SearchBackend
 
 THINK_PATH = "/agent/librarian/think"
 
@@ -27,7 +27,7 @@ class LoopResult:
         return str(self.final.get("action"))
 
 
-def execute_search(corpus: Corpus, action: dict[str, Any], *, k: int, vector: bool) -> dict[str, Any]:
+def execute_search(corpus: SearchBackend, action: dict[str, Any], *, k: int, vector: bool) -> dict[str, Any]:
     """Run a SEARCH action's queries and return the round to append to `search_history`."""
     results: list[dict[str, Any]] = []
     for query in action.get("queries_text", []):
@@ -58,7 +58,7 @@ def _hit(chunk: Any, score: float, retrieval: str, query: str) -> dict[str, Any]
 
 async def run_question(
     client: httpx.AsyncClient,
-    corpus: Corpus,
+    corpus: SearchBackend,
     question: str,
     *,
     request_id: str,

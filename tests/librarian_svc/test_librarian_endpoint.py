@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -240,11 +242,27 @@ def test_grounding_property(client: TestClient[Litestar], results: list[dict[str
         assert all((item["document_id"], p) in pages for p in item["pages"])
 
 
-def test_no_database_driver_in_the_runtime_image() -> None:
-    """The service never touches a database (the Go side searches); the tests' PostgreSQL driver stays out of it."""
+def test_no_database_driver_in_the_service() -> None:
+    """The service never talks to a database (seed 003): the Go side runs the searches.
+
+    psycopg is a dev dependency, used only by the reference orchestrator's PostgreSQL search side, so the
+    check is on what the image installs (the runtime lock) and on what the app imports.
+    """
     drivers = {"psycopg", "psycopg2", "psycopg2-binary", "asyncpg", "pg8000", "psycopg-binary", "sqlalchemy"}
     lock = (Path(__file__).resolve().parents[2] / "requirements-runtime.lock").read_text()
+    assert "\nlitestar==" in lock  # the right file, and it lists pins one per line
     assert not any(f"\n{name}==" in lock for name in drivers)
+    modules = {"psycopg", "psycopg2", "asyncpg", "pg8000", "sqlalchemy"}
+    probe = "import sys, librarian_svc.app; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
+    imported = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout.split()
+    assert "litestar" in imported
+    assert not modules & set(imported)
 
 
 def test_contract_types_roundtrip() -> None:

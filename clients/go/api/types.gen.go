@@ -2050,15 +2050,22 @@ type SearchRound struct {
 
 // Run these queries (subject_id is enforced by the caller) and call back with the results.
 type LibrarianSearchAction struct {
-	Action        Action                 `json:"action"`
-	FiltersHint   map[string]interface{} `json:"filters_hint"`
-	Missing       []MissingElement       `json:"missing"`
-	QueriesText   []string               `json:"queries_text"`
-	QueriesVector []string               `json:"queries_vector"`
-	Rationale     string                 `json:"rationale"`
-	RequestID     string                 `json:"request_id"`
-	State         *string                `json:"state"`
-	Usage         Usage                  `json:"usage"`
+	Action      Action                 `json:"action"`
+	FiltersHint map[string]interface{} `json:"filters_hint"`
+	Missing     []MissingElement       `json:"missing"`
+	// Full-text searches, one per entry. An entry is key terms separated by whitespace (text
+	// without spaces is one term). A chunk is a hit when it contains at least one of the terms,
+	// compared as substrings after NFKC folding and lower-casing (no word segmentation, so
+	// Japanese works); hits containing more of the entry's terms rank first. The reference
+	// implementation, reference_orchestrator/sql/search_text.sql (PostgreSQL with pg_trgm),
+	// selects hits on the terms of three or more characters when the entry has any, and counts
+	// every term for the ranking.
+	QueriesText   []string `json:"queries_text"`
+	QueriesVector []string `json:"queries_vector"`
+	Rationale     string   `json:"rationale"`
+	RequestID     string   `json:"request_id"`
+	State         *string  `json:"state"`
+	Usage         Usage    `json:"usage"`
 }
 
 // Something the evidence does not cover yet, and the query meant to find it.
