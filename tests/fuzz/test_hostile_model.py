@@ -46,8 +46,9 @@ class Endpoint:
     ids_in_input: set[str]
     failure_is_empty_result: bool = False
     """Seed 001: the reflector answers a model failure with an empty reflection, not an ERROR."""
-    outage_falls_back: bool = False
-    """Seed 002 §4.1: GRACE's planner answers a provider outage with the template plan, not an ERROR."""
+    outage_action: str | None = None
+    """The action a provider outage answers instead of an ERROR: GRACE's planner falls back to the template plan
+    (seed 002 §4.1, `SEARCH`); ACE's curator keeps the counters and curates by its rules (`CURATED`)."""
 
 
 DASHBOARD = {
@@ -167,6 +168,7 @@ ENDPOINTS += [
         invented_reply=json.dumps({"deltas": [{"type": "DELETE", "bullet_id": "ghost-1", "reasoning": "r"}]}),
         ids_in_response=_curated_ids,
         ids_in_input=PLAYBOOK_IDS,
+        outage_action="CURATED",
     ),
     Endpoint(
         name="grace-step",
@@ -190,7 +192,7 @@ ENDPOINTS += [
         ),
         ids_in_response=lambda b: {b["collection"]} if b.get("action") == "SEARCH" else set(),
         ids_in_input={"documents"},  # the configured default collection is the only one the caller offered
-        outage_falls_back=True,
+        outage_action="SEARCH",
     ),
 ]
 
@@ -264,8 +266,8 @@ def test_hostile_model(
     if expected and endpoint.failure_is_empty_result:
         assert body["model_problem"]["error_type"] == expected
         assert body["reflection"]["bullet_evaluations"] == []
-    elif expected == "MODEL_FAILURE" and endpoint.outage_falls_back:
-        assert body["action"] == "SEARCH", body
+    elif expected == "MODEL_FAILURE" and endpoint.outage_action is not None:
+        assert body["action"] == endpoint.outage_action, body
         assert (body["usage"]["engine"], body["usage"]["fallback"]) == ("heuristic", True)
     elif expected:
         assert body.get("action") == "ERROR"
