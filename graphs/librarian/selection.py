@@ -18,6 +18,8 @@ from graphs.text.contradiction import find_contradiction
 
 MIN_GAIN = 0.15
 """A second snippet must add at least this share of the question's (weighted) tokens."""
+SAME_PASSAGE = 0.5
+"""Token Jaccard at which two snippets count as versions of one passage (for disagreement, not merging)."""
 DISAGREE_SHARE = 0.5
 """A source at least this relevant that contradicts the selection is kept too, so the disagreement shows."""
 TIE_SHARE = 0.85
@@ -54,9 +56,20 @@ def select_minimal(profile: QuestionProfile, assessment: Assessment, *, max_evid
             break
         if scored in selected or scored.relevance < DISAGREE_SHARE * best.relevance:
             continue
-        if any(find_contradiction(s.candidate.snippet, scored.candidate.snippet) for s in selected):
+        if any(_versions_disagree(s, scored) for s in selected):
             selected.append(scored)
     return selected
+
+
+def _versions_disagree(first: ScoredCandidate, second: ScoredCandidate) -> bool:
+    """Two versions of the same passage (most tokens shared) that state different figures or claims.
+
+    Different passages naturally mention different numbers; only versions of one statement disagree.
+    """
+    a, b = first.candidate.tokens, second.candidate.tokens
+    if not a or not b or len(a & b) / len(a | b) < SAME_PASSAGE:
+        return False
+    return find_contradiction(first.candidate.snippet, second.candidate.snippet) is not None
 
 
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:
@@ -64,8 +77,10 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
     lines = []
     for i, first in enumerate(selected):
         for second in selected[i + 1 :]:
+            if not _versions_disagree(first, second):
+                continue
             found = find_contradiction(first.candidate.snippet, second.candidate.snippet)
-            if found is not None and found.kind == "figures":
+            if found is not None:
                 lines.append(f"{_where(first)} vs {_where(second)}: {found.detail}")
     return lines
 
