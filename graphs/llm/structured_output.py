@@ -207,22 +207,23 @@ def bind_native_json(
 ) -> Runnable[LanguageModelInput, BaseMessage]:
     """`model` with the provider's JSON-output parameters bound, when the config asks for them.
 
-    OpenAI and Azure get a `json_schema` response format (non-strict: strict mode rejects schemas
-    with optional fields or open objects); Gemini gets `response_mime_type` plus
-    `response_json_schema` (the parameter langchain-google-genai 4.x forwards as
-    `generationConfig.responseJsonSchema`); OpenAI-compatible servers only get `json_object`, the
-    one mode vLLM, Ollama and llama.cpp all accept.
+    OpenAI, Azure and OpenAI-compatible servers get a `json_schema` response format (non-strict:
+    strict mode rejects schemas with optional fields or open objects; llama.cpp's server, vLLM and
+    Ollama enforce it while decoding, which keeps a small local model's reply parseable), or only
+    `json_object` when `cfg.json_object_only` says the server refuses a schema; Gemini (both APIs)
+    gets `response_mime_type` plus `response_json_schema` (the parameter langchain-google-genai 4.x
+    forwards as `generationConfig.responseJsonSchema`).
     """
     if not cfg.native_json_schema:
         return model
     match cfg.provider:
-        case "openai" | "azure":
+        case "openai-compatible" if cfg.json_object_only:
+            return model.bind(response_format={"type": "json_object"})
+        case "openai" | "azure" | "openai-compatible":
             json_schema = {"name": schema_name(schema), "schema": inline_json_schema(schema), "strict": False}
             return model.bind(response_format={"type": "json_schema", "json_schema": json_schema})
-        case "gemini":
+        case "gemini" | "vertex":
             return model.bind(response_mime_type="application/json", response_json_schema=inline_json_schema(schema))
-        case "openai-compatible":
-            return model.bind(response_format={"type": "json_object"})
     return model
 
 

@@ -275,6 +275,14 @@ def _request(llm_server: FakeLLMServer) -> dict[str, Any]:
         ),
         pytest.param(
             {"provider": "openai-compatible", "native_json_schema": True},
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "Plan", "schema": inline_json_schema(Plan), "strict": False},
+            },
+            id="compatible-json-schema",
+        ),
+        pytest.param(
+            {"provider": "openai-compatible", "native_json_schema": True, "json_object_only": True},
             {"type": "json_object"},
             id="compatible-json-object",
         ),
