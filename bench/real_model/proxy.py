@@ -8,6 +8,8 @@ rejected answer and the problems found); an embeddings request records its `inpu
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -61,7 +63,9 @@ class Exchange:
 
     @property
     def finish_reason(self) -> str:
-        """`stop`, `length` (cut off by the token cap), or `-` for an error."""
+        """`stop`, `length` (cut off by the token cap), `-` for an error, `abandoned` when the client hung up."""
+        if self.status == 499:
+            return "abandoned"
         choices = self.response.get("choices") or [{}]
         return str(choices[0].get("finish_reason") or "-")
 
@@ -181,16 +185,25 @@ class RecordingProxy:
         query = scope.get("query_string", b"").decode()
         url = scope["path"] + (f"?{query}" if query else "")
         started = time.monotonic()
-        try:
-            upstream = await self._client.request(scope["method"], url, content=raw, headers=headers)
-            status, payload, content_type = (
-                upstream.status_code,
-                upstream.content,
-                upstream.headers.get("content-type", "application/json"),
-            )
-        except httpx.HTTPError as exc:
-            status, content_type = 502, "application/json"
-            payload = json.dumps({"error": {"message": f"proxy: {type(exc).__name__}: {exc}"}}).encode()
+        forward = asyncio.ensure_future(self._client.request(scope["method"], url, content=raw, headers=headers))
+        hangup = asyncio.ensure_future(_disconnected(receive))
+        await asyncio.wait({forward, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        if not forward.done():
+            # The service gave up (its timeout): drop the upstream request too, so the model server stops
+            # generating for nobody instead of holding its only slot for the next step.
+            forward.cancel()
+            with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+                await forward
+            status, payload, content_type = 499, b"{}", "application/json"
+        else:
+            hangup.cancel()
+            try:
+                upstream = forward.result()
+                status, payload = upstream.status_code, upstream.content
+                content_type = upstream.headers.get("content-type", "application/json")
+            except httpx.HTTPError as exc:
+                status, content_type = 502, "application/json"
+                payload = json.dumps({"error": {"message": f"proxy: {type(exc).__name__}: {exc}"}}).encode()
         seconds = time.monotonic() - started
         exchange = Exchange(
             path=scope["path"],
@@ -202,6 +215,8 @@ class RecordingProxy:
         )
         with self._lock:
             self._exchanges.append(exchange)
+        if status == 499:
+            return
         await send(
             {
                 "type": "http.response.start",
@@ -210,6 +225,12 @@ class RecordingProxy:
             }
         )
         await send({"type": "http.response.body", "body": payload})
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return once the client has hung up."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:

@@ -7,12 +7,15 @@ The fake answers each agent's prompt with a usable reply, except where a re-ask 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from bench.real_model.harness import HarnessConfig, contract_holds, render_report, run_all
@@ -130,8 +133,6 @@ def test_the_harness_reports_every_agent_against_the_fake(
             orchestrator_embeddings_url=llm_server.url,
             timeout_ms=20_000,
         )
-        import asyncio
-
         runs = asyncio.run(
             run_all(cfg, lambda: [json.loads(x) for x in service.logs().splitlines() if x.startswith("{")])
         )
@@ -173,7 +174,19 @@ def test_a_session_that_breaks_is_reported_not_raised(
             orchestrator_embeddings_url=None,
             timeout_ms=10_000,
         )
-        import asyncio
-
         with pytest.raises(FileNotFoundError):
             asyncio.run(run_all(cfg, list))
+
+
+def test_the_proxy_drops_a_request_its_client_gave_up_on(llm_server: FakeLLMServer) -> None:
+    # The service's timeout must free the model server too, or a CPU model keeps generating for nobody.
+    llm_server.script(Reply(content="late", delay_s=5.0))
+    with RecordingProxy(llm_server.root_url) as chat:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{chat.root_url}/v1/chat/completions", json={"model": "m", "messages": []}, timeout=0.5)
+        deadline = time.monotonic() + 5
+        while not chat.exchanges and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (exchange,) = chat.exchanges
+    assert (exchange.status, exchange.finish_reason) == (499, "abandoned")
+    assert exchange.seconds < 2.0, "the proxy stopped waiting when its client hung up"
