@@ -39,14 +39,15 @@ EMBEDDING_MODEL = "multilingual-e5-small"
 
 # What a CPU model needs (README, "A local model on a CPU"). On an idle 2-core machine a ~1,700-token prompt is
 # read at ~60 tokens/s and a reply written at ~20 tokens/s, so a call takes up to a minute; on a busy one (other
-# processes on the cores) both drop five- to tenfold. A call may take 5 minutes, a step with its re-ask 10.
+# processes on the cores) both drop five- to tenfold: a Librarian call then took over 5 minutes. So a call may
+# take 10 minutes here and a step with its re-ask 20 (more than `constraints.timeout_ms` can ask for).
 SERVICE_ENV = {
-    "LLM_TIMEOUT_MS": "300000",
+    "LLM_TIMEOUT_MS": "600000",
     "LLM_MAX_RETRIES": "0",  # a retry after a timeout would only wait as long again
     "LLM_MAX_OUTPUT_TOKENS": "1024",
-    "REQUEST_TIMEOUT_MS": "600000",
+    "REQUEST_TIMEOUT_MS": "1200000",
 }
-STEP_TIMEOUT_MS = 600_000
+STEP_TIMEOUT_MS = 1_200_000
 
 
 def decoding_threads() -> int:
@@ -148,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     logs = RESULTS_DIR / "real_model_logs"
     logs.mkdir(parents=True, exist_ok=True)
+    for old in logs.glob("*.log"):  # this run's logs only
+        old.unlink()
     chat_port, embed_port = free_port(), free_port()
     llama = [str(python), "bench/real_model/llama_server.py", "--model", str(model), "--port", str(chat_port)]
     threads, load = decoding_threads(), os.getloadavg()[0]
@@ -186,7 +189,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{time.monotonic() - started:.0f}s in all"
         )
         shown = {k: v for k, v in settings.items() if k.startswith(("LLM_", "REQUEST_", "EMBEDDING_MODEL"))}
-        shown["constraints.timeout_ms"] = str(STEP_TIMEOUT_MS)
         shown["llama.cpp threads"] = f"{threads} of {os.cpu_count()} (load {load:.1f} at start)"
         report = render_report(runs, title=title, settings=shown, extra=embeddings.exchanges)
     print(report, flush=True)

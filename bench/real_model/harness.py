@@ -66,6 +66,16 @@ DASHBOARD: dict[str, Any] = {
 }
 
 
+ORGANIZER_LISTS = ("decomposition_proposals", "grouping_proposals", "relation_proposals")
+MAX_CONSTRAINT_MS = 600_000
+"""The contract's ceiling for `constraints.timeout_ms`; a longer budget is left to the server's REQUEST_TIMEOUT_MS."""
+
+
+def constraints_for(timeout_ms: int) -> dict[str, int]:
+    """`constraints.timeout_ms` for a step budget, when the contract can express it."""
+    return {"timeout_ms": timeout_ms} if timeout_ms <= MAX_CONSTRAINT_MS else {}
+
+
 @dataclass
 class Step:
     """One HTTP call of an agent session, with the model calls made while it was in flight."""
@@ -267,7 +277,7 @@ async def run_librarian(
             "subject_id": "jsquad",
             "search_history": history,
             "state": state,
-            "constraints": {"max_loops": 3, "max_queries": 4, "max_evidence": 5, "timeout_ms": timeout_ms},
+            "constraints": {"max_loops": 3, "max_queries": 4, "max_evidence": 5, **constraints_for(timeout_ms)},
         }
         answer = (await client.post("/agent/librarian/think", json=body)).json()
         if answer.get("action") != "SEARCH":
@@ -323,7 +333,7 @@ async def run_grace(client: httpx.AsyncClient, recorder: StepRecorder, corpus: C
         "request_id": "rm-grace-1",
         "query": GRACE_QUESTION,
         "state": None,
-        "constraints": {"timeout_ms": timeout_ms},
+        "constraints": constraints_for(timeout_ms),
     }
     given: list[dict[str, Any]] = []
     for call in range(1, 21):
@@ -334,7 +344,7 @@ async def run_grace(client: httpx.AsyncClient, recorder: StepRecorder, corpus: C
         body = {
             "request_id": f"rm-grace-{call + 1}",
             "state": answer["state"],
-            "constraints": {"timeout_ms": timeout_ms},
+            "constraints": constraints_for(timeout_ms),
         }
         if action == "SEARCH":
             hits = _grace_hits(corpus, answer["query"], min(5, answer.get("top_k") or 5))
@@ -383,7 +393,7 @@ async def run_ace(client: httpx.AsyncClient, recorder: StepRecorder, *, timeout_
     """ACE's learning loop with the service's (real) embeddings: generate → reflect → curate."""
     run = AgentRun("ace")
     ids = {b["id"] for b in ACE_PLAYBOOK["bullets"]}
-    constraints = {"timeout_ms": timeout_ms}
+    constraints = constraints_for(timeout_ms)
 
     async def post(step: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await client.post(path, json={"request_id": f"rm-ace-{step}", "constraints": constraints, **body})
@@ -442,7 +452,7 @@ async def run_proposal(client: httpx.AsyncClient, recorder: StepRecorder, kind: 
         "request_id": f"rm-{kind}",
         "dashboard": DASHBOARD,
         "focusNodeId": "n1" if kind == "organizer" else "n3",
-        "constraints": {"timeout_ms": timeout_ms, "notes": ["今週中に決める"]},
+        "constraints": {**constraints_for(timeout_ms), "notes": ["今週中に決める"]},
     }
     if kind == "advisor":
         body["userIntent"] = "進め方に迷っている"
@@ -456,7 +466,14 @@ async def run_proposal(client: httpx.AsyncClient, recorder: StepRecorder, kind: 
         run.grounding_problems.append(f"report names nodes not on the dashboard {sorted(used - valid)}")
     run.grounding = not run.grounding_problems
     errors, warnings = answer.get("errors", []), answer.get("warnings", [])
-    run.notes.append(f"attempts {answer.get('attempts')}, errors {errors[:3]}, warnings {len(warnings)}")
+    run.notes.append(f"attempts {answer.get('attempts')}, errors {errors[:3]}, warnings {warnings[:3]}")
+    report = answer.get("report") or {}
+    if kind == "organizer":
+        sizes = {key: len(report.get(key) or []) for key in ORGANIZER_LISTS}
+        run.notes.append(f"proposals {sizes}, summary {str(report.get('summary'))[:80]!r}")
+    else:
+        labels = [str(option.get("label")) for option in report.get("options") or []]
+        run.notes.append(f"options {labels}, next_decision {str(report.get('next_decision'))[:60]!r}")
     return run
 
 
@@ -590,7 +607,8 @@ def render_report(runs: list[AgentRun], *, title: str, settings: dict[str, str],
     lines += [
         "",
         f"model calls: {len(chat)}, re-asks {sum(c.is_reask for c in chat)}, cut off at the token cap "
-        f"{sum(c.finish_reason == 'length' for c in chat)}, HTTP errors {sum(c.status != 200 for c in chat)}, "
+        f"{sum(c.finish_reason == 'length' for c in chat)}, abandoned when the service timed out "
+        f"{sum(c.status == 499 for c in chat)}, HTTP errors {sum(c.status not in (200, 499) for c in chat)}, "
         f"prompt tokens {sum(c.prompt_tokens for c in chat)}, "
         f"completion tokens {sum(c.completion_tokens for c in chat)}, "
         f"model time {sum(c.seconds for c in chat):.1f}s, response formats {sorted({c.response_format for c in chat})}",
