@@ -218,13 +218,26 @@ def bind_native_json(
         return model
     match cfg.provider:
         case "openai-compatible" if cfg.json_object_only:
-            return model.bind(response_format={"type": "json_object"})
+            return _bind_response_format(model, {"type": "json_object"})
         case "openai" | "azure" | "openai-compatible":
             json_schema = {"name": schema_name(schema), "schema": inline_json_schema(schema), "strict": False}
-            return model.bind(response_format={"type": "json_schema", "json_schema": json_schema})
+            return _bind_response_format(model, {"type": "json_schema", "json_schema": json_schema})
         case "gemini" | "vertex":
             return model.bind(response_mime_type="application/json", response_json_schema=inline_json_schema(schema))
     return model
+
+
+def _bind_response_format(
+    model: BaseChatModel, response_format: dict[str, Any]
+) -> Runnable[LanguageModelInput, BaseMessage]:
+    """`response_format` sent in the request body, next to the model's own `extra_body` (the token cap).
+
+    Passed as langchain-openai's `response_format` argument it would switch the client to the SDK's `parse`
+    call, which raises on a reply cut off at the token cap (`finish_reason: length`) before anyone sees it:
+    a truncated reply then became MODEL_FAILURE instead of a reply to repair or re-ask.
+    """
+    extra_body = dict(getattr(model, "extra_body", None) or {})
+    return model.bind(extra_body={**extra_body, "response_format": response_format})
 
 
 def schema_name(schema: Any) -> str:

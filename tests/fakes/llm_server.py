@@ -73,6 +73,7 @@ class Reply:
         body: Raw response body sent verbatim instead of the generated one (truncated JSON, an HTML
             error page); `content_type` says what it is.
         content_type: Content type of `body`.
+        finish_reason: OpenAI's `finish_reason` (`length` = cut off at the token cap).
     """
 
     content: str = ""
@@ -82,6 +83,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
     content_type: str = "application/json"
+    finish_reason: str = "stop"
 
 
 @dataclass(frozen=True)
@@ -412,7 +414,7 @@ class FakeLLMServer:
         common |= {"model": body.get("model", "fake"), "system_fingerprint": None}
         if not body.get("stream"):
             message = {"role": "assistant", "content": reply.content, "refusal": None}
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
             await _send_json(send, 200, {**common, "object": "chat.completion", "choices": [choice], "usage": usage})
             return
         chunk = {**common, "object": "chat.completion.chunk"}
