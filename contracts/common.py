@@ -16,7 +16,7 @@ from contracts.state import StateToken
 ErrorType = Literal["LOOP_LIMIT", "TIMEOUT", "INVALID_INPUT", "MODEL_FAILURE", "OTHER"]
 """Why a step could not produce a normal action (DESIGN.md §4)."""
 
-EngineName = Literal["heuristic", "gemini", "openai", "azure", "openai-compatible"]
+EngineName = Literal["heuristic", "gemini", "vertex", "openai", "azure", "openai-compatible"]
 
 
 class ErrorDetail(WireStruct):

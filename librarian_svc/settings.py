@@ -44,10 +44,14 @@ ENV_DEFAULTS: dict[str, str] = {
     "LLM_MAX_RETRIES": "2",
     "LLM_TEMPERATURE": "0",
     "LLM_NATIVE_JSON_SCHEMA": "auto",
+    "LLM_MAX_OUTPUT_TOKENS": "4096",
     "EMBEDDING_PROVIDER": "auto",
     "EMBEDDING_MODEL": "",
     "EMBEDDING_DIM": "512",
     "EMBEDDING_CACHE_SIZE": "20000",
+    "EMBEDDING_BASE_URL": "",
+    "EMBEDDING_API_KEY": "",
+    "EMBEDDING_INPUT_TYPE": "auto",
     "REQUEST_TIMEOUT_MS": "25000",
     "MAX_BODY_BYTES": "8388608",
     "MAX_STATE_BYTES": "1048576",
@@ -57,6 +61,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "CONFIG_DIR": str(PROJECT_ROOT / "config"),
     "PROMPTS_DIR": str(PROJECT_ROOT / "prompts"),
     "GOOGLE_CLOUD_PROJECT": "",
+    "GOOGLE_CLOUD_LOCATION": "",
     "SHUTDOWN_GRACE_S": "8",
     "KEEPALIVE_TIMEOUT_S": "120",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
@@ -196,7 +201,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read and validate the settings; raise `ConfigError` on the first bad variable."""
     env = os.environ if env is None else env
     check_url_settings(env)
-    llm_provider = _choice(env, "LLM_PROVIDER", ("auto", "heuristic", "gemini", "openai", "azure", "openai-compatible"))
+    llm_provider = _choice(
+        env, "LLM_PROVIDER", ("auto", "heuristic", "gemini", "vertex", "openai", "azure", "openai-compatible")
+    )
     llm = resolve_llm_config(
         env,
         provider=llm_provider,  # type: ignore[arg-type]
@@ -204,15 +211,17 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         timeout_s=_int(env, "LLM_TIMEOUT_MS", low=100, high=600_000) / 1000,
         max_retries=_int(env, "LLM_MAX_RETRIES", low=0, high=10),
         temperature=_float(env, "LLM_TEMPERATURE", low=0.0, high=2.0),
-        native_json_schema=_choice(env, "LLM_NATIVE_JSON_SCHEMA", ("auto", "true", "false")),
+        native_json_schema=_choice(env, "LLM_NATIVE_JSON_SCHEMA", ("auto", "true", "json_object", "false")),
+        max_output_tokens=_int(env, "LLM_MAX_OUTPUT_TOKENS", low=16, high=1_000_000),
     )
     embedding = resolve_embedding_config(
         env,
-        provider=_choice(env, "EMBEDDING_PROVIDER", ("auto", "hashing", "gemini", "openai")),
+        provider=_choice(env, "EMBEDDING_PROVIDER", ("auto", "hashing", "gemini", "vertex", "openai")),
         model=_str(env, "EMBEDDING_MODEL"),
         dim=_int(env, "EMBEDDING_DIM", low=16, high=8192),
         cache_size=_int(env, "EMBEDDING_CACHE_SIZE", low=0, high=10_000_000),
         llm=llm,
+        input_type=_choice(env, "EMBEDDING_INPUT_TYPE", ("auto", "true", "false")),
     )
     project = _str(env, "GOOGLE_CLOUD_PROJECT")
     config_dir = _dir(env, "CONFIG_DIR")

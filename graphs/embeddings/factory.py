@@ -52,13 +52,31 @@ def make_embeddings(cfg: EmbeddingConfig) -> CachedEmbeddings:
             from langchain_google_genai import GoogleGenerativeAIEmbeddings
 
             # `base_url` goes to google-genai's HttpOptions, so a proxy or a loopback fake can stand in for the API.
-            inner = GoogleGenerativeAIEmbeddings(model=cfg.model, api_key=_secret(cfg.api_key), base_url=cfg.base_url)
+            inner = GoogleGenerativeAIEmbeddings(
+                model=cfg.model, api_key=_secret(cfg.api_key), base_url=cfg.base_url, vertexai=False
+            )
+        case "vertex":
+            from langchain_google_genai import GoogleGenerativeAIEmbeddings
+
+            from graphs.llm.providers import application_default_credentials
+
+            inner = GoogleGenerativeAIEmbeddings(
+                model=cfg.model,
+                vertexai=True,
+                project=cfg.project,
+                location=cfg.location,
+                credentials=application_default_credentials("EMBEDDING_PROVIDER"),
+                base_url=cfg.base_url,
+            )
         case "openai":
             from langchain_openai import OpenAIEmbeddings
 
+            from graphs.embeddings.openai_roles import RoleTaggedOpenAIEmbeddings
+
             # check_embedding_ctx_length=False sends raw text: the length check needs tiktoken, whose encodings are
             # downloaded at run time, and OpenAI-compatible servers do not take token ids anyway.
-            inner = OpenAIEmbeddings(
+            embedder_class = RoleTaggedOpenAIEmbeddings if cfg.input_type else OpenAIEmbeddings
+            inner = embedder_class(
                 model=cfg.model, api_key=_secret(cfg.api_key), base_url=cfg.base_url, check_embedding_ctx_length=False
             )
         case _:

@@ -8,7 +8,8 @@ files as they change:
 
 - placeholders: every double-quoted value in the template (a quoted string not followed by `:`, so
   not a key), except identifier-like ones (`c1`, `S1`, `rag_search`: real ids and enum values the
-  model is meant to repeat) and ones holding a template variable;
+  model is meant to repeat), ones holding a template variable, and words shorter than
+  `MIN_EXACT_CHARS` (「費用」 is an answer, not a placeholder);
 - instructions: every sentence of the template's prose (lines outside the JSON example) of at
   least `MIN_COPY_CHARS` characters, without a template variable.
 
@@ -29,6 +30,9 @@ import msgspec
 
 MIN_COPY_CHARS = 20
 """Normalised length from which containment counts as copying (below it, only equality does)."""
+MIN_EXACT_CHARS = 3
+"""Shorter example values are not placeholders: a reply may rightly say 「費用」 or "cost" (punctuation-only
+placeholders such as "..." still count, whatever their length)."""
 
 _QUOTED = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 _KEY_FOLLOWS = re.compile(r"\s*:")
@@ -70,7 +74,10 @@ def prompt_phrases(template: str) -> Phrases:
         value = match.group(1)
         if _KEY_FOLLOWS.match(template, match.end()) or _IDENTIFIER.fullmatch(value) or _VARIABLE.search(value):
             continue
-        phrases.add(normalize_text(value))
+        normalized = normalize_text(value)
+        if len(normalized) < MIN_EXACT_CHARS and any(ch.isalnum() for ch in normalized):
+            continue  # a word as short as 「費用」 is an answer a model may rightly give, not a placeholder
+        phrases.add(normalized)
     for line in template.splitlines():
         if _JSON_LINE.search(line):
             continue  # the JSON example: its values were taken above, its keys are not text

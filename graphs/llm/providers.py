@@ -5,6 +5,9 @@ OpenAI SDK and the embedded `heuristic` engine loads neither (DESIGN.md §2). SD
 switched off everywhere: `graphs.llm.retry.call_with_retries` is the one retry loop, with the
 request's deadline in view.
 
+Every call carries an output-token cap (`LLM_MAX_OUTPUT_TOKENS`): a decoder-enforced JSON schema does not
+make a model stop, and a local model left uncapped once generated past 3,000 tokens into its timeout.
+
 Every model owns its HTTP connection pool (langchain-openai would otherwise share one per base URL
 across the process), so `aclose_chat_model` can close exactly that model's connections on shutdown
 without breaking any other model, and a pool never outlives the event loop it was opened on.
@@ -20,7 +23,10 @@ from graphs.llm.config import ConfigError, LLMConfig
 
 if TYPE_CHECKING:
     import httpx2
+    from google.auth.credentials import Credentials
     from langchain_core.language_models import BaseChatModel
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 
 def _openai_http_client() -> httpx2.AsyncClient:
@@ -44,6 +50,30 @@ def _secret(value: str | None) -> SecretStr | None:
     return None if value is None else SecretStr(value)
 
 
+def application_default_credentials(variable: str) -> Credentials:
+    """Load Application Default Credentials for Vertex AI now, so a machine without any fails at start-up.
+
+    ADC is what a Cloud Run service has (its service account, through the metadata server); elsewhere
+    `GOOGLE_APPLICATION_CREDENTIALS` or gcloud's login. Nothing is fetched here: the access token is
+    obtained (and refreshed) by google-genai on the first call.
+
+    Args:
+        variable: The setting that asked for Vertex AI (`LLM_PROVIDER=vertex`), named in the error.
+
+    Raises:
+        ConfigError: No credentials could be found, or the credentials file is unusable.
+    """
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        credentials, _project = google.auth.default(scopes=[CLOUD_PLATFORM_SCOPE])
+    except DefaultCredentialsError as exc:
+        reason = " ".join(str(exc).split())
+        raise ConfigError(f"{variable}=vertex needs Application Default Credentials: {reason}") from None
+    return credentials
+
+
 def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
     """The chat model `cfg` describes, or None for the embedded `heuristic` engine (no LLM at all).
 
@@ -62,21 +92,43 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
             return ChatGoogleGenerativeAI(
                 model=cfg.model or "",
                 google_api_key=_secret(cfg.api_key),
+                vertexai=False,  # never switched by GOOGLE_GENAI_USE_VERTEXAI behind the configuration's back
                 base_url=cfg.base_url,
                 temperature=cfg.temperature,
+                max_output_tokens=cfg.max_output_tokens,
                 timeout=cfg.timeout_s,
                 # google-genai reads 0 as "its default" in some versions; 1 attempt = no SDK retries.
+                max_retries=1,
+            )
+        case "vertex":
+            from langchain_google_genai import ChatGoogleGenerativeAI
+
+            return ChatGoogleGenerativeAI(
+                model=cfg.model or "",
+                vertexai=True,
+                project=cfg.project,
+                location=cfg.location,
+                credentials=application_default_credentials("LLM_PROVIDER"),
+                base_url=cfg.base_url,
+                temperature=cfg.temperature,
+                max_output_tokens=cfg.max_output_tokens,
+                timeout=cfg.timeout_s,
                 max_retries=1,
             )
         case "openai" | "openai-compatible":
             from langchain_openai import ChatOpenAI
 
+            # The cap goes out as `max_completion_tokens` (OpenAI deprecated `max_tokens`); Ollama and LM Studio read
+            # only `max_tokens`, so OpenAI-compatible servers get both, with the same value.
+            compatible = cfg.provider == "openai-compatible"
             return ChatOpenAI(
                 http_async_client=_openai_http_client(),
                 model=cfg.model or "",
                 api_key=_secret(cfg.api_key),
                 base_url=cfg.base_url,
                 temperature=cfg.temperature,
+                max_completion_tokens=cfg.max_output_tokens,
+                extra_body={"max_tokens": cfg.max_output_tokens} if compatible else None,
                 timeout=cfg.timeout_s,
                 max_retries=0,
             )
@@ -91,6 +143,7 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
                 api_version=cfg.api_version,
                 api_key=_secret(cfg.api_key),
                 temperature=cfg.temperature,
+                max_completion_tokens=cfg.max_output_tokens,
                 timeout=cfg.timeout_s,
                 max_retries=0,
             )

@@ -237,23 +237,37 @@ def bind_native_json(
 ) -> Runnable[LanguageModelInput, BaseMessage]:
     """`model` with the provider's JSON-output parameters bound, when the config asks for them.
 
-    OpenAI and Azure get a `json_schema` response format (non-strict: strict mode rejects schemas
-    with optional fields or open objects); Gemini gets `response_mime_type` plus
-    `response_json_schema` (the parameter langchain-google-genai 4.x forwards as
-    `generationConfig.responseJsonSchema`); OpenAI-compatible servers only get `json_object`, the
-    one mode vLLM, Ollama and llama.cpp all accept.
+    OpenAI, Azure and OpenAI-compatible servers get a `json_schema` response format (non-strict:
+    strict mode rejects schemas with optional fields or open objects; llama.cpp's server, vLLM and
+    Ollama enforce it while decoding, which keeps a small local model's reply parseable), or only
+    `json_object` when `cfg.json_object_only` says the server refuses a schema; Gemini (both APIs)
+    gets `response_mime_type` plus `response_json_schema` (the parameter langchain-google-genai 4.x
+    forwards as `generationConfig.responseJsonSchema`).
     """
     if not cfg.native_json_schema:
         return model
     match cfg.provider:
-        case "openai" | "azure":
+        case "openai-compatible" if cfg.json_object_only:
+            return _bind_response_format(model, {"type": "json_object"})
+        case "openai" | "azure" | "openai-compatible":
             json_schema = {"name": schema_name(schema), "schema": inline_json_schema(schema), "strict": False}
-            return model.bind(response_format={"type": "json_schema", "json_schema": json_schema})
-        case "gemini":
+            return _bind_response_format(model, {"type": "json_schema", "json_schema": json_schema})
+        case "gemini" | "vertex":
             return model.bind(response_mime_type="application/json", response_json_schema=inline_json_schema(schema))
-        case "openai-compatible":
-            return model.bind(response_format={"type": "json_object"})
     return model
+
+
+def _bind_response_format(
+    model: BaseChatModel, response_format: dict[str, Any]
+) -> Runnable[LanguageModelInput, BaseMessage]:
+    """`response_format` sent in the request body, next to the model's own `extra_body` (the token cap).
+
+    Passed as langchain-openai's `response_format` argument it would switch the client to the SDK's `parse`
+    call, which raises on a reply cut off at the token cap (`finish_reason: length`) before anyone sees it:
+    a truncated reply then became MODEL_FAILURE instead of a reply to repair or re-ask.
+    """
+    extra_body = dict(getattr(model, "extra_body", None) or {})
+    return model.bind(extra_body={**extra_body, "response_format": response_format})
 
 
 def schema_name(schema: Any) -> str:

@@ -1,9 +1,15 @@
 """A scripted LLM provider on loopback that speaks the real wire formats, for tests and benchmarks.
 
 It answers OpenAI chat completions (`/v1/chat/completions`, also `/chat/completions`, streaming
-included), OpenAI embeddings (`/v1/embeddings`), and Gemini REST (`/v1beta/models/{m}:generateContent`,
-`:streamGenerateContent`, `:embedContent`, `:batchEmbedContents`), so the real `ChatOpenAI`,
-`AzureChatOpenAI` and `ChatGoogleGenerativeAI` clients run their full HTTP path against it.
+included), OpenAI embeddings (`/v1/embeddings`), Gemini REST (`/v1beta/models/{m}:generateContent`,
+`:streamGenerateContent`, `:embedContent`, `:batchEmbedContents`) and Gemini on Vertex AI
+(`/v1beta1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent`, `:predict` for
+embeddings), so the real `ChatOpenAI`, `AzureChatOpenAI` and `ChatGoogleGenerativeAI` clients run their
+full HTTP path against it. Vertex routes demand `Authorization: Bearer <token>` with a token this server
+issued, so Application Default Credentials really run: `/token` is an OAuth 2.0 token endpoint (point a
+`service_account` key file's `token_uri` at it: google-auth signs a JWT and exchanges it), and
+`/computeMetadata/v1/...` is the metadata server a Cloud Run service gets its token from (point
+`GCE_METADATA_HOST` and `GCE_METADATA_IP` at `metadata_host`). No network.
 
 Chat replies come from a queue (`script`), then `responder` (computed from the request), then
 `default_reply`. Embeddings are computed, never scripted: deterministic hashed character-trigram
@@ -26,6 +32,7 @@ import socket
 import struct
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -40,7 +47,15 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 DEFAULT_EMBEDDING_DIM = 64
+TOKEN_PATH = "/token"
+METADATA_PREFIX = "/computeMetadata/v1/"
+SERVICE_ACCOUNT_EMAIL = "librarian@fake-project.iam.gserviceaccount.com"
+JWT_BEARER_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 _GEMINI_PATH = re.compile(r"^/(?:v1beta|v1|v1alpha)/models/(?P<model>[^:/]+):(?P<method>[A-Za-z]+)$")
+_VERTEX_PATH = re.compile(
+    r"^/(?:v1beta1|v1)/projects/(?P<project>[^/]+)/locations/(?P<location>[^/]+)"
+    r"/publishers/google/models/(?P<model>[^:/]+):(?P<method>[A-Za-z]+)$"
+)
 _GEMINI_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}
 _GEMINI_STATUS |= {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
 
@@ -58,6 +73,7 @@ class Reply:
         body: Raw response body sent verbatim instead of the generated one (truncated JSON, an HTML
             error page); `content_type` says what it is.
         content_type: Content type of `body`.
+        finish_reason: OpenAI's `finish_reason` (`length` = cut off at the token cap).
     """
 
     content: str = ""
@@ -67,6 +83,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes | None = None
     content_type: str = "application/json"
+    finish_reason: str = "stop"
 
 
 @dataclass(frozen=True)
@@ -135,6 +152,7 @@ class FakeLLMServer:
         self._queue: deque[Reply] = deque()
         self._calls: list[RecordedRequest] = []
         self._ids = itertools.count(1)
+        self._tokens: list[str] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -146,10 +164,11 @@ class FakeLLMServer:
             self._queue.extend(Reply(content=r) if isinstance(r, str) else r for r in replies)
 
     def reset(self) -> None:
-        """Forget the queue, the recorded requests, the responder and any changed default reply."""
+        """Forget the queue, the recorded requests, the issued tokens, the responder and any changed default reply."""
         with self._lock:
             self._queue.clear()
             self._calls.clear()
+            self._tokens.clear()
             self.responder = None
             self.default_reply = Reply(content="{}")
 
@@ -170,6 +189,22 @@ class FakeLLMServer:
         return [
             c.body for c in self.calls if c.path.endswith(("/chat/completions", "Content")) and "embed" not in c.path
         ]
+
+    @property
+    def issued_tokens(self) -> list[str]:
+        """Access tokens handed out by the `/token` endpoint so far, in order (a copy)."""
+        with self._lock:
+            return list(self._tokens)
+
+    @property
+    def token_url(self) -> str:
+        """The OAuth 2.0 token endpoint, for a `service_account` key file's `token_uri`."""
+        return f"{self.root_url}{TOKEN_PATH}"
+
+    @property
+    def metadata_host(self) -> str:
+        """`host:port` for `GCE_METADATA_HOST` and `GCE_METADATA_IP` (google-auth's metadata server address)."""
+        return f"{self.host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -259,25 +294,97 @@ class FakeLLMServer:
             body = raw.decode("utf-8", "replace")
         path: str = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if path == TOKEN_PATH:  # form-encoded, as OAuth 2.0 token requests are
+            body = dict(urllib.parse.parse_qsl(raw.decode("utf-8", "replace")))
         with self._lock:
             self._calls.append(RecordedRequest(scope["method"], path, scope["query_string"].decode(), headers, body))
+        if path == TOKEN_PATH:
+            await self._token(body, send)
+            return
+        if path == "/" or path.startswith(METADATA_PREFIX):
+            await self._metadata(path.removeprefix(METADATA_PREFIX), headers, send)
+            return
         if not isinstance(body, dict):
             await _send_json(send, 400, {"error": {"message": "body is not a JSON object", "code": 400}})
             return
         try:
-            await self._route(path, body, receive, send)
+            await self._route(path, body, headers, receive, send)
         except _ClientGone:
             return
 
-    async def _route(self, path: str, body: dict[str, Any], receive: Receive, send: Send) -> None:
+    async def _route(
+        self, path: str, body: dict[str, Any], headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
         if path.endswith("/chat/completions"):
             await self._openai_chat(body, receive, send)
         elif path.endswith("/embeddings"):
             await self._openai_embeddings(body, send)
         elif match := _GEMINI_PATH.match(path):
             await self._gemini(match.group("model"), match.group("method"), body, receive, send)
+        elif match := _VERTEX_PATH.match(path):
+            token = headers.get("authorization", "").removeprefix("Bearer ")
+            if token not in self.issued_tokens:
+                error = {"code": 401, "message": "no valid OAuth 2.0 access token", "status": "UNAUTHENTICATED"}
+                await _send_json(send, 401, {"error": error})
+            elif match.group("method") == "predict":
+                await self._vertex_predict_embeddings(body, send)
+            else:
+                await self._gemini(match.group("model"), match.group("method"), body, receive, send)
         else:
             await _send_json(send, 404, {"error": {"message": f"no route {path}", "code": 404}})
+
+    def _issue_token(self) -> dict[str, Any]:
+        token = f"ya29.fake-{next(self._ids)}"
+        with self._lock:
+            self._tokens.append(token)
+        return {"access_token": token, "expires_in": 3600, "token_type": "Bearer"}
+
+    async def _token(self, form: dict[str, str], send: Send) -> None:
+        """An OAuth 2.0 token endpoint: a JWT-bearer grant (service account key) or a refresh-token grant.
+
+        The JWT's signature is not checked (the fake has no key registry), but it must be a JWT naming its
+        issuer (the service account) and the scopes it asks for, as google-auth builds it.
+        """
+        grant = form.get("grant_type")
+        if grant == JWT_BEARER_GRANT:
+            claims = _jwt_claims(form.get("assertion", ""))
+            if claims is None or not claims.get("iss") or not claims.get("scope"):
+                await _send_json(send, 400, {"error": "invalid_grant", "error_description": "bad JWT assertion"})
+                return
+        elif grant != "refresh_token" or not form.get("refresh_token"):
+            await _send_json(send, 400, {"error": "unsupported_grant_type", "error_description": str(grant)})
+            return
+        await _send_json(send, 200, self._issue_token())
+
+    async def _metadata(self, path: str, headers: dict[str, str], send: Send) -> None:
+        """The metadata server's answers google-auth needs: the ping, the service account, its token."""
+        if headers.get("metadata-flavor") != "Google":
+            await _send(send, 403, b"Missing Metadata-Flavor header", "text/plain")
+            return
+        flavor = {"Metadata-Flavor": "Google"}
+        account = path.removeprefix("instance/service-accounts/").rstrip("/")
+        if path in ("/", ""):
+            await _send(send, 200, b"computeMetadata/", "text/plain", flavor)
+        elif path == "project/project-id":
+            await _send(send, 200, b"fake-project", "text/plain", flavor)
+        elif path == "universe/universe-domain":
+            await _send(send, 200, b"googleapis.com", "text/plain", flavor)
+        elif path.startswith("instance/service-accounts/") and account in ("default", SERVICE_ACCOUNT_EMAIL):
+            info = {"email": SERVICE_ACCOUNT_EMAIL, "aliases": ["default"], "scopes": [CLOUD_PLATFORM_SCOPE]}
+            await _send_json(send, 200, info, flavor)
+        elif path.startswith("instance/service-accounts/") and path.endswith("/token"):
+            await _send_json(send, 200, self._issue_token(), flavor)
+        else:
+            await _send(send, 404, b"not found", "text/plain", flavor)
+
+    async def _vertex_predict_embeddings(self, body: dict[str, Any], send: Send) -> None:
+        """Vertex AI's embeddings for `gemini-embedding-001` and older models: `instances` in, `predictions` out."""
+        dim = int((body.get("parameters") or {}).get("outputDimensionality") or DEFAULT_EMBEDDING_DIM)
+        predictions = [
+            {"embeddings": {"values": fake_embedding(str(item.get("content", "")), dim)}}
+            for item in body.get("instances", [])
+        ]
+        await _send_json(send, 200, {"predictions": predictions})
 
     async def _send_reply_error(self, reply: Reply, receive: Receive, send: Send, gemini: bool) -> bool:
         """Send the reply's raw body or its error; True when that was the whole answer."""
@@ -307,7 +414,7 @@ class FakeLLMServer:
         common |= {"model": body.get("model", "fake"), "system_fingerprint": None}
         if not body.get("stream"):
             message = {"role": "assistant", "content": reply.content, "refusal": None}
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "stop"}
+            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}
             await _send_json(send, 200, {**common, "object": "chat.completion", "choices": [choice], "usage": usage})
             return
         chunk = {**common, "object": "chat.completion.chunk"}
@@ -378,6 +485,21 @@ class FakeLLMServer:
             await _send(
                 send, 200, f"data: {json.dumps(reply_body)}\r\n\r\n".encode(), "text/event-stream", reply.headers
             )
+
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def _jwt_claims(token: str) -> dict[str, Any] | None:
+    """The claims of a compact JWT (`header.claims.signature`), or None when it is not one."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    return claims if isinstance(claims, dict) else None
 
 
 class _ClientGone(Exception):

@@ -50,6 +50,14 @@ def test_auto_provider_follows_the_configured_key(env: dict[str, str], provider:
         ({"LLM_PROVIDER": "azure", "AZURE_OPENAI_API_KEY": "k"}, "AZURE_OPENAI_ENDPOINT"),
         ({"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": "http://x"}, "LLM_MODEL"),
         ({"EMBEDDING_PROVIDER": "gemini"}, "GOOGLE_API_KEY"),
+        ({"LLM_PROVIDER": "vertex"}, "GOOGLE_CLOUD_PROJECT, GOOGLE_CLOUD_LOCATION"),
+        ({"LLM_PROVIDER": "vertex", "GOOGLE_CLOUD_PROJECT": "p"}, "needs GOOGLE_CLOUD_LOCATION"),
+        ({"EMBEDDING_PROVIDER": "vertex", "GOOGLE_CLOUD_LOCATION": "l"}, "EMBEDDING_PROVIDER=vertex needs"),
+        ({"EMBEDDING_BASE_URL": "http://127.0.0.1:1/v1"}, "EMBEDDING_MODEL"),
+        ({"EMBEDDING_PROVIDER": "openai"}, "EMBEDDING_BASE_URL"),
+        ({"EMBEDDING_INPUT_TYPE": "maybe"}, "EMBEDDING_INPUT_TYPE"),
+        ({"LLM_MAX_OUTPUT_TOKENS": "0"}, "LLM_MAX_OUTPUT_TOKENS"),
+        ({"LLM_NATIVE_JSON_SCHEMA": "grammar"}, "LLM_NATIVE_JSON_SCHEMA"),
         ({"LOG_FORMAT": "xml"}, "LOG_FORMAT"),
         ({"REQUEST_TIMEOUT_MS": "5"}, "REQUEST_TIMEOUT_MS"),
         ({"STATE_SIGNING_KEY": "short"}, "STATE_SIGNING_KEY"),
@@ -61,6 +69,56 @@ def test_auto_provider_follows_the_configured_key(env: dict[str, str], provider:
 def test_bad_configuration_names_the_variable(env: dict[str, str], names: str) -> None:
     with pytest.raises(ConfigError, match=names):
         load_settings(env)
+
+
+def test_vertex_needs_no_key_and_names_its_project_and_location() -> None:
+    settings = load_settings(
+        {"LLM_PROVIDER": "vertex", "GOOGLE_CLOUD_PROJECT": "p-1", "GOOGLE_CLOUD_LOCATION": "asia-northeast1"}
+    )
+    assert (settings.llm.provider, settings.llm.model, settings.llm.api_key) == ("vertex", "gemini-2.5-flash", None)
+    assert (settings.llm.project, settings.llm.location) == ("p-1", "asia-northeast1")
+    assert (settings.embedding.provider, settings.embedding.model) == ("vertex", "gemini-embedding-001")
+    assert (settings.embedding.project, settings.embedding.location) == ("p-1", "asia-northeast1")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, (4096, True, False)),
+        ({"LLM_MAX_OUTPUT_TOKENS": "768"}, (768, True, False)),
+        ({"LLM_NATIVE_JSON_SCHEMA": "json_object"}, (4096, True, True)),
+        ({"LLM_NATIVE_JSON_SCHEMA": "false"}, (4096, False, False)),
+    ],
+)
+def test_output_cap_and_json_mode(env: dict[str, str], expected: tuple[int, bool, bool]) -> None:
+    base = {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "LLM_MODEL": "m"}
+    llm = load_settings(base | env).llm
+    # `auto` sends the schema to OpenAI-compatible servers too: llama.cpp, vLLM and Ollama enforce it.
+    assert (llm.max_output_tokens, llm.native_json_schema, llm.json_object_only) == expected
+
+
+def test_a_separate_embeddings_server_gets_its_own_key_and_the_roles() -> None:
+    env = {
+        "LLM_PROVIDER": "openai-compatible",
+        "OPENAI_BASE_URL": "http://127.0.0.1:1/v1",
+        "OPENAI_API_KEY": "chat-key",
+        "LLM_MODEL": "qwen",
+        "EMBEDDING_BASE_URL": "http://127.0.0.1:2/v1",
+        "EMBEDDING_MODEL": "multilingual-e5-small",
+    }
+    embedding = load_settings(env).embedding
+    assert (embedding.provider, embedding.base_url, embedding.model) == (
+        "openai",
+        "http://127.0.0.1:2/v1",
+        "multilingual-e5-small",
+    )
+    assert embedding.api_key == "not-needed", "the chat key never goes to another server"
+    assert embedding.input_type
+    assert load_settings(env | {"EMBEDDING_API_KEY": "emb-key"}).embedding.api_key == "emb-key"
+    assert not load_settings(env | {"EMBEDDING_INPUT_TYPE": "false"}).embedding.input_type
+    # OpenAI's own embeddings: no role field (its API rejects unknown fields) unless asked for.
+    openai = load_settings({"OPENAI_API_KEY": "sk"}).embedding
+    assert (openai.provider, openai.base_url, openai.api_key, openai.input_type) == ("openai", None, "sk", False)
 
 
 def test_repr_never_shows_secrets() -> None:

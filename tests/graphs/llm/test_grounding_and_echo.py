@@ -83,17 +83,17 @@ def test_nothing_is_logged_when_nothing_is_invented() -> None:
 
 def test_the_librarian_prompts_placeholders_are_found_and_real_ids_are_not() -> None:
     phrases = prompt_phrases(load_prompt("librarian/think")).exact
-    assert "keytermsforpostgresqlfull-textsearch,noquestionwords" in phrases
-    assert "oneline" in phrases
-    assert "c1" not in phrases  # a real candidate id the model is meant to repeat
+    assert "葉緑体光合成" in phrases  # the other-domain example's query
+    assert "葉で行われることは確認できた。器官は未確認" in phrases  # its coverage notes
+    assert "c4" not in phrases  # a real candidate id the model is meant to repeat
 
 
 @pytest.mark.parametrize(
     ("value", "copied"),
     [
-        pytest.param({"queries_vector": ["A natural-language paraphrase for vector search."]}, True, id="placeholder"),
-        pytest.param({"selected": [{"id": "c1", "why_relevant": "one line"}]}, True, id="short-placeholder"),
-        pytest.param({"rationale": "give new queries aimed at what is missing"}, True, id="instruction-piece"),
+        pytest.param({"queries_vector": ["光合成を行う細胞小器官の名前"]}, True, id="placeholder"),
+        pytest.param({"coverage_notes": "葉で行われることは確認できた。器官は未確認。"}, True, id="example-notes"),
+        pytest.param({"rationale": "Queries must differ from the queries already run"}, True, id="instruction-piece"),
         pytest.param({"selected": [{"id": "c1", "why_relevant": "states the height in one line"}]}, False, id="ok"),
         pytest.param({"queries_text": ["東京タワー 高さ"], "missing": []}, False, id="real-queries"),
     ],
@@ -104,8 +104,10 @@ def test_echoes_of_the_librarian_prompt(value: object, copied: bool) -> None:
 
 def test_japanese_placeholders_are_found_too() -> None:
     template = load_prompt("reflector/default")
-    problems = echo_problems({"insights": [{"reasoning": "思考過程", "key_insight": "高さは333m"}]}, template)
+    problems = echo_problems(
+        {"insights": [{"reasoning": "丸めた数値が誤答につながった", "key_insight": "高さは333m"}]}, template
+    )
     assert problems == [
-        "$.insights[0].reasoning: '思考過程' repeats the prompt's example or instruction text; "
+        "$.insights[0].reasoning: '丸めた数値が誤答につながった' repeats the prompt's example or instruction text; "
         "write the actual content for this request"
     ]

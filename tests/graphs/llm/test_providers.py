@@ -166,3 +166,42 @@ async def test_azure_client_talks_to_its_deployment_route(llm_server: FakeLLMSer
     assert call.path == "/openai/deployments/dep-1/chat/completions"
     assert "api-version=2024-10-21" in call.query
     assert call.headers["api-key"] == "azure-key"
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [
+        pytest.param("openai", {"max_completion_tokens": 777}, id="openai"),
+        # Ollama and LM Studio read only the older `max_tokens`: OpenAI-compatible servers get both.
+        pytest.param("openai-compatible", {"max_completion_tokens": 777, "max_tokens": 777}, id="openai-compatible"),
+        pytest.param("azure", {"max_completion_tokens": 777}, id="azure"),
+        pytest.param("gemini", {"maxOutputTokens": 777}, id="gemini"),
+    ],
+)
+async def test_every_call_carries_the_output_token_cap(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: str, expected: dict[str, int]
+) -> None:
+    # A decoder-enforced schema does not make a model stop: uncapped, a local model ran into its timeout.
+    common: dict[str, Any] = {"model": "m", "api_key": "k", "timeout_s": 2.0, "max_output_tokens": 777}
+    cfg = {
+        "openai": LLMConfig(provider="openai", base_url=llm_server.url, **common),
+        "openai-compatible": LLMConfig(provider="openai-compatible", base_url=llm_server.url, **common),
+        "azure": LLMConfig(
+            provider="azure",
+            azure_endpoint=llm_server.azure_endpoint,
+            azure_deployment="m",
+            api_version="2024-10-21",
+            **common,
+        ),
+        "gemini": LLMConfig(provider="gemini", base_url=llm_server.gemini_url, **common),
+    }[provider]
+    llm_server.script(Reply(content="hi"))
+    await chat_model_factory(cfg).ainvoke([HumanMessage("hi")])
+    (body,) = llm_server.chat_requests
+    sent = body.get("generationConfig", body)
+    assert {name: sent.get(name) for name in ("max_completion_tokens", "max_tokens", "maxOutputTokens")} == {
+        "max_completion_tokens": None,
+        "max_tokens": None,
+        "maxOutputTokens": None,
+        **expected,
+    }

@@ -275,6 +275,14 @@ def _request(llm_server: FakeLLMServer) -> dict[str, Any]:
         ),
         pytest.param(
             {"provider": "openai-compatible", "native_json_schema": True},
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "Plan", "schema": inline_json_schema(Plan), "strict": False},
+            },
+            id="compatible-json-schema",
+        ),
+        pytest.param(
+            {"provider": "openai-compatible", "native_json_schema": True, "json_object_only": True},
             {"type": "json_object"},
             id="compatible-json-object",
         ),
@@ -319,3 +327,19 @@ async def test_list_schema(llm_server: FakeLLMServer, chat_model_factory: ChatMo
     result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, list[Step], cfg=cfg)
     assert result.value == [Step(id="a", title="t")]
     assert _request(llm_server)["response_format"]["json_schema"]["name"] == "list"
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-compatible"])
+async def test_a_reply_cut_off_at_the_token_cap_is_reasked_not_a_model_failure(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: str
+) -> None:
+    # A schema-constrained reply that hits max_tokens ends mid-JSON with finish_reason "length"; that is bad
+    # output to re-ask about, not a provider failure (the SDK's parse path used to raise before we saw it).
+    cfg = fake_openai_config(llm_server, provider=provider, max_output_tokens=64)
+    llm_server.script(Reply(content='{"summary": "s", "steps": [{"id": "s1", "ti', finish_reason="length"), GOOD)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, max_reasks=1)
+    assert (result.value, result.attempts) == (GOOD_PLAN, 2)
+    first = llm_server.chat_requests[0]
+    assert first["response_format"]["type"] == "json_schema"
+    assert first["max_completion_tokens"] == 64
+    assert first.get("max_tokens") == (64 if provider == "openai-compatible" else None)
