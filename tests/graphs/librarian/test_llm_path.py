@@ -211,7 +211,8 @@ def test_prompt_stays_bounded_as_history_grows(
     assert len(prompt) < 14_000, len(prompt)
 
 
-PLACEHOLDER_QUERY = "key terms for PostgreSQL full-text search, no question words"
+PLACEHOLDER_QUERY = "葉緑体 光合成"
+"""prompts/librarian/think.txt's example query (an unrelated question's): a model that copies it is echoing."""
 
 
 def test_a_reply_echoing_the_prompts_placeholders_is_reasked_then_replaced_by_the_rules(
@@ -221,8 +222,8 @@ def test_a_reply_echoing_the_prompts_placeholders_is_reasked_then_replaced_by_th
     echo = decision(
         sufficient=False,
         queries_text=[PLACEHOLDER_QUERY],
-        queries_vector=["a natural-language paraphrase for vector search"],
-        rationale="why this search (one sentence)",
+        queries_vector=["光合成を行う細胞小器官の名前"],
+        rationale="行われる場所は分かったが、担う器官がまだ分からないため",
     )
     llm_server.script(echo, echo)
     body = {"request_id": "r", "user_query": "東京タワーの高さは何メートルですか", "subject_id": "s"}
@@ -232,8 +233,8 @@ def test_a_reply_echoing_the_prompts_placeholders_is_reasked_then_replaced_by_th
     assert f"$.queries_text[0]: {PLACEHOLDER_QUERY!r} repeats the prompt's example" in reask
     assert "$.rationale" in reask
     sent = " ".join([*first["queries_text"], *first["queries_vector"], first["rationale"]])
-    assert "PostgreSQL" not in sent  # the rules' queries went out instead
-    assert "paraphrase" not in sent
+    assert "葉緑体" not in sent  # the rules' queries went out instead
+    assert "細胞小器官" not in sent
     assert "東京タワー" in sent
     assert (first["usage"]["engine"], first["usage"]["llm_calls"], first["usage"]["fallback"]) == (
         "heuristic",
@@ -247,7 +248,11 @@ def test_a_placeholder_echo_fixed_on_the_reask_is_used(
 ) -> None:
     client = llm_client_for()
     llm_server.script(
-        decision(sufficient=False, queries_text=["東京タワー 高さ"], rationale="one line"),
+        decision(
+            sufficient=False,
+            queries_text=["東京タワー 高さ"],
+            rationale="行われる場所は分かったが、担う器官がまだ分からないため",
+        ),
         decision(sufficient=False, queries_text=["東京タワー 高さ"], rationale="the height is not known yet"),
     )
     body = {"request_id": "r", "user_query": "東京タワーの高さは何メートルですか", "subject_id": "s"}

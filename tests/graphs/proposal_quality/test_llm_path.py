@@ -318,11 +318,11 @@ def test_a_report_copying_the_prompts_placeholders_is_corrected(
     llm_client_for: Callable[[str], TestClient[Litestar]], llm_server: FakeLLMServer
 ) -> None:
     echo = copy.deepcopy(A3.report)
-    echo["next_decision"] = "<次に決めること>"  # the advisor prompt's placeholder, copied
+    echo["next_decision"] = "業者に頼むか自分で運ぶか"  # the advisor prompt's example (another domain), copied
     llm_server.script(as_json(echo), as_json(A3.report))
     answer = run(llm_client_for("openai"), ADVISOR)
     assert answer["ok"] is True
     assert answer["attempts"] == 2
     (problem,) = answer["attempt_log"][0]["errors"]
-    assert problem.startswith("$.next_decision: '<次に決めること>' repeats the prompt's example")
+    assert problem.startswith("$.next_decision: '業者に頼むか自分で運ぶか' repeats the prompt's example")
     assert problem in request_text(llm_server.chat_requests[1])  # the correction names it
