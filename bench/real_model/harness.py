@@ -27,6 +27,7 @@ import httpx
 import numpy as np
 
 from bench.real_model.proxy import Exchange, RecordingProxy
+from reference_orchestrator.agent_sessions import grace_hits
 from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
 from reference_orchestrator.loop import execute_search
 
@@ -347,7 +348,7 @@ async def run_grace(client: httpx.AsyncClient, recorder: StepRecorder, corpus: C
             "constraints": constraints_for(timeout_ms),
         }
         if action == "SEARCH":
-            hits = _grace_hits(corpus, answer["query"], min(5, answer.get("top_k") or 5))
+            hits = grace_hits(corpus, answer["query"], min(5, answer.get("top_k") or 5))
             given += hits
             run.notes.append(f"step {call} SEARCH {answer['query']!r} → {len(hits)} hits")
             body["tool_result"] = {"step_id": answer["step_id"], "hits": hits, "turn": answer["turn"]}
@@ -372,21 +373,6 @@ async def run_grace(client: httpx.AsyncClient, recorder: StepRecorder, corpus: C
     citations = re.findall(r"\[S\d+\]", answer_text)
     run.notes.append(f"answer {answer_text[:120]!r}; citations {citations}; confidence {final.get('confidence')}")
     return run
-
-
-def _grace_hits(corpus: Corpus, query: str, k: int) -> list[dict[str, Any]]:
-    ranked = corpus.text_search(query, k)
-    top = ranked[0][1] if ranked else 1.0
-    return [
-        {
-            "document_id": c.document_id,
-            "page": c.page,
-            "chunk_id": c.chunk_id,
-            "snippet": c.text,
-            "score": round(s / top, 6),
-        }
-        for c, s in ranked
-    ]
 
 
 async def run_ace(client: httpx.AsyncClient, recorder: StepRecorder, *, timeout_ms: int) -> AgentRun:
