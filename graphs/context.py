@@ -57,7 +57,7 @@ class AceOptions:
 class AgentContext:
     """What a node may use: the chat model (None means the embedded heuristic engine), the embedder, config.
 
-    `meter` is not an init field: every instance gets a fresh one, and `with_deadline` builds a new
+    `meter` is not an init field: every instance gets a fresh one, and `for_request` builds a new
     instance per request, so one request's spend never leaks into another's.
     """
 
@@ -83,14 +83,10 @@ class AgentContext:
         """The configured engine: what produced an answer when the model's output was used."""
         return self.llm_config.provider
 
-    def with_deadline(self, timeout_s: float) -> AgentContext:
-        """A copy for one request, whose monotonic deadline is `timeout_s` from now, with its own meter."""
-        return dataclasses.replace(self, deadline=time.monotonic() + timeout_s)
-
     def for_request(
-        self, *, timeout_s: float, request_id: str, seal_state: Callable[[Any], str] | None = None
+        self, *, timeout_s: float, request_id: str = "", seal_state: Callable[[Any], str] | None = None
     ) -> AgentContext:
-        """A copy for one request: its deadline, its id, and how to seal the agent's next state into a token."""
+        """A copy for one request: its deadline, its id, its own usage meter, and how to seal its next state."""
         return dataclasses.replace(
             self, deadline=time.monotonic() + timeout_s, request_id=request_id, seal_state=seal_state
         )

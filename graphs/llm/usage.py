@@ -46,7 +46,7 @@ def usage_from_message(msg: AIMessage, *, engine: EngineName, model: str | None,
 class UsageMeter:
     """What one request has spent on the model so far, and whether the embedded rules had to stand in.
 
-    Mutable on purpose and never shared between requests: `AgentContext.with_deadline` gives each
+    Mutable on purpose and never shared between requests: `AgentContext.for_request` gives each
     request its own. Not thread-safe; a request's nodes run on one event loop.
     """
 

@@ -49,7 +49,7 @@ def reply(*picks: tuple[str, str], note: str = "nothing open") -> str:
 @pytest.fixture(name="context")
 def context_fixture(llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory) -> AgentContext:
     cfg = fake_openai_config(llm_server)
-    return make_context(llm=chat_model_factory(cfg), llm_config=cfg).with_deadline(10)
+    return make_context(llm=chat_model_factory(cfg), llm_config=cfg).for_request(timeout_s=10)
 
 
 PROMPT = Prompt(TEMPLATE, {"question": "the tower's height", "items": "[i1] 333 m\n[i2] 634 m"})
@@ -153,7 +153,7 @@ async def test_a_provider_failure_raises_with_the_calls_it_made_on_the_meter(
     llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
 ) -> None:
     cfg = fake_openai_config(llm_server, max_retries=2)
-    context = make_context(llm=chat_model_factory(cfg), llm_config=cfg).with_deadline(10)
+    context = make_context(llm=chat_model_factory(cfg), llm_config=cfg).for_request(timeout_s=10)
     llm_server.default_reply = Reply(status=500, content="down", headers={"Retry-After": "0"})
     with pytest.raises(ModelFailure) as caught:
         await ask_model(context, PROMPT, Reply_, agent="test")
@@ -163,7 +163,7 @@ async def test_a_provider_failure_raises_with_the_calls_it_made_on_the_meter(
 
 def test_every_request_gets_its_own_meter() -> None:
     base = make_context()
-    first, second = base.with_deadline(1), base.with_deadline(1)
+    first, second = base.for_request(timeout_s=1), base.for_request(timeout_s=1)
     assert first.meter is not second.meter
     assert first.meter is not base.meter
     first.meter.fell_back(agent="test", reason="r")
