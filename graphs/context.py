@@ -8,6 +8,7 @@ required field: its default lives in `librarian_svc/settings.py` (ENV_DEFAULTS) 
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from contracts.common import EngineName, Usage
 from graphs.config_files import GraceConfig, SectionDefinition
+from graphs.errors import DeadlineExceeded
 from graphs.llm.config import LLMConfig
 from graphs.llm.usage import UsageMeter
 
@@ -100,6 +102,22 @@ class AgentContext:
     def remaining_s(self) -> float | None:
         """Seconds left before the deadline (None when unbounded)."""
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def check_deadline(self) -> None:
+        """Raise DeadlineExceeded once the budget is spent; CPU loops call it between bounded chunks.
+
+        Safe from worker threads (it only reads the clock), so work moved off the event loop stops too.
+        """
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise DeadlineExceeded("the request's budget ran out during CPU work")
+
+    async def checkpoint(self) -> None:
+        """Between chunks of CPU work on the event loop: stop if the budget is spent, else let others run.
+
+        Yielding keeps `/health` and the other requests answered while one request's long step runs.
+        """
+        self.check_deadline()
+        await asyncio.sleep(0)
 
     @property
     def usage(self) -> Usage:

@@ -17,3 +17,13 @@ class InvalidInput(Exception):
         self.message = message
         self.details = details or []
         self.status_code = status_code
+
+
+class DeadlineExceeded(TimeoutError):
+    """The request's budget ran out inside CPU work (raised by `AgentContext.check_deadline`).
+
+    A subclass of TimeoutError so the request runner answers it exactly like an expired
+    `asyncio.timeout`: ERROR TIMEOUT carrying the request's own state. It exists because a timeout
+    on the event loop cannot interrupt code that never awaits, nor work running on a worker thread:
+    such code calls `check_deadline()` between bounded chunks, so the work itself stops.
+    """
