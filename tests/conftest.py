@@ -62,8 +62,16 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
     """Start extra service processes with their own environment; all are stopped after the test."""
     started: list[LiveService] = []
 
-    def start(env: Mapping[str, str] | None = None, **kwargs: object) -> LiveService:
-        service = start_service(env, log_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+    def start(
+        env: Mapping[str, str] | None = None,
+        *,
+        ready_timeout: float = 30.0,
+        extra_args: list[str] | None = None,
+        module: str | None = None,
+    ) -> LiveService:
+        service = start_service(
+            env, log_dir=tmp_path, ready_timeout=ready_timeout, extra_args=extra_args, module=module
+        )
         started.append(service)
         return service
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack
 
+import msgspec
 import pytest
 from langchain_core.language_models import BaseChatModel
 from litestar import Litestar
@@ -38,28 +39,28 @@ def llm_server_fixture(fake_llm: FakeLLMServer) -> Iterator[FakeLLMServer]:
 
 def fake_openai_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
     """An `openai` config aimed at `server`, with test-sized timeouts (override any field)."""
-    fields: dict[str, object] = {
-        "provider": "openai",
-        "model": "gpt-fake",
-        "api_key": "sk-test-not-a-key",
-        "base_url": server.url,
-        "timeout_s": 2.0,
-        "max_retries": 0,
-    }
-    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+    config = LLMConfig(
+        provider="openai",
+        model="gpt-fake",
+        api_key="sk-test-not-a-key",
+        base_url=server.url,
+        timeout_s=2.0,
+        max_retries=0,
+    )
+    return msgspec.structs.replace(config, **overrides)
 
 
 def fake_gemini_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
     """A `gemini` config aimed at `server`, with test-sized timeouts (override any field)."""
-    fields: dict[str, object] = {
-        "provider": "gemini",
-        "model": "gemini-fake",
-        "api_key": "AIza-test-not-a-key",
-        "base_url": server.gemini_url,
-        "timeout_s": 2.0,
-        "max_retries": 0,
-    }
-    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+    config = LLMConfig(
+        provider="gemini",
+        model="gemini-fake",
+        api_key="AIza-test-not-a-key",
+        base_url=server.gemini_url,
+        timeout_s=2.0,
+        max_retries=0,
+    )
+    return msgspec.structs.replace(config, **overrides)
 
 
 @pytest.fixture(name="openai_config")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,7 +46,7 @@ def test_execute_search_tags_hits_with_their_query(corpus: Corpus) -> None:
 
 def test_jsonl_corpus(tmp_path: Path) -> None:
     path = tmp_path / "chunks.jsonl"
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"document_id": "d", "page": 1, "chunk_id": "d#1", "text": "光合成は植物が光から糖を作る反応。"},
         {"document_id": "e", "page": 2, "chunk_id": "e#2", "text": "呼吸は糖を分解してエネルギーを得る。"},
         {"document_id": "f", "page": 3, "chunk_id": "f#3", "text": "蒸散は葉から水が出ていく現象。"},

@@ -24,6 +24,7 @@ from reference_orchestrator.agent_sessions import run_ace, run_grace
 from reference_orchestrator.corpus import Corpus, jsquad_chunks
 from reference_orchestrator.loop import run_question
 from reference_orchestrator.rotating_transport import RotatingTransport
+from tests.support.asgi import asgi_client
 from tests.support.live_service import LiveService
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -108,8 +109,7 @@ async def _proposal_calls(client: httpx.AsyncClient) -> list[Any]:
 
 
 async def _single_instance(app: Litestar, corpus: Corpus, questions: list[str]) -> tuple[list[Any], list[Any]]:
-    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://one") as client:
+    async with asgi_client(app, "http://one") as client:
         librarian = await _librarian_sessions(client, corpus, questions)
         others = await _grace_and_ace_sessions(client, corpus, questions) + await _proposal_calls(client)
         return librarian, others

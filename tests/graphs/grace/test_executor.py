@@ -3,28 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import msgspec
+from langgraph.runtime import Runtime
 
-from contracts.grace import Evidence, PlanStep, StepResult, UserInput
+from contracts.grace import Evidence, GraceState, PlanStep, StepResult, UserInput
 from graphs.grace.nodes import advance
 from graphs.grace.reasoning import ancestors, extractive_answer, gather
+from graphs.grace.state import GraceGraphState
 from tests.graphs.grace.test_replan import CONTEXT, PLAN, QUERY, ok, search, session
 
 
-class _Runtime:
-    context = CONTEXT
-
-
-def run_advance(state: Any) -> Any:
-    return asyncio.run(advance({"session": state}, _Runtime()))  # type: ignore[arg-type]
+def run_advance(state: GraceState) -> GraceGraphState:
+    return asyncio.run(advance({"session": state}, Runtime(context=CONTEXT)))
 
 
 def test_the_next_step_is_the_first_unanswered_one() -> None:
     update = run_advance(session(PLAN, [ok(1)]))
-    assert update["cursor"].kind == "search"
-    assert update["cursor"].step.step_id == 2
+    cursor = update["cursor"]
+    assert cursor.kind == "search"
+    assert cursor.step is not None
+    assert cursor.step.step_id == 2
 
 
 def test_steps_whose_dependencies_did_not_succeed_are_skipped_in_a_cascade() -> None:

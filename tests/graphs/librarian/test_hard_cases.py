@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -13,6 +12,7 @@ from litestar.testing import TestClient
 from reference_orchestrator.__main__ import DEFAULT_QUESTION
 from reference_orchestrator.corpus import Corpus, jsquad_chunks
 from reference_orchestrator.loop import run_question
+from tests.support.asgi import asgi_client
 
 THINK = "/agent/librarian/think"
 JSQUAD = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
@@ -81,7 +81,7 @@ async def test_the_demo_question_is_answered_from_its_gold_paragraph(app: Litest
     """`make demo`'s default question (梅雨がみられるのはどの期間？): the answer (5月から7月) is on page 0."""
     assert JSQUAD.is_file(), f"{JSQUAD} is missing: the demo and this test need ../shared/data"
     corpus = Corpus([chunk for chunk, _ in jsquad_chunks(JSQUAD)])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://librarian") as client:  # type: ignore[arg-type]
+    async with asgi_client(app, "http://librarian") as client:
         result = await run_question(client, corpus, DEFAULT_QUESTION, request_id="demo", k=5, vector=False)
     assert result.action == "COMPLETE", result.final
     returned = {(e["document_id"], p) for e in result.final["evidence"] for p in e["pages"]}
