@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from contracts.ace import Bullet, Playbook
-from graphs.ace.playbook_text import parse_playbook
+from graphs.ace.playbook.text_format import parse_playbook
 
 ACE_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "ace-appworld"
 INITIAL = ACE_DATA / "appworld_initial_playbook.txt"
