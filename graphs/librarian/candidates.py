@@ -11,7 +11,7 @@ async caller checks the request's deadline (`build_pool_async`), so no history b
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from contracts.librarian import SearchHit, SearchRound
@@ -19,7 +19,7 @@ from graphs.chunked import Chunked, finish, finish_async
 from graphs.text.contradiction import find_contradiction
 from graphs.text.near_duplicates import find_near_duplicates
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import tokenize_normalized
+from graphs.text.tokenize import tokenize_normalized, tokens_present
 
 RRF_K = 10
 """Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
@@ -42,7 +42,20 @@ class Candidate:
     occurrences: int = 0
     merged: list[tuple[str, int | None, str | None]] = field(default_factory=list)
     normalized: str = ""
-    tokens: frozenset[str] = frozenset()
+    _tokens: frozenset[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        """Every `tokenize` token of the snippet, built on first use (scoring needs only `tokens_among`)."""
+        if self._tokens is None:
+            self._tokens = frozenset(tokenize_normalized(self.normalized))
+        return self._tokens
+
+    def tokens_among(self, wanted: Iterable[str]) -> set[str]:
+        """Which of `wanted` are tokens of the snippet (`set(wanted) & tokens`, without tokenising it all)."""
+        if self._tokens is not None:
+            return set(self._tokens.intersection(wanted))
+        return tokens_present(self.normalized, wanted)
 
     @property
     def pages(self) -> list[int]:
@@ -219,7 +232,6 @@ def pool_steps(history: list[SearchRound], *, near_dup_threshold: float) -> Chun
                         snippet=hit.snippet,
                         best_score=hit.score,
                         normalized=distinct[own],
-                        tokens=frozenset(tokenize_normalized(distinct[own])),
                     )
                 )
         _merge(pool.candidates[found], entry, text)
@@ -250,7 +262,7 @@ def _merge(candidate: Candidate, entry: _Placed, normalized: str | None) -> None
         if location[0] == candidate.document_id and hit.snippet != candidate.snippet:
             candidate.snippet = hit.snippet
             candidate.normalized = normalized if normalized is not None else normalize(hit.snippet)
-            candidate.tokens = frozenset(tokenize_normalized(candidate.normalized))
+            candidate._tokens = None
     candidate.occurrences += 1
     candidate.fused_rank += 1.0 / (RRF_K + entry.rank)
     if hit.score is not None and entry.top_score:
