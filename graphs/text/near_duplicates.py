@@ -15,8 +15,8 @@ check). `find_near_duplicates` therefore works in bulk, with numpy, in bounded c
 2. Candidate pairs come from prefix filtering, an exact set-similarity join: order every set's shingles
    rarest first (one global order); two sets with Jaccard ≥ t must share a shingle among the first
    |x| − ⌈t·|x|⌉ + 1 of each. One sort of those prefix entries buckets them by shingle, so only texts
-   sharing a rare shingle meet. Unlike banded LSH this misses no pair at any threshold, and the
-   adversarial shared-base shape yields no candidates at all (its unique tails are the rare part).
+   sharing a rare shingle meet. Unlike banded LSH this misses no pair at any threshold, and texts
+   that share a common base but differ in their own rare shingles rarely meet at all.
 3. Caps make the worst case linear: a shingle bucket pairs each text with at most
    `NEAR_DUP_TOKEN_ANCHORS` earlier members, and each text is compared with at most
    `NEAR_DUP_MAX_COMPARED` earlier texts (the earliest, which is where a first-seen-wins merge looks
