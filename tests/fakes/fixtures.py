@@ -6,6 +6,7 @@
 `chat_model_factory` builds real chat models from such configs and closes their connections on the
 test's own event loop afterwards (unclosed sockets would fail the run under `filterwarnings = error`).
 `llm_client_for` gives in-process clients of the service app (`make_app`) with its model at the fake.
+`scripted_llm` needs no server: a request context whose model is an in-process script (unit tests).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from litestar.testing import TestClient
 
 from graphs.llm.config import LLMConfig
 from graphs.llm.providers import aclose_chat_model, make_chat_model
+from tests.fakes.chat_model import ScriptedFactory, scripted
 from tests.fakes.llm_server import FakeLLMServer
 
 
@@ -112,3 +114,9 @@ def llm_client_for_fixture(make_app: Callable[..., Litestar], llm_server: FakeLL
             return stack.enter_context(TestClient(app=app, raise_server_exceptions=False))
 
         yield build
+
+
+@pytest.fixture(name="scripted_llm")
+def scripted_llm_fixture() -> ScriptedFactory:
+    """`scripted_llm(*replies)`: a request context with an in-process scripted model (no HTTP; see chat_model.py)."""
+    return scripted

@@ -41,7 +41,7 @@ def test_every_command_destination_is_declared_in_build_graph() -> None:
 
 @pytest.mark.parametrize(("used", "goto"), [(0, "advance"), (2, "finish")])
 def test_replan_runs_the_new_plan_or_finishes_at_the_limit(used: int, goto: str) -> None:
-    record = ReplanRecord(trigger="STEP_FAILURE", strategy="retry", step_id=1, turn=1)
+    record = ReplanRecord(trigger="STEP_FAILURE", strategy="PARTIAL", step_id=1, turn=1)
     state = msgspec.structs.replace(session(PLAN, []), replans=[record] * used)
     update: Any = {"session": state, "trigger": Trigger("STEP_FAILURE", PLAN[0]), "max_replans": 2}
     command = asyncio.run(nodes.replan_node(update, _Runtime()))  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from graphs.llm.config import ConfigError, EmbeddingConfig, LLMConfig
 from graphs.llm.structured_output import ainvoke_structured, inline_json_schema
 from tests.fakes.fixtures import ChatModelFactory
 from tests.fakes.llm_server import FakeLLMServer, _jwt_claims
-from tests.graphs.llm.test_structured_output_openai import GOOD, GOOD_PLAN, Plan
+from tests.graphs.llm.test_structured_output import GOOD, GOOD_PLAN, Plan
 from tests.support.live_service import LiveService
 
 pytestmark = pytest.mark.llm
