@@ -9,8 +9,8 @@ the oracle of tests/graphs/librarian/test_candidate_pool_oracle.py) at 1× and 1
 it runs for minutes.
 
 Shapes:
-- `jsquad`: JSQuAD paragraphs cut to 150 characters at varying offsets (distinct texts, real language);
-  100 → 10,000 hits.
+- `jsquad`: the first 75 characters of one JSQuAD paragraph and of another (distinct texts, real
+  language, beyond the corpus's 1,145 paragraphs); 40 → 4,000 hits.
 - `shared_base_unique_tail`: a 1,000-character base shared by every hit plus a unique 200-character
   tail (Jaccard ≈ 0.7: passes a MinHash pre-filter, fails the exact check; issue 15's 1.26 MB at 100×);
   10 → 1,000 hits.
@@ -55,14 +55,15 @@ def _hit(document_id: str, page: int, snippet: str) -> SearchHit:
 
 
 def jsquad(scale: int) -> list[SearchRound]:
-    paragraphs = [chunk.text for chunk, _ in jsquad_chunks(JSQUAD)]
+    texts = [chunk.text for chunk, _ in jsquad_chunks(JSQUAD)]
+    count = len(texts)
+    # Real language, distinct snippets beyond the corpus size: the head of one paragraph and of another.
     hits = [
-        _hit(f"p{i % len(paragraphs)}", i, paragraphs[i % len(paragraphs)][(i // len(paragraphs)) * 7 :][:150])
-        for i in range(100 * scale)
+        _hit(f"p{k % count}", k // count, texts[k % count][:75] + texts[(k + 1 + k // count) % count][:75])
+        for k in range(40 * scale)
     ]
-    return [
-        SearchRound(queries_text=["q"], results=hits[start : start + 2_000]) for start in range(0, len(hits), 2_000)
-    ]
+    rounds = range(0, len(hits), 2_000)  # a round holds 2,000 hits at most
+    return [SearchRound(queries_text=["q"], results=hits[start : start + 2_000]) for start in rounds]
 
 
 def shared_base_unique_tail(scale: int) -> list[SearchRound]:
