@@ -22,7 +22,7 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet, Playbook, SearchQuery, SearchResult
-from graphs.ace.search_index import INDEX_CACHE, IndexCache, PlaybookIndex, abuild_index, build_index, search_text
+from graphs.ace.search.index import INDEX_CACHE, IndexCache, PlaybookIndex, abuild_index, build_index, search_text
 from graphs.text.tokenize import tokenize
 
 Floats = npt.NDArray[np.float64]

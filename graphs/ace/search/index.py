@@ -24,7 +24,7 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet
-from graphs.ace.bm25 import Bm25Index
+from graphs.ace.search.bm25 import Bm25Index
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.text.tokenize import tokenize
 
