@@ -22,7 +22,15 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet, Playbook, SearchQuery, SearchResult
-from graphs.ace.search.index import INDEX_CACHE, IndexCache, PlaybookIndex, abuild_index, build_index, search_text
+from graphs.ace.search.index import (
+    INDEX_CACHE,
+    IndexCache,
+    PlaybookIndex,
+    abuild_index,
+    build_index,
+    cosines,
+    search_text,
+)
 from graphs.text.tokenize import tokenize
 
 Floats = npt.NDArray[np.float64]
@@ -165,11 +173,7 @@ class HybridSearch:
         everything = rows.size == index.size
         vectors = index.vectors if everything else index.vectors[rows]
         norms = index.norms if everything else index.norms[rows]
-        denominators = norms.astype(np.float64) * float(np.linalg.norm(vector))
-        denominators[denominators == 0] = 1.0
-        # einsum, not BLAS: a threaded gemv wakes sleeping threads (milliseconds of jitter on a small matrix),
-        # and its summation order depends on the thread count, so scores could differ between replicas.
-        cosine = np.einsum("ij,j->i", vectors, vector).astype(np.float64) / denominators
+        cosine = cosines(vectors, vector, norms)
         bm25 = index.bm25.scores(tokenize(query.query_text), None if everything else mask)[rows]
         vector_scores = min_max(cosine, COSINE_TIE)
         bm25_scores = min_max(bm25, BM25_TIE * max(1.0, float(np.abs(bm25).max(initial=0.0))))

@@ -136,6 +136,23 @@ def _assemble(vectors: npt.NDArray[np.float32], texts: Sequence[str]) -> Playboo
     return PlaybookIndex(texts=tuple(texts), vectors=matrix, norms=norms, bm25=Bm25Index([tokenize(t) for t in texts]))
 
 
+def cosines(
+    rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32], row_norms: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float64]:
+    """The cosine of `query` with each row, in float64 (0 against a zero vector); search and merge both use it.
+
+    `row_norms` are the rows' own float32 norms when the caller keeps them (the index does). einsum, not
+    BLAS: a threaded gemv wakes sleeping threads (milliseconds of jitter on a small matrix), and its
+    summation order depends on the thread count, so scores could differ between replicas; einsum's
+    per-row sums do not depend on the other rows, so a subset of rows scores exactly as the whole.
+    """
+    norms = np.linalg.norm(rows, axis=1) if row_norms is None else row_norms
+    denominators = norms.astype(np.float64) * float(np.linalg.norm(query))
+    denominators[denominators == 0] = 1.0
+    result: npt.NDArray[np.float64] = np.einsum("ij,j->i", rows, query).astype(np.float64) / denominators
+    return result
+
+
 def _embed_sync(embeddings: Embeddings, texts: list[str]) -> npt.NDArray[np.float32]:
     if isinstance(embeddings, CachedEmbeddings):
         return embeddings.embed_matrix(texts)
