@@ -56,7 +56,7 @@ MAX_INSIGHTS = 50
 
 
 def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
-    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha)
+    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha, budget=runtime.context)
 
 
 # --- request preparation ----------------------------------------------------------------------------

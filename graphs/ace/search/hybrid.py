@@ -24,6 +24,8 @@ from langchain_core.embeddings import Embeddings
 from contracts.ace import Bullet, Playbook, SearchQuery, SearchResult
 from graphs.ace.search.index import (
     INDEX_CACHE,
+    UNBOUNDED,
+    Budget,
     IndexCache,
     PlaybookIndex,
     abuild_index,
@@ -101,13 +103,16 @@ def candidate_mask(query: SearchQuery, bullets: list[Bullet]) -> npt.NDArray[np.
 class HybridSearch:
     """Seed 000's `HybridSearch`, with `search` (synchronous embedders) and `asearch` (any embedder)."""
 
-    def __init__(self, embeddings: Embeddings, *, alpha: float, cache: IndexCache = INDEX_CACHE) -> None:
+    def __init__(
+        self, embeddings: Embeddings, *, alpha: float, cache: IndexCache = INDEX_CACHE, budget: Budget = UNBOUNDED
+    ) -> None:
         """Search with `embeddings` (normally the context's `CachedEmbeddings`).
 
         Args:
             embeddings: The embedder for bullets and queries.
             alpha: Weight of the vector score (0..1); BM25 gets 1 − alpha (`SEARCH_ALPHA` by default).
             cache: Where built playbook indexes are kept.
+            budget: What stops an index build (the request's `AgentContext`); unbounded by default.
 
         Raises:
             ValueError: If alpha is outside [0, 1].
@@ -117,6 +122,7 @@ class HybridSearch:
         self.embeddings = embeddings
         self.alpha = alpha
         self.cache = cache
+        self.budget = budget
 
     def search(self, query: SearchQuery, playbook: Playbook) -> list[Hit]:
         """Rank the playbook's bullets for `query`; best first, at most `top_k`."""
@@ -132,7 +138,7 @@ class HybridSearch:
         mask = candidate_mask(query, playbook.bullets)
         if not mask.any():
             return []
-        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache)
+        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache, self.budget)
         vector = np.asarray(await self.embeddings.aembed_query(query.query_text), dtype=np.float32)
         return self._rank(index, vector, query, playbook.bullets, mask)
 
@@ -147,7 +153,7 @@ class HybridSearch:
         """
         if not playbook.bullets:
             return {}
-        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache)
+        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache, self.budget)
         size = index.bm25.size
         grouped = index.bm25.frequencies_by(key) if key is not None else None
         weights: dict[str, float] = {}

@@ -34,7 +34,9 @@ WORDS += ["venmo", "before", "paying", "3", "5", "retries", "use", "not", "login
 SECTIONS = ["alpha", "beta", "gamma"]
 
 
-def both(p: Playbook, deltas: list[DeltaContextItem], **options: Any) -> tuple[MergeOutcome, MergeOutcome]:
+def both(
+    p: Playbook, deltas: list[DeltaContextItem], **options: Any
+) -> tuple[MergeOutcome, reference_merge.MergeOutcome]:
     """The bounded merge's outcome and the reference's, for the same input."""
     kwargs: dict[str, Any] = {"rules": PERMISSIVE, "embeddings": EMBEDDINGS, "dedup_threshold": 0.85, "now": NOW}
     kwargs |= options
