@@ -20,7 +20,7 @@ from contracts.librarian import (
 )
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
-from graphs.librarian.candidates import build_pool
+from graphs.librarian.candidates import build_pool_async
 from graphs.librarian.history_check import chain_digest, loop_limit, query_digest
 from graphs.librarian.llm_step import decide_with_llm
 from graphs.librarian.query_planning import (
@@ -53,9 +53,11 @@ async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
 
 
 async def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
-    """Fold the whole history into the deduplicated candidate pool."""
-    threshold = runtime.context.librarian.near_dup_threshold
-    return {"pool": build_pool(state["request"].search_history, near_dup_threshold=threshold)}
+    """Fold the whole history into the deduplicated candidate pool, in chunks that stop at the deadline."""
+    context = runtime.context
+    history = state["request"].search_history
+    threshold = context.librarian.near_dup_threshold
+    return {"pool": await build_pool_async(history, near_dup_threshold=threshold, checkpoint=context.checkpoint)}
 
 
 def _issued_queries(state: LibrarianGraphState) -> list[str]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from graphs.ace.graph import GRAPH_BUILDERS
@@ -38,8 +36,8 @@ def test_reflection_repeats_while_iterations_remain_and_it_changes(
         ({"test_report": "FAILED"}, "resolve_bullets"),
     ],
 )
-def test_the_workflow_learns_only_from_feedback(fields: dict[str, Any], expected: str) -> None:
-    assert route_after_generate(fields) == expected  # type: ignore[arg-type]
+def test_the_workflow_learns_only_from_feedback(fields: AceGraphState, expected: str) -> None:
+    assert route_after_generate(fields) == expected
 
 
 @pytest.mark.parametrize(("save", "expected"), [(True, "save_playbook"), (False, "respond_workflow")])

@@ -5,11 +5,12 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from contracts.librarian import LibrarianState
+from contracts.librarian import LibrarianState, SearchRound
 from graphs.errors import InvalidInput
 from graphs.librarian.assessment import Assessment
 from graphs.librarian.history_check import chain_digest, loop_limit, query_digest, verify_continuation
 from graphs.librarian.routing import route_after_evaluate
+from graphs.librarian.state import LibrarianGraphState
 from tests.graphs.librarian.helpers import hit, request, round_of
 
 
@@ -37,24 +38,24 @@ def _assessment(*, sufficient: bool, usable: bool) -> Assessment:
     ],
 )
 def test_route_after_evaluate(rounds: int, max_loops: int, sufficient: bool, usable: bool, expected: str) -> None:
-    state = {
+    state: LibrarianGraphState = {
         "request": request(search_history=[msgspec.to_builtins(round_of(hit("d", "x")))] * rounds),
         "max_loops": max_loops,
         "assessment": _assessment(sufficient=sufficient, usable=usable),
     }
-    assert route_after_evaluate(state) == expected  # type: ignore[arg-type]
+    assert route_after_evaluate(state) == expected
 
 
-def _state_after(history: list, **overrides: object) -> LibrarianState:  # type: ignore[type-arg]
+def _state_after(history: list[SearchRound], **overrides: object) -> LibrarianState:
     req = request()
-    fields = {
-        "rounds_seen": len(history),
-        "max_loops": 3,
-        "history_digest": chain_digest(history),
-        "query_digest": query_digest(req.user_query, req.subject_id),
-        "subject_id": req.subject_id,
-    }
-    return LibrarianState(**(fields | overrides))  # type: ignore[arg-type]
+    state = LibrarianState(
+        rounds_seen=len(history),
+        max_loops=3,
+        history_digest=chain_digest(history),
+        query_digest=query_digest(req.user_query, req.subject_id),
+        subject_id=req.subject_id,
+    )
+    return msgspec.structs.replace(state, **overrides)
 
 
 ROUNDS = [round_of(hit("a", "一"), queries=["x"]), round_of(hit("b", "二"), queries=["y"])]
@@ -75,14 +76,16 @@ def test_continuation_with_one_new_round_is_accepted() -> None:
         pytest.param(ROUNDS, {"query_digest": "0" * 64}, "another question", id="other-question"),
     ],
 )
-def test_broken_continuations_are_invalid_input(history: list, overrides: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_broken_continuations_are_invalid_input(
+    history: list[SearchRound], overrides: dict[str, str], message: str
+) -> None:
     prior = _state_after(ROUNDS[:1], **overrides)
     with pytest.raises(InvalidInput, match=message):
         verify_continuation(request(search_history=[msgspec.to_builtins(r) for r in history]), prior)
 
 
 def test_digest_survives_reserialisation_but_not_edits() -> None:
-    again = msgspec.json.decode(msgspec.json.encode(ROUNDS), type=list[type(ROUNDS[0])])  # type: ignore[misc]
+    again = msgspec.json.decode(msgspec.json.encode(ROUNDS), type=list[SearchRound])
     assert chain_digest(again) == chain_digest(ROUNDS)
     assert chain_digest(list(reversed(ROUNDS))) != chain_digest(ROUNDS)
 

@@ -32,9 +32,27 @@ APPWORLD = section_rules(SECTIONS, "appworld")
 NOW = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
 
 
-def run_merge(p: Playbook, deltas: list[DeltaContextItem], **kwargs: object) -> MergeOutcome:
-    options: dict[str, object] = {"rules": PERMISSIVE, "embeddings": EMBEDDINGS, "dedup_threshold": 0.85, "now": NOW}
-    return asyncio.run(merge(p, deltas, **(options | kwargs)))  # type: ignore[arg-type]
+def run_merge(
+    p: Playbook,
+    deltas: list[DeltaContextItem],
+    *,
+    rules: SectionRules = PERMISSIVE,
+    dedup_threshold: float = 0.85,
+    max_bullets: int | None = None,
+    counters_changed: bool = False,
+) -> MergeOutcome:
+    return asyncio.run(
+        merge(
+            p,
+            deltas,
+            rules=rules,
+            embeddings=EMBEDDINGS,
+            dedup_threshold=dedup_threshold,
+            max_bullets=max_bullets,
+            counters_changed=counters_changed,
+            now=NOW,
+        )
+    )
 
 
 @st.composite
