@@ -15,6 +15,14 @@ Same playbook and deltas in, same playbook out (up to `updated_at`), whoever pro
 3. Budget: with `max_bullets`, the lowest-confidence bullets are deleted until the playbook fits (most
    harmful, then least helpful first; bullets this merge touched last; then playbook order).
 
+Near-duplicate here means an embedding cosine at or above `dedup_threshold` (`ACE_DEDUP_THRESHOLD`)
+between an ADD and a bullet of its own section, not `graphs.text.near_duplicates` (the character-shingle
+Jaccard rule the Librarian and GRACE apply to retrieved text). The notions differ on purpose: grow-and-refine
+(seed 000, after the ACE paper) merges lessons that say the same thing, and with a provider embedder
+"Paginate until the page is empty" and "Loop over page_index until an empty page" are one lesson though
+they share few shingles; the vectors are the search's own (same embedder, same cache). Shingle Jaccard asks
+whether a text is the same text re-quoted, which here is the "identical after normalisation" check.
+
 Cost: one request may carry 20,000 bullets and hundreds of ADDs, so nothing here is quadratic in Python.
 Each section an ADD goes to is embedded once (`_SectionVectors`, in chunks), every ADD's candidates
 among the section's original bullets come from one matrix product per batch of ADDs (a float32
