@@ -56,7 +56,7 @@ MAX_INSIGHTS = 50
 
 
 def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
-    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha)
+    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha, budget=runtime.context)
 
 
 # --- request preparation ----------------------------------------------------------------------------
@@ -333,6 +333,7 @@ async def _merge(
         source=f"{state['request_id']}: {query[:200]}",
         counters_changed=counters_changed,
         reserved_ids=_request_ids(state),
+        checkpoint=runtime.context.checkpoint,
     )
 
 

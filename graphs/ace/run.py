@@ -43,7 +43,7 @@ from graphs.context import AgentContext
 async def search(graph: None, context: AgentContext, request: AceSearchRequest, prior: None) -> SearchResultsAction:
     """The hybrid search itself (no model involved)."""
     alpha = context.ace.search_alpha if request.alpha is None else request.alpha
-    hits = await HybridSearch(context.embeddings, alpha=alpha).asearch(request.query, request.playbook)
+    hits = await HybridSearch(context.embeddings, alpha=alpha, budget=context).asearch(request.query, request.playbook)
     return SearchResultsAction(
         request_id=context.request_id,
         results=[hit.to_result() for hit in hits],

@@ -27,6 +27,9 @@ check). `find_near_duplicates` therefore works in bulk, with numpy, in bounded c
 
 Every step is a generator (`graphs.chunked`): it yields after each chunk of about `NEAR_DUP_CHUNK`
 shingles, so an async caller checks its deadline and lets the event loop run in between.
+
+ACE's grow-and-refine is a different notion on purpose (embedding cosine between lessons of one section,
+`ACE_DEDUP_THRESHOLD`): see `graphs/ace/curator/merge.py`.
 """
 
 from __future__ import annotations

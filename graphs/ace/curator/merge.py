@@ -15,6 +15,23 @@ Same playbook and deltas in, same playbook out (up to `updated_at`), whoever pro
 3. Budget: with `max_bullets`, the lowest-confidence bullets are deleted until the playbook fits (most
    harmful, then least helpful first; bullets this merge touched last; then playbook order).
 
+Near-duplicate here means an embedding cosine at or above `dedup_threshold` (`ACE_DEDUP_THRESHOLD`)
+between an ADD and a bullet of its own section, not `graphs.text.near_duplicates` (the character-shingle
+Jaccard rule the Librarian and GRACE apply to retrieved text). The notions differ on purpose: grow-and-refine
+(seed 000, after the ACE paper) merges lessons that say the same thing, and with a provider embedder
+"Paginate until the page is empty" and "Loop over page_index until an empty page" are one lesson though
+they share few shingles; the vectors are the search's own (same embedder, same cache). Shingle Jaccard asks
+whether a text is the same text re-quoted, which here is the "identical after normalisation" check.
+
+Cost: one request may carry 20,000 bullets and hundreds of ADDs, so nothing here is quadratic in Python.
+Each section an ADD goes to is embedded once (`_SectionVectors`, in chunks), every ADD's candidates
+among the section's original bullets come from one matrix product per batch of ADDs (a float32
+pre-filter with a margin), and only those candidates, plus the bullets this merge itself added or
+changed, get the exact cosine search uses (`graphs.ace.search.index.cosines`), so the decisions are the
+ones a full re-embedding per ADD gave. Order, identity and "identical after normalisation" are kept in
+dictionaries instead of list scans. Between chunks the merge awaits `checkpoint` (the request's
+`AgentContext.checkpoint`), so other requests are served and the deadline binds.
+
 Deltas that break the rules are skipped with a note here; the HTTP layer rejects a caller's own invalid
 deltas before they get this far (`graphs.ace.checks.delta_problems`), while a model's are dropped and logged.
 """
@@ -22,7 +39,8 @@ deltas before they get this far (`graphs.ace.checks.delta_problems`), while a mo
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+import functools
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -34,11 +52,32 @@ from langchain_core.embeddings import Embeddings
 from contracts.ace import Bullet, BulletEvaluation, DeltaContextItem, Playbook
 from graphs.ace.playbook.ids import IdAllocator
 from graphs.ace.playbook.sections import SectionRules
-from graphs.ace.search.index import embed_texts
+from graphs.ace.search.index import cosines, embed_texts
 from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
 
 log = structlog.get_logger(__name__)
+
+Vector = npt.NDArray[np.float32]
+Checkpoint = Callable[[], Awaitable[None]]
+
+PREFILTER_MARGIN = 1e-3
+"""How far below the threshold a BLAS cosine may fall and still be re-scored exactly.
+
+A float32 dot product of unit vectors is off by at most about dim × 6e-8 (3e-5 at 512 dimensions, 2e-4 at
+3,072), so no bullet the exact cosine puts at or above the threshold is lost by the pre-filter."""
+EMBED_CHUNK = 1_000
+"""Bullets embedded per call when a section's vectors are built (a checkpoint between calls)."""
+ADD_BATCH = 64
+"""ADDs pre-filtered per matrix product."""
+CONTRADICTION_CHUNK = 64
+"""Near-duplicates checked for a contradiction between checkpoints."""
+NORMALIZE_CHUNK = 2_000
+"""Bullet texts normalised between checkpoints."""
+
+
+async def _no_checkpoint() -> None:
+    return None
 
 
 @dataclass
@@ -72,31 +111,82 @@ def apply_evaluations(playbook: Playbook, evaluations: list[BulletEvaluation]) -
     return msgspec.structs.replace(playbook, bullets=bullets)
 
 
+class _SectionVectors:
+    """One section's original bullets as a matrix, and each ADD's pre-filtered candidate rows in it."""
+
+    def __init__(self, ids: list[str], rows: npt.NDArray[np.float32]) -> None:
+        self.ids = ids
+        self.rows = rows
+        self.norms = np.linalg.norm(rows, axis=1) if len(ids) else np.zeros(0, dtype=np.float32)
+        self.candidates: dict[int, npt.NDArray[np.intp]] = {}
+        """Per ADD (its index among the deltas): the rows whose BLAS cosine is within the margin of the threshold."""
+
+    def prefilter(self, adds: list[tuple[int, Vector]], threshold: float) -> None:
+        """Record each ADD's candidate rows: one matrix product for the batch."""
+        if not adds or not self.ids:
+            return
+        queries = np.stack([vector for _, vector in adds])
+        denominators = np.outer(self.norms.astype(np.float64), np.linalg.norm(queries, axis=1).astype(np.float64))
+        denominators[denominators == 0] = 1.0
+        approximate = (self.rows @ queries.T) / denominators
+        for column, (delta_index, _) in enumerate(adds):
+            self.candidates[delta_index] = np.flatnonzero(approximate[:, column] >= threshold - PREFILTER_MARGIN)
+
+
 class _Merger:
-    """One merge's working set: bullets in order, the id allocator, and what was applied."""
+    """One merge's working set: bullets by id with their order, the section indexes, and what was applied."""
 
     def __init__(self, playbook: Playbook, rules: SectionRules, source: str) -> None:
-        self.bullets: list[Bullet] = list(playbook.bullets)
+        self.by_id: dict[str, Bullet] = {b.id: b for b in playbook.bullets}
+        self.order: dict[str, tuple[int, ...]] = {b.id: (i,) for i, b in enumerate(playbook.bullets)}
+        """Sort keys giving the playbook order: an ADD sorts right after its section's last bullet."""
+        self.members: dict[str, list[str]] = {}
+        """Each section's ids in playbook order (deleted ones are skipped when read)."""
+        for b in playbook.bullets:
+            self.members.setdefault(b.section, []).append(b.id)
+        self.rank: dict[str, int] = {b.id: i for i, b in enumerate(playbook.bullets)}
+        """Position within the section's order (ties among near-duplicates go to the earlier bullet)."""
+        self._next_rank = len(playbook.bullets)
+        self._seq = len(playbook.bullets)
+        self.changed: dict[str, str] = {}
+        """Bullets this merge added or rewrote → their content (compared exactly, not through the pre-filter)."""
+        self.vectors: dict[str, _SectionVectors] = {}
+        self.text_vectors: dict[str, Vector] = {}
+        """The stripped content of every ADD and UPDATE → its vector."""
+        self.identical: dict[str, dict[str, list[str]]] = {}
+        """Per section with ADDs: normalised content → the ids that hold it."""
         self.allocator = IdAllocator(playbook)
         self.rules = rules
         self.source = source
         self.touched: set[str] = set()
         self.outcome = MergeOutcome(playbook=playbook)
 
-    def position(self, bullet_id: str) -> int | None:
-        return next((i for i, b in enumerate(self.bullets) if b.id == bullet_id), None)
+    @property
+    def bullets(self) -> list[Bullet]:
+        """The bullets in playbook order."""
+        return [self.by_id[i] for i in sorted(self.by_id, key=self.order.__getitem__)]
 
     def skip(self, delta: DeltaContextItem, why: str) -> None:
         note = f"skipped {delta.type} {delta.bullet_id or delta.section!r}: {why}"
         self.outcome.notes.append(note)
         log.warning("ace: delta skipped", delta_type=delta.type, bullet_id=delta.bullet_id, reason=why)
 
+    def _forget_text(self, bullet: Bullet) -> None:
+        holders = self.identical.get(bullet.section, {}).get(normalize(bullet.content))
+        if holders is not None and bullet.id in holders:
+            holders.remove(bullet.id)
+
+    def _remember_text(self, bullet: Bullet) -> None:
+        index = self.identical.get(bullet.section)
+        if index is not None:
+            index.setdefault(normalize(bullet.content), []).append(bullet.id)
+
     def delete(self, delta: DeltaContextItem) -> None:
-        index = None if delta.bullet_id is None else self.position(delta.bullet_id)
-        if index is None:
+        removed = None if delta.bullet_id is None else self.by_id.pop(delta.bullet_id, None)
+        if removed is None:
             self.skip(delta, "no such bullet")
             return
-        removed = self.bullets.pop(index)
+        self._forget_text(removed)
         self.outcome.applied.append(
             DeltaContextItem(
                 type="DELETE", section=removed.section, bullet_id=removed.id, content="", reasoning=delta.reasoning
@@ -105,12 +195,11 @@ class _Merger:
 
     def update(self, delta: DeltaContextItem, bullet_id: str | None = None, reasoning: str | None = None) -> None:
         target = bullet_id or delta.bullet_id
-        index = None if target is None else self.position(target)
+        old = None if target is None else self.by_id.get(target)
         content = delta.content.strip()
-        if index is None or not content:
-            self.skip(delta, "no such bullet" if index is None else "no content")
+        if old is None or not content:
+            self.skip(delta, "no such bullet" if old is None else "no content")
             return
-        old = self.bullets[index]
         reasoning = delta.reasoning if reasoning is None else reasoning
         # The search text described the old content; the new content is searched as written.
         updated = msgspec.structs.replace(old, content=content, searchable_text="")
@@ -123,13 +212,50 @@ class _Merger:
             )
             self.outcome.notes.append(note)
             reasoning = f"{reasoning} [{note}]".strip()
-        self.bullets[index] = updated
+        self._forget_text(old)
+        self.by_id[old.id] = updated
+        self.changed[old.id] = content
+        self._remember_text(updated)
         self.touched.add(old.id)
         self.outcome.applied.append(
             DeltaContextItem(type="UPDATE", section=old.section, bullet_id=old.id, content=content, reasoning=reasoning)
         )
 
-    def add(self, delta: DeltaContextItem, near: list[tuple[str, float]]) -> None:
+    def near(self, delta_index: int, delta: DeltaContextItem, threshold: float) -> list[tuple[str, float]]:
+        """The live bullets of the ADD's section at or above `threshold`, most similar first, with their cosines.
+
+        Original bullets come from the pre-filter and are re-scored exactly; bullets this merge added or
+        rewrote are scored exactly against their current content. Ties go to the earlier bullet.
+        """
+        query = self.text_vectors[delta.content.strip()]
+        section = self.vectors.get(delta.section)
+        ids: list[str] = []
+        scores: list[npt.NDArray[np.float64]] = []
+        if section is not None:
+            rows = section.candidates.get(delta_index, np.zeros(0, dtype=np.intp))
+            rows = np.asarray([r for r in rows.tolist() if self._original(section.ids[r])], dtype=np.intp)
+            if rows.size:
+                ids += [section.ids[r] for r in rows.tolist()]
+                scores.append(cosines(section.rows[rows], query, section.norms[rows]))
+        fresh = [i for i in self.changed if i in self.by_id and self.by_id[i].section == delta.section]
+        if fresh:
+            ids += fresh
+            scores.append(cosines(np.stack([self.text_vectors[self.changed[i]] for i in fresh]), query))
+        if not ids:
+            return []
+        similarities = np.concatenate(scores)
+        ranks = np.asarray([self.rank[i] for i in ids], dtype=np.int64)
+        above = np.flatnonzero(similarities >= threshold)
+        order = above[np.lexsort((ranks[above], -similarities[above]))]
+        return [(ids[int(i)], float(similarities[int(i)])) for i in order]
+
+    def _original(self, bullet_id: str) -> bool:
+        """Still in the playbook with the content it came in with."""
+        return bullet_id in self.by_id and bullet_id not in self.changed
+
+    async def add(
+        self, delta: DeltaContextItem, near: Callable[[], list[tuple[str, float]]], checkpoint: Checkpoint
+    ) -> None:
         content = delta.content.strip()
         if not self.rules.allows(delta.section):
             self.skip(delta, f"section {delta.section!r} is not allowed for {self.rules.dataset!r}")
@@ -137,19 +263,15 @@ class _Merger:
         if not content:
             self.skip(delta, "no content")
             return
-        same = next(
-            (b for b in self.bullets if b.section == delta.section and normalize(b.content) == normalize(content)),
-            None,
-        )
-        if same is not None:
-            self.skip(delta, f"identical to {same.id}")
+        holders = self.identical.get(delta.section, {}).get(normalize(content), [])
+        if holders:
+            self.skip(delta, f"identical to {min(holders, key=self.rank.__getitem__)}")
             return
         kept_apart: list[str] = []
-        for bullet_id, similarity in near:
-            index = self.position(bullet_id)
-            if index is None:
-                continue
-            clash = find_contradiction(self.bullets[index].content, content)
+        for count, (bullet_id, similarity) in enumerate(near(), start=1):
+            if count % CONTRADICTION_CHUNK == 0:  # a lesson near-duplicating thousands of bullets it contradicts
+                await checkpoint()
+            clash = find_contradiction(self.by_id[bullet_id].content, content)
             if clash is not None:
                 note = (
                     f"ADD kept apart from {bullet_id} (cosine {similarity:.3f}): it contradicts it "
@@ -168,8 +290,9 @@ class _Merger:
             return
         new_id = self.allocator.issue(self.rules.prefix(delta.section))
         bullet = Bullet(id=new_id, section=delta.section, content=content, source_trajectory=self.source)
-        last_of_section = max((i for i, b in enumerate(self.bullets) if b.section == delta.section), default=None)
-        self.bullets.insert(len(self.bullets) if last_of_section is None else last_of_section + 1, bullet)
+        self._place(bullet)
+        self.changed[new_id] = content
+        self._remember_text(bullet)
         self.touched.add(new_id)
         reasoning = delta.reasoning
         if kept_apart:
@@ -178,23 +301,78 @@ class _Merger:
             DeltaContextItem(type="ADD", section=delta.section, bullet_id=new_id, content=content, reasoning=reasoning)
         )
 
-    def prune(self, max_bullets: int) -> None:
-        excess = len(self.bullets) - max_bullets
-        if excess <= 0:
+    def _place(self, bullet: Bullet) -> None:
+        """After the last live bullet of its section, or at the end of the playbook when the section is empty."""
+        members = self.members.setdefault(bullet.section, [])
+        while members and members[-1] not in self.by_id:
+            members.pop()
+        self._seq += 1
+        self.order[bullet.id] = (*self.order[members[-1]], self._seq) if members else (self._seq,)
+        members.append(bullet.id)
+        self.rank[bullet.id] = self._next_rank
+        self._next_rank += 1
+        self.by_id[bullet.id] = bullet
+
+    async def prepare(
+        self, deltas: list[DeltaContextItem], embeddings: Embeddings, threshold: float, checkpoint: Checkpoint
+    ) -> None:
+        """Embed what the ADDs compare against, once: their texts, their sections' bullets, the candidate rows."""
+        adds = [
+            (i, d)
+            for i, d in enumerate(deltas)
+            if d.type == "ADD" and d.content.strip() and self.rules.allows(d.section)
+        ]
+        if not adds:
             return
+        texts = list(dict.fromkeys(d.content.strip() for d in deltas if d.type != "DELETE" and d.content.strip()))
+        for start in range(0, len(texts), EMBED_CHUNK):
+            chunk = texts[start : start + EMBED_CHUNK]
+            self.text_vectors.update(zip(chunk, await embed_texts(embeddings, chunk), strict=True))
+            await checkpoint()
+        for section in dict.fromkeys(d.section for _, d in adds):
+            ids = [i for i in self.members.get(section, []) if i in self.by_id]
+            self.vectors[section] = await self._embed_section(ids, embeddings, checkpoint)
+            self.identical[section] = await self._normalized(ids, checkpoint)
+            queued = [(i, self.text_vectors[d.content.strip()]) for i, d in adds if d.section == section]
+            for start in range(0, len(queued), ADD_BATCH):
+                self.vectors[section].prefilter(queued[start : start + ADD_BATCH], threshold)
+                await checkpoint()
+
+    async def _embed_section(self, ids: list[str], embeddings: Embeddings, checkpoint: Checkpoint) -> _SectionVectors:
+        parts: list[npt.NDArray[np.float32]] = []
+        for start in range(0, len(ids), EMBED_CHUNK):
+            parts.append(
+                await embed_texts(embeddings, [self.by_id[i].content for i in ids[start : start + EMBED_CHUNK]])
+            )
+            await checkpoint()
+        rows = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
+        return _SectionVectors(ids, np.ascontiguousarray(rows, dtype=np.float32))
+
+    async def _normalized(self, ids: list[str], checkpoint: Checkpoint) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for start in range(0, len(ids), NORMALIZE_CHUNK):
+            for bullet_id in ids[start : start + NORMALIZE_CHUNK]:
+                index.setdefault(normalize(self.by_id[bullet_id].content), []).append(bullet_id)
+            await checkpoint()
+        return index
+
+    def prune(self, bullets: list[Bullet], max_bullets: int) -> list[Bullet]:
+        excess = len(bullets) - max_bullets
+        if excess <= 0:
+            return bullets
         order = sorted(
-            range(len(self.bullets)),
+            range(len(bullets)),
             key=lambda i: (
-                self.bullets[i].confidence_score,
-                -self.bullets[i].harmful,
-                self.bullets[i].helpful,
-                self.bullets[i].id in self.touched,
+                bullets[i].confidence_score,
+                -bullets[i].harmful,
+                bullets[i].helpful,
+                bullets[i].id in self.touched,
                 i,
             ),
         )
         doomed = set(order[:excess])
         for i in sorted(doomed):
-            bullet = self.bullets[i]
+            bullet = bullets[i]
             self.outcome.pruned.append(bullet.id)
             self.outcome.applied.append(
                 DeltaContextItem(
@@ -205,28 +383,7 @@ class _Merger:
                     reasoning=f"size budget {max_bullets}: lowest confidence ({bullet.confidence_score:.2f})",
                 )
             )
-        self.bullets = [b for i, b in enumerate(self.bullets) if i not in doomed]
-
-
-async def _near_in_section(
-    merger: _Merger, delta: DeltaContextItem, embeddings: Embeddings, threshold: float
-) -> list[tuple[str, float]]:
-    """The bullets of the ADD's section at or above `threshold`, most similar first, with their cosines."""
-    peers = [b for b in merger.bullets if b.section == delta.section]
-    if not peers or not delta.content.strip():
-        return []
-    vectors = await embed_texts(embeddings, [delta.content.strip(), *(b.content for b in peers)])
-    similarities = _cosines(vectors[0], vectors[1:])
-    above = np.flatnonzero(similarities >= threshold)
-    order = above[np.lexsort((above, -similarities[above]))]  # ties: playbook order
-    return [(peers[int(i)].id, float(similarities[int(i)])) for i in order]
-
-
-def _cosines(query: npt.NDArray[np.float32], rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
-    norms = np.linalg.norm(rows, axis=1).astype(np.float64) * float(np.linalg.norm(query))
-    norms[norms == 0] = 1.0
-    result: npt.NDArray[np.float64] = np.einsum("ij,j->i", rows, query).astype(np.float64) / norms  # as in search
-    return result
+        return [b for i, b in enumerate(bullets) if i not in doomed]
 
 
 async def merge(
@@ -241,6 +398,7 @@ async def merge(
     counters_changed: bool = False,
     now: datetime.datetime | None = None,
     reserved_ids: Iterable[str] = (),
+    checkpoint: Checkpoint = _no_checkpoint,
 ) -> MergeOutcome:
     """Apply `deltas` to `playbook` (counters already applied) as the module docstring describes.
 
@@ -256,20 +414,24 @@ async def merge(
         now: The time to record as `updated_at` (default: the current time).
         reserved_ids: Ids named elsewhere in the request (a trajectory's used ids, the caller's deltas): never
             issued to a new bullet, whatever the playbook's metadata says, and their numbers raise the mark.
+        checkpoint: Awaited between chunks of work (the request's `AgentContext.checkpoint`: yields to the
+            event loop and raises `DeadlineExceeded` once the budget is spent).
     """
     merger = _Merger(playbook, rules, source)
     merger.allocator.reserve(reserved_ids)
-    for delta in deltas:
+    await merger.prepare(deltas, embeddings, dedup_threshold, checkpoint)
+    for index, delta in enumerate(deltas):
         match delta.type:
             case "DELETE":
                 merger.delete(delta)
             case "UPDATE":
                 merger.update(delta)
             case "ADD":
-                near = await _near_in_section(merger, delta, embeddings, dedup_threshold)
-                merger.add(delta, near)
+                await merger.add(delta, functools.partial(merger.near, index, delta, dedup_threshold), checkpoint)
+        await checkpoint()  # one delta is bounded work: an exact cosine per candidate, contradictions in chunks
+    bullets = merger.bullets
     if max_bullets is not None:
-        merger.prune(max_bullets)
+        bullets = merger.prune(bullets, max_bullets)
     outcome = merger.outcome
     changed = bool(outcome.applied) or counters_changed
     metadata = msgspec.structs.replace(
@@ -277,5 +439,5 @@ async def merge(
         last_bullet_number=merger.allocator.last,
         updated_at=(now or datetime.datetime.now(datetime.UTC)) if changed else playbook.metadata.updated_at,
     )
-    outcome.playbook = Playbook(metadata=metadata, bullets=merger.bullets)
+    outcome.playbook = Playbook(metadata=metadata, bullets=bullets)
     return outcome
