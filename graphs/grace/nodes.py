@@ -92,8 +92,10 @@ async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> G
     return {"session": session, "events": events}
 
 
-async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """The caller ran the pending SEARCH: record the step's result, keep its evidence, score it."""
+async def take_tool_result(
+    state: GraceGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+    """The caller ran the pending SEARCH: record the step's result, keep its evidence, score and judge it."""
     session = state["session"]
     tool_result = state["request"].tool_result
     assert tool_result is not None  # protocol.check_request
@@ -110,7 +112,7 @@ async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext
         status=result.status,
         confidence=result.confidence,
     )
-    return {"session": session, "result": result, "events": [finished]}
+    return _judged(state, session, result, [finished])
 
 
 async def take_user_response(
@@ -164,19 +166,21 @@ async def take_user_response(
 # --- executor loop --------------------------------------------------------------------------------
 
 
-async def judge(
-    state: GraceGraphState, runtime: Runtime[AgentContext]
+def _judged(
+    state: GraceGraphState, session: GraceState, result: StepResult, events: list[GraceEvent]
 ) -> Command[Literal["replan", "ask_intervention", "advance"]]:
-    """Report a fresh result's confidence and decision; name a replan trigger when the result calls for one."""
-    session = state["session"]
-    result = state["result"]
-    assert result is not None
+    """After a fresh result: report its confidence and decision, name a replan trigger if it calls for one, route.
+
+    Shared by the two nodes that produce a result (`take_tool_result`, `reason`) rather than a node of
+    its own: the judgement needs no I/O, and a graph step costs more than the judgement does.
+    """
     assert result.detail is not None
     detail = result.detail
     step = _step(session, result.step_id)
     replans_left = state["max_replans"] - len(session.replans)
     shown = figure(detail.score, levels(session.thresholds))
     events = [
+        *events,
         _event(
             "confidence",
             say("ev_confidence", session.query, step_id=step.step_id, score=shown),
@@ -200,7 +204,8 @@ async def judge(
                 decision="NOTIFY",
             )
         )
-    update: GraceGraphState = {"trigger": trigger_for(result, step, replans_left=replans_left), "events": events}
+    trigger = trigger_for(result, step, replans_left=replans_left)
+    update: GraceGraphState = {"session": session, "result": result, "trigger": trigger, "events": events}
     return _routed(state, update, route_after_judge)
 
 
@@ -249,8 +254,10 @@ def _started(session: GraceState, step: PlanStep) -> GraceEvent:
     )
 
 
-async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """Run a `reasoning` step: the model's cited answer, or the extractive one (seed 002 §8.6 ReasoningTool)."""
+async def reason(
+    state: GraceGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+    """Run a `reasoning` step (seed 002 §8.6 ReasoningTool): the model's cited answer or the extractive one."""
     context = runtime.context
     session = state["session"]
     step = state["cursor"].step
@@ -292,7 +299,7 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
             confidence=detail.score,
         )
     )
-    return {"session": session, "result": result, "events": events}
+    return _judged(state, session, result, events)
 
 
 async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Literal["advance", "finish"]]:
@@ -340,7 +347,7 @@ async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     session, reply = actions.search(
         state["session"], step, request_id=context.request_id, top_k=context.grace.executor.top_k
     )
-    return {"session": session, "reply": reply, "events": [_started(session, step)]}
+    return _respond(state, runtime, session, reply, [_started(session, step)])
 
 
 async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -351,10 +358,10 @@ async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -
     if state["cursor"].kind == "plan" or step is None:
         question = say("ask_plan", session.query, count=len(session.plan.steps))
         session, reply = actions.ask_user(session, request_id=request_id, kind="PLAN", question=question)
-        return {"session": session, "reply": reply, "events": []}
+        return _respond(state, runtime, session, reply, [])
     question = step.description or step.query
     session, reply = actions.ask_user(session, request_id=request_id, kind="QUESTION", question=question, step=step)
-    return {"session": session, "reply": reply, "events": [_started(session, step)]}
+    return _respond(state, runtime, session, reply, [_started(session, step)])
 
 
 async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -376,7 +383,7 @@ async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext
     session, reply = actions.ask_user(
         session, request_id=runtime.context.request_id, kind=decision, question=question, step=step, result=result
     )
-    return {"session": session, "reply": reply}
+    return _respond(state, runtime, session, reply, [])
 
 
 async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -386,27 +393,35 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
     final = await final_answer(session, state.get("finish", "completed"), context)
     if final is None:
         session, reply = actions.loop_limit(session, request_id=context.request_id, max_replans=state["max_replans"])
-        return {"session": session, "reply": reply}
+        return _respond(state, runtime, session, reply, [])
     if final.status == "cancelled":
         event = _event("cancelled", say("ev_cancelled", session.query))
     else:
         shown = figure(final.confidence, levels(session.thresholds))
         event = _event("completed", say("ev_completed", session.query, score=shown), confidence=final.confidence)
     session, reply = actions.complete(session, final, request_id=context.request_id)
-    return {"session": session, "reply": reply, "events": [event]}
+    return _respond(state, runtime, session, reply, [event])
 
 
-async def respond(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """Build the action the request answers with, once: its fields, the numbered events, usage and state token.
+def _respond(
+    state: GraceGraphState,
+    runtime: Runtime[AgentContext],
+    session: GraceState,
+    reply: actions.Reply,
+    events: list[GraceEvent],
+) -> GraceGraphState:
+    """End the request: the action with all of the step's events numbered, the usage and the next state's token.
 
     Events are numbered across the session (continuing the previous state's count), so a UI that
     reconnects can tell which it has seen; the session sealed into the token waits for exactly what
-    this action asks for.
+    this action asks for. Every node that ends a request ends with this (not a node of its own: one
+    graph step fewer per request).
     """
     prior = state.get("prior")
     base = prior.event_count if prior is not None else 0
-    events = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate(state["events"])]
-    session = msgspec.structs.replace(state["session"], event_count=base + len(events))
+    numbered = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate([*state["events"], *events])]
+    session = msgspec.structs.replace(session, event_count=base + len(numbered))
     context = runtime.context
     # The usage is the request's meter: every model call of this step, fallbacks included.
-    return {"outcome": state["reply"].finalize(events=events, usage=context.usage, state=context.seal(session))}
+    outcome = reply.finalize(events=numbered, usage=context.usage, state=context.seal(session))
+    return {"events": events, "outcome": outcome}

@@ -139,7 +139,7 @@ class TermMatcher:
     def mentions(self, text: str) -> frozenset[str]:
         """The terms `text` mentions: Japanese terms as substrings, words as whole tokens."""
         normalized = normalize(text)
-        found = set(self.words.intersection(tokenize_normalized(normalized)))
+        found = set(self.words.intersection(tokenize_normalized(normalized))) if self.words else set()
         if self.scan_each:
             found.update(t for t in self.japanese if t in normalized)
         else:

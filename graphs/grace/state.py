@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
 from contracts.grace import GraceEvent, GraceRequest, GraceState, PlanStep, StepResult
-from graphs.grace.actions import Outcome, Reply
+from graphs.grace.actions import Outcome
 from graphs.grace.final_answer import FinishReason
 from graphs.grace.replan import Trigger
 
@@ -40,5 +40,4 @@ class GraceGraphState(TypedDict, total=False):
     trigger: Trigger | None
     cursor: Cursor
     finish: FinishReason
-    reply: Reply  # the action the step ends with, but for what only `respond` adds: events, usage, state
     outcome: Outcome

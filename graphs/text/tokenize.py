@@ -150,6 +150,24 @@ def is_function_token(token: str) -> bool:
     return token in stoplists()[0] or _HIRAGANA_ONLY.fullmatch(token) is not None
 
 
+def content_tokens(text: str) -> set[str]:
+    """The distinct tokens of `text` that are not function tokens (`is_function_token`), by set differences alone.
+
+    For callers that need the content vocabulary of many texts per request: a hiragana-only token is at
+    most two characters (`tokenize` cuts Japanese runs into bigrams, and word tokens hold no kana), so
+    removing the stopwords and every one- or two-character hiragana string is the same filter as
+    `is_function_token` without a regex call per token.
+    """
+    return set(tokenize(text)).difference(stoplists()[0], _short_hiragana())
+
+
+@lru_cache(maxsize=1)
+def _short_hiragana() -> frozenset[str]:
+    """Every hiragana string of one or two characters (about 9,000): the hiragana-only tokens `tokenize` can make."""
+    kana = [chr(c) for c in range(0x3041, 0x30A0)]
+    return frozenset(kana) | frozenset(a + b for a in kana for b in kana)
+
+
 def _load_word_list(name: str) -> frozenset[str]:
     """Read a packaged one-word-per-line list, skipping blank lines and `#` comments, normalising each entry."""
     text = read_text(resources.files(__package__).joinpath(name))

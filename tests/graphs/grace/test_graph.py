@@ -34,7 +34,7 @@ def _command_destinations(node: Any) -> tuple[str, ...]:
 def test_every_command_destination_is_declared_in_build_graph() -> None:
     builder = build_graph().builder
     routing = {name: spec for name, spec in builder.nodes.items() if _command_destinations(spec.runnable.afunc)}
-    assert set(routing) == {"take_user_response", "judge", "replan", "advance"}
+    assert set(routing) == {"take_tool_result", "take_user_response", "reason", "replan", "advance"}
     for name, spec in routing.items():
         assert tuple(spec.ends) == _command_destinations(spec.runnable.afunc), name
 

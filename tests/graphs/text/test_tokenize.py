@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import is_function_token, terms, tokenize
+from graphs.text.tokenize import content_tokens, is_function_token, terms, tokenize
 from tests.support.jsquad import JsquadSet
 
 CJK = re.compile(r"[\u3005-\u3007\u303b\u3041-\u309f\u30a1-\u30ff\u31f0-\u31ff\u3400-\u9fff\uf900-\ufaff]")
@@ -159,3 +159,8 @@ def test_bm25_over_tokenize_recalls_jsquad_paragraphs(jsquad_full: JsquadSet) ->
         hits += int(question.gold in top5)
 
     assert hits / len(sample) >= 0.93
+
+
+@given(st.text(alphabet=st.sampled_from("あいうえおかゝゞゟーアイウ東京高山 .,3abcTheＴｏｋｙｏﾀﾜｰ\n")))
+def test_content_tokens_are_the_tokens_that_are_not_function_tokens(text: str) -> None:
+    assert content_tokens(text) == {t for t in tokenize(text) if not is_function_token(t)}
