@@ -6,12 +6,12 @@ from graphs.librarian.assessment import Assessment, ScoredCandidate
 from graphs.librarian.candidates import Candidate
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import TIE_SHARE, select_minimal
+from graphs.text.normalize import normalize
 
 
 def _scored(page: int, relevance: float) -> ScoredCandidate:
     # Distinct passages (few shared tokens), so none counts as another version of the same statement.
     own = ["展望台", "電波塔", "港区", "夜景", "鉄骨"][page]
-    tokens = frozenset({"東京", "タワ", own})
     candidate = Candidate(
         cid=f"c{page + 1}",
         document_id="tower",
@@ -19,7 +19,7 @@ def _scored(page: int, relevance: float) -> ScoredCandidate:
         chunk_id=f"tower#{page}",
         snippet=f"東京タワーの{own}",
         best_score=1.0,
-        tokens=tokens,
+        normalized=normalize(f"東京タワーの{own}"),
     )
     return ScoredCandidate(
         candidate=candidate,
