@@ -26,5 +26,38 @@ def normalize(text: str) -> str:
     Returns:
         The normalised text; the empty string for blank input.
     """
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    folded = _nfkc(_nfkc(text).casefold())
     return _WHITESPACE.sub(" ", folded).strip()
+
+
+def _compatibility_table() -> dict[int, str]:
+    """The characters search hits are full of, each mapped to its own NFKC form.
+
+    Latin-1, punctuation, letterlike symbols such as ℃, the ideographic space, full- and half-width forms.
+    """
+    ranges = (range(0xA0, 0x100), range(0x2000, 0x2190), range(0x3000, 0x3001), range(0xFF00, 0xFFF0))
+    return {
+        code: unicodedata.normalize("NFKC", chr(code))
+        for block in ranges
+        for code in block
+        if unicodedata.normalize("NFKC", chr(code)) != chr(code)
+    }
+
+
+_COMPATIBILITY = _compatibility_table()
+_COMPATIBILITY_CHARS = re.compile("[" + "".join(re.escape(chr(code)) for code in _COMPATIBILITY) + "]")
+_REPLACEMENTS = {chr(code): form for code, form in _COMPATIBILITY.items()}
+
+
+def _nfkc(text: str) -> str:
+    """`unicodedata.normalize("NFKC", text)`, several times faster on typical snippets.
+
+    Most snippets are NFKC already or only because of a few full-width forms. Replacing characters by
+    their own NFKC forms leaves the compatibility decomposition of the whole text unchanged, so NFKC of
+    the result is NFKC of the text; when the result is already normalised (a cheap check), it is that.
+    """
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    # A regex finds the few such characters faster than `str.translate` visits every one.
+    mapped = _COMPATIBILITY_CHARS.sub(lambda found: _REPLACEMENTS[found.group()], text)
+    return mapped if unicodedata.is_normalized("NFKC", mapped) else unicodedata.normalize("NFKC", mapped)
