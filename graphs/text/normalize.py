@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -30,23 +31,14 @@ def normalize(text: str) -> str:
     return _WHITESPACE.sub(" ", folded).strip()
 
 
-def _compatibility_table() -> dict[int, str]:
-    """The characters search hits are full of, each mapped to its own NFKC form.
-
-    Latin-1, punctuation, letterlike symbols such as ℃, the ideographic space, full- and half-width forms.
-    """
-    ranges = (range(0xA0, 0x100), range(0x2000, 0x2190), range(0x3000, 0x3001), range(0xFF00, 0xFFF0))
-    return {
-        code: unicodedata.normalize("NFKC", chr(code))
-        for block in ranges
-        for code in block
-        if unicodedata.normalize("NFKC", chr(code)) != chr(code)
-    }
+_COMPATIBILITY_CHARS = re.compile("[\xa0-\xff\u2000-\u218f\u3000\uff00-\uffef]")
+"""The characters search hits are full of that NFKC may rewrite: Latin-1, punctuation, letterlike symbols
+such as ℃, the ideographic space, full- and half-width forms such as （ ）."""
 
 
-_COMPATIBILITY = _compatibility_table()
-_COMPATIBILITY_CHARS = re.compile("[" + "".join(re.escape(chr(code)) for code in _COMPATIBILITY) + "]")
-_REPLACEMENTS = {chr(code): form for code, form in _COMPATIBILITY.items()}
+@lru_cache(maxsize=2048)
+def _char_nfkc(char: str) -> str:
+    return unicodedata.normalize("NFKC", char)
 
 
 def _nfkc(text: str) -> str:
@@ -59,5 +51,5 @@ def _nfkc(text: str) -> str:
     if unicodedata.is_normalized("NFKC", text):
         return text
     # A regex finds the few such characters faster than `str.translate` visits every one.
-    mapped = _COMPATIBILITY_CHARS.sub(lambda found: _REPLACEMENTS[found.group()], text)
+    mapped = _COMPATIBILITY_CHARS.sub(lambda found: _char_nfkc(found.group()), text)
     return mapped if unicodedata.is_normalized("NFKC", mapped) else unicodedata.normalize("NFKC", mapped)
