@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from contracts.librarian import SearchHit, SearchRound
 from graphs.chunked import Chunked, finish, finish_async
@@ -104,8 +105,7 @@ def _hit_query(hit: SearchHit, round_: SearchRound) -> str | None:
     return issued[0] if len(issued) == 1 else None
 
 
-@dataclass(frozen=True)
-class _Placed:
+class _Placed(NamedTuple):
     """One hit of the history with what fusion needs: its round, its rank in its list, its query."""
 
     hit: SearchHit
