@@ -68,11 +68,13 @@ A float32 dot product of unit vectors is off by at most about dim × 6e-8 (3e-5 
 3,072), so no bullet the exact cosine puts at or above the threshold is lost by the pre-filter."""
 EMBED_CHUNK = 1_000
 """Bullets embedded per call when a section's vectors are built (a checkpoint between calls)."""
-ADD_BATCH = 64
-"""ADDs pre-filtered per matrix product."""
+ADD_BATCH = 128
+"""ADDs pre-filtered together (one pass over the section's rows)."""
+PREFILTER_ROWS = 1_024
+"""Rows per matrix product in the pre-filter (a checkpoint between)."""
 CONTRADICTION_CHUNK = 64
 """Near-duplicates checked for a contradiction between checkpoints."""
-NORMALIZE_CHUNK = 2_000
+NORMALIZE_CHUNK = 1_000
 """Bullet texts normalised between checkpoints."""
 
 
@@ -114,23 +116,38 @@ def apply_evaluations(playbook: Playbook, evaluations: list[BulletEvaluation]) -
 class _SectionVectors:
     """One section's original bullets as a matrix, and each ADD's pre-filtered candidate rows in it."""
 
-    def __init__(self, ids: list[str], rows: npt.NDArray[np.float32]) -> None:
+    def __init__(self, ids: list[str], rows: npt.NDArray[np.float32], norms: npt.NDArray[np.float32]) -> None:
         self.ids = ids
         self.rows = rows
-        self.norms = np.linalg.norm(rows, axis=1) if len(ids) else np.zeros(0, dtype=np.float32)
+        self.norms = norms
+        """The rows' float32 norms, as `np.linalg.norm` gives them (the exact cosine divides by these)."""
         self.candidates: dict[int, npt.NDArray[np.intp]] = {}
         """Per ADD (its index among the deltas): the rows whose BLAS cosine is within the margin of the threshold."""
 
-    def prefilter(self, adds: list[tuple[int, Vector]], threshold: float) -> None:
-        """Record each ADD's candidate rows: one matrix product for the batch."""
+    async def prefilter(self, adds: list[tuple[int, Vector]], threshold: float, checkpoint: Checkpoint) -> None:
+        """Record each ADD's candidate rows: one matrix product per block of rows, no division per cell.
+
+        row · q̂ ≥ (threshold − margin) · |row| is the approximate cosine test with the unit query q̂. Blocks
+        of `PREFILTER_ROWS` rows keep each product short (a checkpoint between) and cache-friendly, while all
+        the batch's ADDs share the pass over the rows (small batches would re-read the matrix per ADD).
+        """
         if not adds or not self.ids:
             return
-        queries = np.stack([vector for _, vector in adds])
-        denominators = np.outer(self.norms.astype(np.float64), np.linalg.norm(queries, axis=1).astype(np.float64))
-        denominators[denominators == 0] = 1.0
-        approximate = (self.rows @ queries.T) / denominators
+        queries = np.stack([vector for _, vector in adds]).astype(np.float32)
+        lengths = np.linalg.norm(queries, axis=1, keepdims=True)
+        np.divide(queries, lengths, out=queries, where=lengths > 0)
+        found: list[list[npt.NDArray[np.intp]]] = [[] for _ in adds]
+        for start in range(0, len(self.ids), PREFILTER_ROWS):
+            block = self.rows[start : start + PREFILTER_ROWS]
+            floor = (threshold - PREFILTER_MARGIN) * self.norms[start : start + PREFILTER_ROWS]
+            above = (block @ queries.T) >= floor[:, None]
+            rows, columns = np.nonzero(above)
+            for column in np.unique(columns).tolist():
+                found[column].append(rows[columns == column] + start)
+            await checkpoint()
         for column, (delta_index, _) in enumerate(adds):
-            self.candidates[delta_index] = np.flatnonzero(approximate[:, column] >= threshold - PREFILTER_MARGIN)
+            parts = found[column]
+            self.candidates[delta_index] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.intp)
 
 
 class _Merger:
@@ -335,18 +352,20 @@ class _Merger:
             self.identical[section] = await self._normalized(ids, checkpoint)
             queued = [(i, self.text_vectors[d.content.strip()]) for i, d in adds if d.section == section]
             for start in range(0, len(queued), ADD_BATCH):
-                self.vectors[section].prefilter(queued[start : start + ADD_BATCH], threshold)
-                await checkpoint()
+                await self.vectors[section].prefilter(queued[start : start + ADD_BATCH], threshold, checkpoint)
 
     async def _embed_section(self, ids: list[str], embeddings: Embeddings, checkpoint: Checkpoint) -> _SectionVectors:
-        parts: list[npt.NDArray[np.float32]] = []
+        """The section's vectors and norms, `EMBED_CHUNK` bullets at a time into one preallocated matrix."""
+        rows: npt.NDArray[np.float32] | None = None
+        norms = np.zeros(len(ids), dtype=np.float32)
         for start in range(0, len(ids), EMBED_CHUNK):
-            parts.append(
-                await embed_texts(embeddings, [self.by_id[i].content for i in ids[start : start + EMBED_CHUNK]])
-            )
+            chunk = await embed_texts(embeddings, [self.by_id[i].content for i in ids[start : start + EMBED_CHUNK]])
+            if rows is None:
+                rows = np.empty((len(ids), chunk.shape[1]), dtype=np.float32)
+            rows[start : start + len(chunk)] = chunk
+            norms[start : start + len(chunk)] = np.linalg.norm(chunk, axis=1)  # per row: the same as all at once
             await checkpoint()
-        rows = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float32)
-        return _SectionVectors(ids, np.ascontiguousarray(rows, dtype=np.float32))
+        return _SectionVectors(ids, np.zeros((0, 0), dtype=np.float32) if rows is None else rows, norms)
 
     async def _normalized(self, ids: list[str], checkpoint: Checkpoint) -> dict[str, list[str]]:
         index: dict[str, list[str]] = {}
