@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
 
 from librarian_svc.log_setup import trace_field
 
@@ -48,6 +48,24 @@ def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
         structlog.contextvars.bind_contextvars(request_id=request_id)
 
 
+def _start_request(scope: Scope, google_cloud_project: str | None) -> None:
+    """Give the request its id (the caller's `X-Request-ID` when valid) and bind it, with the trace, to log lines."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    header_id = headers.get("x-request-id", "")
+    request_id = header_id if _valid_id(header_id) else uuid.uuid4().hex
+    scope.setdefault("state", {})[_STATE_KEY] = request_id
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))
+
+
+def _echo_request_id(start: HTTPResponseStartEvent, scope: Scope) -> None:
+    """Set the response's one `X-Request-ID` to the request's id (the body's, once the handler adopted it)."""
+    rid = current_request_id(scope).encode("latin-1", "replace")
+    raw = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"x-request-id"]
+    raw.append((b"x-request-id", rid))
+    start["headers"] = raw
+
+
 def make_request_context_middleware(google_cloud_project: str | None) -> Callable[[ASGIApp], ASGIApp]:
     """Build the middleware factory Litestar wants, closed over the trace project id."""
 
@@ -56,12 +74,7 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
             if scope["type"] != "http":  # type: ignore[comparison-overlap]  # lifespan scopes pass too
                 await app(scope, receive, send)
                 return
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            header_id = headers.get("x-request-id", "")
-            request_id = header_id if _valid_id(header_id) else uuid.uuid4().hex
-            scope.setdefault("state", {})[_STATE_KEY] = request_id
-            structlog.contextvars.clear_contextvars()
-            structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))
+            _start_request(scope, google_cloud_project)
             status = 500
             started = time.perf_counter()
 
@@ -69,10 +82,7 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
                 nonlocal status
                 if message["type"] == "http.response.start":
                     status = message["status"]
-                    rid = current_request_id(scope).encode("latin-1", "replace")
-                    raw = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
-                    raw.append((b"x-request-id", rid))
-                    message["headers"] = raw
+                    _echo_request_id(message, scope)
                 await send(message)
 
             try:

@@ -233,6 +233,7 @@ def test_grounding_property(client: TestClient[Litestar], results: list[dict[str
         assert all((item["document_id"], p) in pages for p in item["pages"])
 
 
+@pytest.mark.slow  # a fresh interpreter importing the whole service
 def test_no_database_driver_in_the_service() -> None:
     """The service never talks to a database (seed 003): the Go side runs the searches.
 

@@ -49,6 +49,7 @@ def test_a_collector_that_was_off_stays_off() -> None:
     assert not gc.isenabled()
 
 
+@pytest.mark.live
 def test_the_service_serves_with_the_collector_on_and_the_start_up_heap_frozen() -> None:
     """`python -m librarian_svc` up to `uvicorn.run`, which reports the collector's state instead of serving."""
     script = textwrap.dedent(

@@ -18,6 +18,8 @@ from reference_orchestrator.postgres import PostgresCorpus, create_schema, sql
 from tests.support.jsquad import JsquadSet
 from tests.support.live_service import LiveService
 
+pytestmark = pytest.mark.postgres  # every test here runs SQL on a server, some through `request.getfixturevalue`
+
 _names = itertools.count()
 
 

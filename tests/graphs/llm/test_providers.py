@@ -115,6 +115,7 @@ async def test_openai_family_sends_over_aiohttp_and_keeps_idle_connections(
     assert transport.limits.keepalive_expiry == 60
 
 
+@pytest.mark.slow  # fresh interpreters importing each provider's SDK
 def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     """One fresh interpreter: every graphs.llm module + heuristic, then Gemini, then OpenAI."""
     script = textwrap.dedent(
