@@ -82,6 +82,7 @@ def connection_fails(base_url: str) -> bool:
 
 
 WORKERS = ["1", "2"]
+READY_TIMEOUT_S = 90.0  # the machine running the suite may be busy: a start-up is not what these tests time
 
 
 @pytest.mark.parametrize("workers", WORKERS)
@@ -98,7 +99,8 @@ def test_sigterm_drains_in_flight_request_and_refuses_new_ones(
                 "LLM_TIMEOUT_MS": "8000",
                 "SHUTDOWN_GRACE_S": "8",
                 "WEB_CONCURRENCY": workers,
-            }
+            },
+            ready_timeout=READY_TIMEOUT_S,
         )
         with ThreadPoolExecutor(max_workers=1) as pool, httpx.Client(timeout=15.0) as client:
             in_flight = pool.submit(client.post, f"{service.base_url}/agent/librarian/think", json=think_request())
@@ -148,7 +150,8 @@ def test_a_step_waiting_on_the_model_answers_timeout_with_its_state(
                 "REQUEST_TIMEOUT_MS": "45000",
                 "SHUTDOWN_GRACE_S": str(grace_s),
                 "WEB_CONCURRENCY": workers,
-            }
+            },
+            ready_timeout=READY_TIMEOUT_S,
         )
         opening = think_request() | {"search_history": []}  # no hits yet: the step answers SEARCH with a state
         first = httpx.post(f"{service.base_url}/agent/librarian/think", json=opening, timeout=15.0).json()
@@ -185,7 +188,7 @@ def test_a_step_waiting_on_the_model_answers_timeout_with_its_state(
 
 def start_spin_service(start: Callable[..., LiveService], workers: str, grace_s: float) -> LiveService:
     env = {"SHUTDOWN_GRACE_S": str(grace_s), "REQUEST_TIMEOUT_MS": "60000", "WEB_CONCURRENCY": workers}
-    return start(env, module="tests.support.spin_service")
+    return start(env, module="tests.support.spin_service", ready_timeout=READY_TIMEOUT_S)
 
 
 @pytest.mark.parametrize("workers", WORKERS)
