@@ -9,6 +9,7 @@ access line with status and latency. A controller that finds a `request_id` in t
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +27,7 @@ CLIENT_CLOSED_REQUEST = 499
 _MAX_ID_LEN = 200
 
 access_log = structlog.get_logger("librarian_svc.access")
+_PID = os.getpid()  # which worker served the request (WEB_CONCURRENCY > 1); spawned workers import this afresh
 
 
 def _valid_id(value: str) -> bool:
@@ -100,6 +102,7 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
                     path=scope.get("path"),
                     status=CLIENT_CLOSED_REQUEST if gone and status >= 500 else status,
                     latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                    pid=_PID,
                     **({"client_disconnected": True} if gone else {}),
                 )
                 structlog.contextvars.clear_contextvars()
