@@ -21,7 +21,9 @@ from litestar.testing import TestClient  # noqa: E402
 
 from librarian_svc.app import create_app  # noqa: E402
 from librarian_svc.settings import load_settings  # noqa: E402
+from tests.support.jsquad import JsquadSet, load_jsquad  # noqa: E402
 from tests.support.live_service import LiveService, start_service  # noqa: E402
+from tests.support.shared_data import JSQUAD_VALID, require_shared  # noqa: E402
 
 AppFactory = Callable[..., Litestar]
 
@@ -62,14 +64,34 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
     """Start extra service processes with their own environment; all are stopped after the test."""
     started: list[LiveService] = []
 
-    def start(env: Mapping[str, str] | None = None, **kwargs: object) -> LiveService:
-        service = start_service(env, log_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+    def start(
+        env: Mapping[str, str] | None = None,
+        *,
+        ready_timeout: float = 30.0,
+        extra_args: list[str] | None = None,
+        module: str | None = None,
+    ) -> LiveService:
+        service = start_service(
+            env, log_dir=tmp_path, ready_timeout=ready_timeout, extra_args=extra_args, module=module
+        )
         started.append(service)
         return service
 
     yield start
     for service in started:
         service.stop()
+
+
+@pytest.fixture(name="jsquad_slice", scope="session")
+def fixture_jsquad_slice() -> JsquadSet:
+    """The 71-paragraph JSQuAD slice committed in tests/fixtures (end-to-end loops, scale-out)."""
+    return load_jsquad(Path(__file__).parent / "fixtures" / "jsquad_slice.json")
+
+
+@pytest.fixture(name="jsquad_full", scope="session")
+def fixture_jsquad_full() -> JsquadSet:
+    """All 1,145 JSQuAD validation paragraphs from ../shared/data (recall checks); fails if absent."""
+    return load_jsquad(require_shared(JSQUAD_VALID))
 
 
 pytest_plugins = ["tests.fakes.fixtures"]
