@@ -55,6 +55,15 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def role(pid: int) -> str:
+    """A supervisor's child: a worker, or multiprocessing's resource tracker (spawn starts one)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return "gone"
+    return "resource_tracker" if b"resource_tracker" in command else "worker"
+
+
 def ready_lines(log_path: Path) -> int:
     return sum(
         1 for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if "worker ready" in line
@@ -116,7 +125,8 @@ def one_run(workers: int, llm: FakeLLMServer, in_flight: bool, log_dir: Path) ->
         time.sleep(0.02)
     memory = {"supervisor" if workers > 1 else "process": rss_mb(process.pid)}
     if workers > 1:
-        memory |= {f"worker_{i + 1}": rss_mb(pid) for i, pid in enumerate(children(process.pid)) if rss_mb(pid)}
+        spawned = [(pid, rss_mb(pid), role(pid)) for pid in children(process.pid)]
+        memory |= {f"{kind}_{i + 1}": rss for i, (_, rss, kind) in enumerate(spawned) if rss is not None}
     result: dict[str, Any] = {"ready_s": ready_s, "all_workers_ready_s": all_ready_s, "rss_mb": memory}
     answer: dict[str, Any] = {}
     if in_flight:
