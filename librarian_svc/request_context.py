@@ -9,20 +9,25 @@ access line with status and latency. A controller that finds a `request_id` in t
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import structlog
-from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, ReceiveMessage, Scope, Send
 
 from librarian_svc.log_setup import trace_field
 
 _STATE_KEY = "librarian_request_id"
+_GONE_KEY = "librarian_client_gone"
+CLIENT_CLOSED_REQUEST = 499
+"""The access-line status of a request whose client left before the answer (nginx's convention; never sent)."""
 _MAX_ID_LEN = 200
 
 access_log = structlog.get_logger("librarian_svc.access")
+_PID = os.getpid()  # which worker served the request (WEB_CONCURRENCY > 1); spawned workers import this afresh
 
 
 def _valid_id(value: str) -> bool:
@@ -39,6 +44,12 @@ def current_request_id(scope: Scope | dict[str, Any]) -> str:
 def request_id_for(scope: Scope | dict[str, Any], body_id: str | None) -> str:
     """The id a response echoes: the body's `request_id` when it has one, else the header's (or generated) one."""
     return body_id or current_request_id(scope)
+
+
+def client_gone(scope: Scope | dict[str, Any]) -> bool:
+    """True once the server told the app that this request's client disconnected."""
+    holder = scope.get("state", {})
+    return isinstance(holder, dict) and bool(holder.get(_GONE_KEY))
 
 
 def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
@@ -78,6 +89,12 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
             status = 500
             started = time.perf_counter()
 
+            async def receive_watched() -> ReceiveMessage:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    scope["state"][_GONE_KEY] = True
+                return message
+
             async def send_with_id(message: Message) -> None:
                 nonlocal status
                 if message["type"] == "http.response.start":
@@ -86,14 +103,17 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
                 await send(message)
 
             try:
-                await app(scope, receive, send_with_id)
+                await app(scope, receive_watched, send_with_id)
             finally:
+                gone = client_gone(scope)
                 access_log.info(
                     "request",
                     method=scope.get("method"),
                     path=scope.get("path"),
-                    status=status,
+                    status=CLIENT_CLOSED_REQUEST if gone and status >= 500 else status,
                     latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                    pid=_PID,
+                    **({"client_disconnected": True} if gone else {}),
                 )
                 structlog.contextvars.clear_contextvars()
 
