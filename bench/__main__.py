@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "ace_search": ["bench.ace_search"],
     "grace_throughput": ["bench.grace_throughput"],
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
+    "workers": ["bench.workers", "--runs", "2"],
 }
 
 
