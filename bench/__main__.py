@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_concurrency": ["bench.librarian_concurrency"],
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
     "ace_search": ["bench.ace_search"],
+    "ace_curate": ["bench.ace_curate"],
     "grace_throughput": ["bench.grace_throughput"],
 }
 
