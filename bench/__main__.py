@@ -23,10 +23,12 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_throughput": ["bench.librarian_throughput"],
     "librarian_quality": ["bench.librarian_quality", "--sample", "500"],
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
+    "near_duplicates_growth": ["bench.near_duplicates_growth"],
     "librarian_concurrency": ["bench.librarian_concurrency"],
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
     "ace_search": ["bench.ace_search"],
     "grace_throughput": ["bench.grace_throughput"],
+    "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
 }
 
 

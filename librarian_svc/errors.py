@@ -25,7 +25,7 @@ from litestar.utils.scope.state import ScopeState
 
 from contracts.common import ErrorDetail, ErrorResponse, ErrorType
 from contracts.state import StateToken
-from graphs.ace.playbook_store import PlaybookStoreError
+from graphs.ace.playbook.store import PlaybookStoreError
 from graphs.errors import InvalidInput
 from librarian_svc.request_context import adopt_request_id, current_request_id
 

@@ -32,19 +32,19 @@ from contracts.ace import (
     WorkflowRequest,
     WorkflowResponse,
 )
-from graphs.ace.heuristic_curate import propose_deltas as heuristic_deltas
-from graphs.ace.heuristic_generate import generate_extractive
-from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
+from graphs.ace.checks import playbook_problems
+from graphs.ace.curator.heuristic import propose_deltas as heuristic_deltas
+from graphs.ace.curator.llm import curate_with_llm
+from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
+from graphs.ace.generator.heuristic import generate_extractive
+from graphs.ace.generator.llm import generate_with_llm
 from graphs.ace.heuristic_text import content_tokens, stem
-from graphs.ace.hybrid_search import HybridSearch
-from graphs.ace.llm_curate import curate_with_llm
-from graphs.ace.llm_generate import generate_with_llm
-from graphs.ace.llm_reflect import reflect_with_llm
-from graphs.ace.merge import MergeOutcome, apply_evaluations, merge
-from graphs.ace.playbook_checks import playbook_problems
-from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
-from graphs.ace.reflector_prompt import ReflectorPromptBuilder
-from graphs.ace.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
+from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
+from graphs.ace.playbook.store import PlaybookCorrupt, PlaybookStore
+from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge
+from graphs.ace.reflector.llm import reflect_with_llm
+from graphs.ace.reflector.prompt import ReflectorPromptBuilder
+from graphs.ace.search.hybrid import HybridSearch
 from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
 from graphs.llm.ask import failure_reason
@@ -56,7 +56,7 @@ MAX_INSIGHTS = 50
 
 
 def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
-    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha)
+    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha, budget=runtime.context)
 
 
 # --- request preparation ----------------------------------------------------------------------------
@@ -333,6 +333,7 @@ async def _merge(
         source=f"{state['request_id']}: {query[:200]}",
         counters_changed=counters_changed,
         reserved_ids=_request_ids(state),
+        checkpoint=runtime.context.checkpoint,
     )
 
 

@@ -15,7 +15,7 @@ from statistics import fmean, pvariance
 
 from contracts.grace import ActionDecision, ConfidenceFactors, ConfidenceScore, Penalty, StepAction, Thresholds
 from graphs.config_files import GraceConfig
-from graphs.text.tokenize import is_function_token, tokenize
+from graphs.text.tokenize import content_tokens
 
 MAX_VARIANCE = 0.25
 """The largest possible variance of scores in [0, 1]; the variance factor is 1 - variance / MAX_VARIANCE."""
@@ -56,7 +56,7 @@ def source_agreement(sources: Sequence[ScoredText]) -> float:
     per_document: dict[str, frozenset[str]] = {}
     for source in sources:
         if source.document_id not in per_document and len(per_document) < AGREEMENT_SOURCES:
-            per_document[source.document_id] = frozenset(t for t in tokenize(source.text) if not is_function_token(t))
+            per_document[source.document_id] = frozenset(content_tokens(source.text))
     sets = [s for s in per_document.values() if s]
     if not sets:
         return 0.0

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 
@@ -15,60 +13,44 @@ from graphs.grace.nodes import (
     ask_question,
     emit_search,
     finish,
-    judge,
     make_plan,
     reason,
     replan_node,
-    respond,
     take_tool_result,
     take_user_response,
 )
-from graphs.grace.routing import (
-    route_after_advance,
-    route_after_judge,
-    route_after_replan,
-    route_after_user_response,
-    route_entry,
-)
+from graphs.grace.routing import route_entry
 from graphs.grace.state import GraceGraphState
 
-R = TypeVar("R")
 
-
-def _on_loop(route: Callable[[GraceGraphState], R]) -> Callable[[GraceGraphState], Awaitable[R]]:
-    """A pure router as a coroutine: LangGraph runs sync path functions in a thread pool, a hop per edge."""
-
-    @functools.wraps(route)  # keeps the Literal return annotation LangGraph reads the destinations from
-    async def routed(state: GraceGraphState) -> R:
-        return route(state)
-
-    return routed
+async def _entry(state: GraceGraphState) -> Any:
+    """`route_entry` as a coroutine: LangGraph would run a sync router in a thread pool, a hop per request."""
+    return route_entry(state)
 
 
 def build_graph() -> Any:
-    """(make_plan | take_tool_result → judge | take_user_response) → advance ⇄ reason/judge/replan → respond."""
+    """(make_plan | take_tool_result | take_user_response) → advance ⇄ reason/replan → one action → END.
+
+    Nodes that update and route at once return `Command(goto=...)`; `destinations` names where each can
+    go (checked against its `Command[Literal[...]]` return type in the tests), so every edge is listed
+    here. A fresh result is judged by the node that produced it (`take_tool_result`, `reason`), and each
+    of the four nodes that end the request seals the state and answers with its action itself: a graph
+    step costs more than either job, and a step request is a handful of graph steps.
+    """
+    judged = ("replan", "ask_intervention", "advance")
     graph = StateGraph(GraceGraphState, context_schema=AgentContext)
+    graph.add_conditional_edges(START, _entry, ["make_plan", "take_tool_result", "take_user_response"])
     graph.add_node("make_plan", make_plan)
-    graph.add_node("take_tool_result", take_tool_result)
-    graph.add_node("take_user_response", take_user_response)
-    graph.add_node("judge", judge)
-    graph.add_node("replan", replan_node)
-    graph.add_node("advance", advance)
-    graph.add_node("reason", reason)
+    graph.add_node("take_tool_result", take_tool_result, destinations=judged)
+    graph.add_node("take_user_response", take_user_response, destinations=("advance", "replan", "finish"))
+    graph.add_node("advance", advance, destinations=("emit_search", "ask_question", "reason", "finish"))
+    graph.add_node("reason", reason, destinations=judged)
+    graph.add_node("replan", replan_node, destinations=("advance", "finish"))
     graph.add_node("emit_search", emit_search)
     graph.add_node("ask_question", ask_question)
     graph.add_node("ask_intervention", ask_intervention)
     graph.add_node("finish", finish)
-    graph.add_node("respond", respond)
-    graph.add_conditional_edges(START, _on_loop(route_entry))
     graph.add_edge("make_plan", "advance")
-    graph.add_edge("take_tool_result", "judge")
-    graph.add_edge("reason", "judge")
-    graph.add_conditional_edges("judge", _on_loop(route_after_judge))
-    graph.add_conditional_edges("take_user_response", _on_loop(route_after_user_response))
-    graph.add_conditional_edges("replan", _on_loop(route_after_replan))
-    graph.add_conditional_edges("advance", _on_loop(route_after_advance))
     for last in ("emit_search", "ask_question", "ask_intervention", "finish"):
-        graph.add_edge(last, "respond")
-    graph.add_edge("respond", END)
+        graph.add_edge(last, END)
     return graph.compile(name="grace")

@@ -6,12 +6,26 @@ together: `correct` lowers them (the agent asked when it need not have), `incorr
 Moving them together keeps SILENT > NOTIFY > CONFIRM by construction; the shift stops at the bounds
 (`feedback.min_confirm` for CONFIRM, `feedback.max_silent` for SILENT, widened to include the configured
 thresholds so a configuration outside the feedback bounds is never pulled in by a single answer).
+What PROCEED means depends on what was asked (`proceed`); MODIFY replans and CANCEL finishes (see nodes).
 """
 
 from __future__ import annotations
 
-from contracts.grace import ActionDecision, AskKind, Feedback, InterventionDecision, Thresholds
+import msgspec
+
+from contracts.grace import (
+    ActionDecision,
+    AskKind,
+    Feedback,
+    GraceState,
+    InterventionDecision,
+    StepResult,
+    Thresholds,
+    UserInput,
+)
 from graphs.config_files import GraceConfig
+from graphs.grace.confidence import certain
+from graphs.grace.wording import say
 
 OPTIONS: tuple[InterventionDecision, ...] = ("PROCEED", "MODIFY", "CANCEL")
 """What every ASK_USER accepts: go on, change the plan, or stop."""
@@ -69,3 +83,40 @@ def thresholds_problem(thresholds: Thresholds, config: GraceConfig) -> str | Non
 def input_required(kind: AskKind) -> bool:
     """ESCALATE asks for information (seed 002 §4.4 "ユーザー入力必須"), and a QUESTION step for its answer."""
     return kind in ("ESCALATE", "QUESTION")
+
+
+def proceed(session: GraceState, kind: AskKind | None, step_id: int | None, text: str) -> GraceState:
+    """The session after PROCEED on a question of `kind` about step `step_id`, with the user's `text` (maybe "").
+
+    PLAN approves the plan. QUESTION records the user's answer as the step's result. ESCALATE on a
+    reasoning step with text drops that step's answer, so it is worked out again with what the user
+    added (once: `routing.route_after_judge` never asks twice about a step the user answered). Any text
+    is kept as user input for later reasoning.
+    """
+    if kind == "PLAN":
+        return msgspec.structs.replace(session, plan_confirmed=True)
+    if step_id is None:
+        return session
+    inputs = [*session.user_inputs, UserInput(step_id=step_id, text=text)] if text else session.user_inputs
+    if kind == "QUESTION":
+        answered = StepResult(
+            step_id=step_id,
+            action="ask_user",
+            status="success",
+            output=say("user_answer", session.query, text=text),
+            confidence=1.0,
+            detail=certain("ask_user", session.thresholds),
+        )
+        return msgspec.structs.replace(session, results=[*session.results, answered], user_inputs=inputs)
+    if (
+        kind == "ESCALATE"
+        and text
+        and any(s.step_id == step_id and s.action == "reasoning" for s in session.plan.steps)
+    ):
+        return msgspec.structs.replace(
+            session,
+            results=[r for r in session.results if r.step_id != step_id],
+            citations=[c for c in session.citations if c.step_id != step_id],
+            user_inputs=inputs,
+        )
+    return msgspec.structs.replace(session, user_inputs=inputs)

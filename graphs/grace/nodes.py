@@ -1,9 +1,12 @@
-"""GRACE's nodes: plain functions from the graph state (and run context) to an update.
+"""GRACE's nodes: plain functions from the graph state (and run context) to an update, or a `Command` that also routes.
 
 Each node does one thing of seed 002 §8: plan, take the caller's search results or the user's answer,
-judge a result's confidence, ask, replan, pick the next step, reason, finish. Nodes append progress
-records to `events` (numbered later, in `run`); the three nodes that end a request set `outcome` and
-leave `session` waiting for exactly the answer that outcome asks for.
+judge a result's confidence, replan, pick the next step, reason, and end the request with an action.
+The domain work lives in the modules named for it (`planner`, `search_results`, `intervention`,
+`replan`, `reasoning`, `final_answer`, `actions`); a node reads the state, calls them, reports
+progress records in `events` (numbered later, in `respond`) and says where to go. Nodes that both
+update and route return `Command[Literal[...]]` with the choice made by a pure router (`routing`);
+`build_graph` declares those destinations, so the whole flow reads there.
 
 Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
 thread pool, and a thread hop per node costs more than these steps do.
@@ -11,55 +14,53 @@ thread pool, and a thread hop per node costs more than these steps do.
 
 from __future__ import annotations
 
-from functools import partial
-from typing import Literal
+from collections.abc import Callable
+from typing import Literal, TypeVar
 
 import msgspec
-import structlog
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
-from contracts.common import ErrorResponse
 from contracts.grace import (
     Citation,
-    ConfidenceFactors,
     EventType,
-    GraceAskUserAction,
-    GraceCompleteAction,
     GraceEvent,
-    GraceSearchAction,
-    GraceSource,
     GraceState,
-    Pending,
     PlanStep,
     ReplanRecord,
     StepResult,
-    UserInput,
 )
 from graphs.context import AgentContext
-from graphs.grace.confidence import ScoredText, certain, measure, score_step
-from graphs.grace.intervention import OPTIONS, adjust_thresholds, initial_thresholds
+from graphs.grace import actions
+from graphs.grace.final_answer import final_answer
+from graphs.grace.intervention import adjust_thresholds, initial_thresholds, proceed
 from graphs.grace.llm_reasoning import answer_with_llm
 from graphs.grace.planner import create_plan
 from graphs.grace.protocol import session_collections
-from graphs.grace.reasoning import Answer, Material, extractive_answer, gather
+from graphs.grace.reasoning import Answer, answer_confidence, extractive_answer, gather
 from graphs.grace.replan import Trigger, replan, trigger_for
-from graphs.grace.search_results import as_scored, search_result
+from graphs.grace.routing import route_after_advance, route_after_judge, route_after_user_response
+from graphs.grace.search_results import search_result
 from graphs.grace.state import Cursor, CursorKind, GraceGraphState
 from graphs.grace.wording import figure, levels, say
-from graphs.text.tokenize import terms
-
-log = structlog.get_logger(__name__)
 
 _CURSOR_FOR_ACTION: dict[str, CursorKind] = {"rag_search": "search", "ask_user": "question", "reasoning": "reason"}
 
+Node = TypeVar("Node", bound=str)
+
 
 def _event(kind: EventType, message: str, **fields: object) -> GraceEvent:
-    """A progress record; `index` is assigned when the step's events are collected (`run`)."""
+    """A progress record; `index` is assigned when the step's events are collected (`respond`)."""
     return GraceEvent(index=0, type=kind, message=message, **fields)  # type: ignore[arg-type]
 
 
 def _step(session: GraceState, step_id: int | None) -> PlanStep:
     return next(s for s in session.plan.steps if s.step_id == step_id)
+
+
+def _routed(state: GraceGraphState, update: GraceGraphState, route: Callable[[GraceGraphState], Node]) -> Command[Node]:
+    """The update, and where `route` sends the state once the update is applied."""
+    return Command(update=update, goto=route({**state, **update}))
 
 
 # --- entry nodes ----------------------------------------------------------------------------------
@@ -91,8 +92,10 @@ async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> G
     return {"session": session, "events": events}
 
 
-async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """The caller ran the pending SEARCH: record the step's result, keep its evidence, score it."""
+async def take_tool_result(
+    state: GraceGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+    """The caller ran the pending SEARCH: record the step's result, keep its evidence, score and judge it."""
     session = state["session"]
     tool_result = state["request"].tool_result
     assert tool_result is not None  # protocol.check_request
@@ -109,10 +112,12 @@ async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext
         status=result.status,
         confidence=result.confidence,
     )
-    return {"session": session, "result": result, "events": [finished]}
+    return _judged(state, session, result, [finished])
 
 
-async def take_user_response(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
+async def take_user_response(
+    state: GraceGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["advance", "replan", "finish"]]:
     """The user answered the pending ASK_USER: apply feedback, then PROCEED / MODIFY / CANCEL (seed 002 §8.4)."""
     session = state["session"]
     response = state["request"].user_response
@@ -148,58 +153,34 @@ async def take_user_response(state: GraceGraphState, runtime: Runtime[AgentConte
     text = (response.input or "").strip()
     update: GraceGraphState = {"events": events, "trigger": None}
     if response.decision == "PROCEED":
-        session = _proceed(session, kind, pending.step_id, text)
+        session = proceed(session, kind, pending.step_id, text)
     elif response.decision == "MODIFY":
         step = _step(session, pending.step_id) if pending.step_id is not None else None
         update["trigger"] = Trigger(kind="USER_MODIFY", step=step, reason=text, user_input=text or None)
     else:
         update["finish"] = "cancelled"
     update["session"] = session
-    return update
-
-
-def _proceed(session: GraceState, kind: str | None, step_id: int | None, text: str) -> GraceState:
-    """What PROCEED means for each kind of question."""
-    if kind == "PLAN":
-        return msgspec.structs.replace(session, plan_confirmed=True)
-    if step_id is None:
-        return session
-    inputs = [*session.user_inputs, UserInput(step_id=step_id, text=text)] if text else session.user_inputs
-    if kind == "QUESTION":
-        answered = StepResult(
-            step_id=step_id,
-            action="ask_user",
-            status="success",
-            output=say("user_answer", session.query, text=text),
-            confidence=1.0,
-            detail=certain("ask_user", session.thresholds),
-        )
-        return msgspec.structs.replace(session, results=[*session.results, answered], user_inputs=inputs)
-    if kind == "ESCALATE" and text and _step(session, step_id).action == "reasoning":
-        # The answer is worked out again with what the user added (once: see routing.route_after_judge).
-        return msgspec.structs.replace(
-            session,
-            results=[r for r in session.results if r.step_id != step_id],
-            citations=[c for c in session.citations if c.step_id != step_id],
-            user_inputs=inputs,
-        )
-    return msgspec.structs.replace(session, user_inputs=inputs)
+    return _routed(state, update, route_after_user_response)
 
 
 # --- executor loop --------------------------------------------------------------------------------
 
 
-async def judge(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """Report a fresh result's confidence and decision; name a replan trigger when the result calls for one."""
-    session = state["session"]
-    result = state["result"]
-    assert result is not None
+def _judged(
+    state: GraceGraphState, session: GraceState, result: StepResult, events: list[GraceEvent]
+) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+    """After a fresh result: report its confidence and decision, name a replan trigger if it calls for one, route.
+
+    Shared by the two nodes that produce a result (`take_tool_result`, `reason`) rather than a node of
+    its own: the judgement needs no I/O, and a graph step costs more than the judgement does.
+    """
     assert result.detail is not None
     detail = result.detail
     step = _step(session, result.step_id)
     replans_left = state["max_replans"] - len(session.replans)
     shown = figure(detail.score, levels(session.thresholds))
     events = [
+        *events,
         _event(
             "confidence",
             say("ev_confidence", session.query, step_id=step.step_id, score=shown),
@@ -223,15 +204,19 @@ async def judge(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grace
                 decision="NOTIFY",
             )
         )
-    return {"trigger": trigger_for(result, step, replans_left=replans_left), "events": events}
+    trigger = trigger_for(result, step, replans_left=replans_left)
+    update: GraceGraphState = {"session": session, "result": result, "trigger": trigger, "events": events}
+    return _routed(state, update, route_after_judge)
 
 
-async def advance(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
+async def advance(
+    state: GraceGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["emit_search", "ask_question", "reason", "finish"]]:
     """Find the next step in dependency order, skipping (and recording) steps whose dependencies did not succeed."""
     session = state["session"]
     plan = session.plan
     if plan.requires_confirmation and not session.plan_confirmed:
-        return {"cursor": Cursor(kind="plan")}
+        return _routed(state, {"cursor": Cursor(kind="plan")}, route_after_advance)
     answered = {r.step_id for r in session.results}
     succeeded = {r.step_id for r in session.results if r.status == "success"}
     skipped: list[StepResult] = []
@@ -258,7 +243,7 @@ async def advance(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Gra
             events.append(_started(session, step))
         break
     session = msgspec.structs.replace(session, results=[*session.results, *skipped])
-    return {"session": session, "cursor": cursor, "events": events}
+    return _routed(state, {"session": session, "cursor": cursor, "events": events}, route_after_advance)
 
 
 def _started(session: GraceState, step: PlanStep) -> GraceEvent:
@@ -269,8 +254,10 @@ def _started(session: GraceState, step: PlanStep) -> GraceEvent:
     )
 
 
-async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """Run a `reasoning` step: the model's cited answer, or the extractive one (seed 002 §8.6 ReasoningTool)."""
+async def reason(
+    state: GraceGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+    """Run a `reasoning` step (seed 002 §8.6 ReasoningTool): the model's cited answer or the extractive one."""
     context = runtime.context
     session = state["session"]
     step = state["cursor"].step
@@ -283,8 +270,13 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
         if answer is None:
             events.append(_event("fallback_answer", say("ev_fallback_answer", session.query), step_id=step.step_id))
     if answer is None:
-        answer = extractive_answer(session.query, material, max_sentences=context.grace.executor.answer_sentences)
-    detail = score_step(_answer_factors(answer), "reasoning", context.grace, session.thresholds)
+        answer = await extractive_answer(
+            session.query,
+            material,
+            max_sentences=context.grace.executor.answer_sentences,
+            checkpoint=context.checkpoint,
+        )
+    detail = answer_confidence(answer, context.grace, session.thresholds)
     result = StepResult(
         step_id=step.step_id,
         action="reasoning",
@@ -307,26 +299,18 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
             confidence=detail.score,
         )
     )
-    return {"session": session, "result": result, "events": events}
+    return _judged(state, session, result, events)
 
 
-def _answer_factors(answer: Answer) -> ConfidenceFactors:
-    """Confidence factors of an answer: its sources (the user's words count as fully relevant), its self-evaluation."""
-    sources = as_scored(answer.support or answer.cited) + [
-        ScoredText(document_id=f"user-input-{u.step_id}", text=u.text, score=1.0) for u in answer.cited_inputs
-    ]
-    return measure(sources, self_eval=answer.self_eval)
-
-
-async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """Replace the plan after a trigger (seed 002 §8.5), unless the session has used all its replans."""
+async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Literal["advance", "finish"]]:
+    """Replace the plan after a trigger (seed 002 §8.5) and run it; at the replan limit, finish instead."""
     session = state["session"]
     trigger = state["trigger"]
     assert trigger is not None
     limit = state["max_replans"]
     if len(session.replans) >= limit:
         message = say("ev_replan_limit", session.query, limit=limit)
-        return {"replanned": False, "finish": "replan_limit", "events": [_event("replan_limit", message)]}
+        return Command(update={"finish": "replan_limit", "events": [_event("replan_limit", message)]}, goto="finish")
     replanned = await replan(runtime.context, session, trigger)
     plan = replanned.plan
     record = ReplanRecord(
@@ -344,12 +328,12 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     message = say(
         "ev_replanned", session.query, strategy=replanned.strategy, trigger=trigger.kind, count=len(plan.steps)
     )
-    return {
+    update: GraceGraphState = {
         "session": session,
-        "replanned": True,
         "trigger": None,
         "events": [_event("replanned", message, strategy=replanned.strategy, step_id=record.step_id)],
     }
+    return Command(update=update, goto="advance")
 
 
 # --- nodes that end the request -------------------------------------------------------------------
@@ -357,52 +341,27 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
 
 async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
     """SEARCH: hand the next `rag_search` step to the caller and wait for its `tool_result`."""
-    session = state["session"]
     step = state["cursor"].step
     assert step is not None
-    assert step.collection is not None
-    session = msgspec.structs.replace(session, pending=Pending(kind="SEARCH", step_id=step.step_id, turn=session.turn))
-    reply = partial(
-        GraceSearchAction,
-        request_id=runtime.context.request_id,
-        turn=session.turn,
-        step_id=step.step_id,
-        query=step.query,
-        collection=step.collection,
-        keywords=terms(step.query),
-        top_k=runtime.context.grace.executor.top_k,
-        rationale=step.description,
-        plan=session.plan,
+    context = runtime.context
+    session, reply = actions.search(
+        state["session"], step, request_id=context.request_id, top_k=context.grace.executor.top_k
     )
-    return {"session": session, "reply": reply, "events": [_started(session, step)]}
+    return _respond(state, runtime, session, reply, [_started(session, step)])
 
 
 async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
     """ASK_USER for an `ask_user` step (kind QUESTION) or for approval of the plan (kind PLAN)."""
     session = state["session"]
-    cursor = state["cursor"]
-    events: list[GraceEvent] = []
-    if cursor.kind == "plan" or cursor.step is None:
-        pending = Pending(kind="ASK_USER", step_id=None, ask_kind="PLAN", turn=session.turn)
+    step = state["cursor"].step
+    request_id = runtime.context.request_id
+    if state["cursor"].kind == "plan" or step is None:
         question = say("ask_plan", session.query, count=len(session.plan.steps))
-    else:
-        pending = Pending(kind="ASK_USER", step_id=cursor.step.step_id, ask_kind="QUESTION", turn=session.turn)
-        question = cursor.step.description or cursor.step.query
-        events.append(_started(session, cursor.step))
-    session = msgspec.structs.replace(session, pending=pending)
-    reply = partial(
-        GraceAskUserAction,
-        request_id=runtime.context.request_id,
-        turn=session.turn,
-        kind=pending.ask_kind or "QUESTION",
-        question=question,
-        options=list(OPTIONS),
-        step=cursor.step,
-        result=None,
-        confidence=None,
-        plan=session.plan,
-    )
-    return {"session": session, "reply": reply, "events": events}
+        session, reply = actions.ask_user(session, request_id=request_id, kind="PLAN", question=question)
+        return _respond(state, runtime, session, reply, [])
+    question = step.description or step.query
+    session, reply = actions.ask_user(session, request_id=request_id, kind="QUESTION", question=question, step=step)
+    return _respond(state, runtime, session, reply, [_started(session, step)])
 
 
 async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -414,123 +373,55 @@ async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext
     decision = result.detail.decision
     assert decision in ("CONFIRM", "ESCALATE")
     step = _step(session, result.step_id)
-    key = "ask_confirm" if decision == "CONFIRM" else "ask_escalate"
     question = say(
-        key,
+        "ask_confirm" if decision == "CONFIRM" else "ask_escalate",
         session.query,
         step_id=step.step_id,
         description=step.description or step.query,
         score=figure(result.confidence, levels(session.thresholds)),
     )
-    session = msgspec.structs.replace(
-        session, pending=Pending(kind="ASK_USER", step_id=step.step_id, ask_kind=decision, turn=session.turn)
+    session, reply = actions.ask_user(
+        session, request_id=runtime.context.request_id, kind=decision, question=question, step=step, result=result
     )
-    reply = partial(
-        GraceAskUserAction,
-        request_id=runtime.context.request_id,
-        turn=session.turn,
-        kind=decision,
-        question=question,
-        options=list(OPTIONS),
-        step=step,
-        result=result,
-        confidence=result.detail,
-        plan=session.plan,
-    )
-    return {"session": session, "reply": reply}
+    return _respond(state, runtime, session, reply, [])
 
 
 async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """COMPLETE with the final answer, overall confidence, cited sources and the step history.
-
-    The answer is the last successful reasoning step's; without one (the plan was cut short), the
-    extractive answer over everything gathered. After the replan limit with nothing gathered at all
-    the outcome is ERROR LOOP_LIMIT.
-    """
+    """COMPLETE with the session's final answer (`final_answer`), or ERROR LOOP_LIMIT when there is none."""
     context = runtime.context
     session = state["session"]
-    reason = state.get("finish", "completed")
-    plan_ids = [s.step_id for s in session.plan.steps]
-    results = {r.step_id: r for r in session.results}
-    answered = [results[i] for i in plan_ids if i in results and results[i].action == "reasoning"]
-    answered = [r for r in answered if r.status == "success"]
-    final = answered[-1] if answered else None
-    if final is not None:
-        text, confidence = final.output, final.confidence
-        cited = next((c.evidence for c in session.citations if c.step_id == final.step_id), [])
-        sources = [session.evidence[i] for i in cited]
+    final = await final_answer(session, state.get("finish", "completed"), context)
+    if final is None:
+        session, reply = actions.loop_limit(session, request_id=context.request_id, max_replans=state["max_replans"])
+        return _respond(state, runtime, session, reply, [])
+    if final.status == "cancelled":
+        event = _event("cancelled", say("ev_cancelled", session.query))
     else:
-        material = Material(
-            evidence=[e for e in session.evidence if e.step_id in plan_ids],
-            user_inputs=list(session.user_inputs),
-            context=[],
-        )
-        if reason == "replan_limit" and not material.evidence and not material.user_inputs:
-            session = msgspec.structs.replace(session, done=True, pending=None)
-            error = partial(
-                ErrorResponse,
-                request_id=context.request_id,
-                error_type="LOOP_LIMIT",
-                message=f"nothing usable was gathered before the replan limit ({state['max_replans']}) was reached",
-                usage=context.usage,
-            )
-            return {"session": session, "reply": error}
-        answer = extractive_answer(session.query, material, max_sentences=context.grace.executor.answer_sentences)
-        detail = score_step(_answer_factors(answer), "reasoning", context.grace, session.thresholds)
-        text, confidence, sources = answer.text, detail.score, answer.cited
-    troubled = any(results.get(i) is None or results[i].status != "success" for i in plan_ids)
-    status: Literal["completed", "partial", "cancelled"] = "completed"
-    if reason == "cancelled":
-        status = "cancelled"
-    elif reason == "replan_limit" or troubled:
-        status = "partial"
-    event = (
-        _event("cancelled", say("ev_cancelled", session.query))
-        if status == "cancelled"
-        else _event(
-            "completed",
-            say("ev_completed", session.query, score=figure(confidence, levels(session.thresholds))),
-            confidence=confidence,
-        )
-    )
-    session = msgspec.structs.replace(session, done=True, pending=None)
-    reply = partial(
-        GraceCompleteAction,
-        request_id=context.request_id,
-        status=status,
-        answer=text,
-        confidence=confidence,
-        sources=[
-            GraceSource(
-                document_id=e.document_id,
-                snippet=e.snippet,
-                step_id=e.step_id,
-                page=e.page,
-                chunk_id=e.chunk_id,
-                score=e.score,
-            )
-            for e in sources
-        ],
-        history=list(session.results),
-        plan=session.plan,
-    )
-    return {"session": session, "reply": reply, "events": [event]}
+        shown = figure(final.confidence, levels(session.thresholds))
+        event = _event("completed", say("ev_completed", session.query, score=shown), confidence=final.confidence)
+    session, reply = actions.complete(session, final, request_id=context.request_id)
+    return _respond(state, runtime, session, reply, [event])
 
 
-async def respond(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
-    """Build the action the request answers with, once: its fields, the numbered events, usage and state token.
+def _respond(
+    state: GraceGraphState,
+    runtime: Runtime[AgentContext],
+    session: GraceState,
+    reply: actions.Reply,
+    events: list[GraceEvent],
+) -> GraceGraphState:
+    """End the request: the action with all of the step's events numbered, the usage and the next state's token.
 
     Events are numbered across the session (continuing the previous state's count), so a UI that
     reconnects can tell which it has seen; the session sealed into the token waits for exactly what
-    this action asks for.
+    this action asks for. Every node that ends a request ends with this (not a node of its own: one
+    graph step fewer per request).
     """
     prior = state.get("prior")
     base = prior.event_count if prior is not None else 0
-    events = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate(state["events"])]
-    session = msgspec.structs.replace(state["session"], event_count=base + len(events))
-    token = runtime.context.seal(session)
-    reply = state["reply"]
-    usage = runtime.context.usage  # the request's meter: every model call of this step, fallbacks included
-    if reply.func is ErrorResponse:
-        return {"outcome": reply(state=token, usage=usage)}
-    return {"outcome": reply(events=events, usage=usage, state=token)}
+    numbered = [msgspec.structs.replace(e, index=base + i) for i, e in enumerate([*state["events"], *events])]
+    session = msgspec.structs.replace(session, event_count=base + len(numbered))
+    context = runtime.context
+    # The usage is the request's meter: every model call of this step, fallbacks included.
+    outcome = reply.finalize(events=numbered, usage=context.usage, state=context.seal(session))
+    return {"events": events, "outcome": outcome}

@@ -13,21 +13,28 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from contracts.grace import Evidence, GraceState, PlanStep, UserInput
+from contracts.grace import ConfidenceScore, Evidence, GraceState, PlanStep, Thresholds, UserInput
+from graphs.config_files import GraceConfig
 from graphs.grace.complexity import is_japanese
+from graphs.grace.confidence import ScoredText, measure, score_step
+from graphs.grace.search_results import as_scored
 from graphs.grace.wording import say
 from graphs.text.normalize import normalize
 from graphs.text.shingles import jaccard, shingles
-from graphs.text.tokenize import is_function_token, terms, tokenize
+from graphs.text.tokenize import is_function_token, terms, tokenize, tokenize_normalized
 
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 4
 NEAR_DUPLICATE = 0.8
 SUPPORT_SHARE = 0.5
 """A source that covers this share of the question's term weight corroborates the answer."""
+CHUNK_CHARS = 20_000
+"""Characters of text processed between two checkpoints (a few ms of CPU): the answer yields and meets the deadline."""
+Checkpoint = Callable[[], Awaitable[None]]
 _SENTENCE_BREAK = re.compile(r"(?<=[。！？!?])|(?<=[.;])\s+|\n+")
 
 
@@ -86,7 +93,7 @@ def gather(step: PlanStep, session: GraceState) -> Material:
     return Material(evidence=evidence, user_inputs=list(session.user_inputs), context=context, groups=searched)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Sentence:
     text: str
     mentions: frozenset[str]
@@ -100,39 +107,95 @@ def _sentences(text: str) -> list[str]:
     return [p[:MAX_SENTENCE_CHARS] for p in parts if len(p) >= MIN_SENTENCE_CHARS]
 
 
-def _mentions(text: str, wanted: Sequence[str]) -> frozenset[str]:
-    """The query terms a text mentions: Japanese terms as substrings (高 in 高さ), words as whole tokens."""
-    normalized = normalize(text)
-    words = set(tokenize(normalized))
-    return frozenset(t for t in wanted if (t in normalized if is_japanese(t) else t in words))
-
-
 def query_terms(query: str) -> list[str]:
     """The content terms of the question (question words and particles dropped)."""
     return terms(query) or [t for t in tokenize(query) if not is_function_token(t)]
 
 
-def _candidates(material: Material, wanted: Sequence[str]) -> list[_Sentence]:
+SCAN_PER_LENGTH = 16
+"""Japanese terms checked one by one (a C substring search each) before a set of slices per term length is cheaper."""
+
+
+class TermMatcher:
+    """Which of the question's terms a text mentions, in time linear in the text, whatever the question's length.
+
+    Words are whole tokens: one set intersection with the text's tokens. Japanese terms are substrings
+    (高 in 高さ): with few of them, one substring search each; with many, the text's substrings of each
+    length some term has, intersected with the terms of that length. Either way the work per text is
+    bounded by its length times min(terms / `SCAN_PER_LENGTH`, distinct term lengths), and a question of
+    n characters has fewer than sqrt(2n) distinct term lengths.
+    """
+
+    def __init__(self, wanted: Sequence[str]) -> None:
+        self.wanted = list(wanted)
+        japanese = sorted({t for t in wanted if is_japanese(t)})
+        self.words = frozenset(t for t in wanted if not is_japanese(t))
+        self.japanese = japanese
+        self.by_length: dict[int, frozenset[str]] = {
+            n: frozenset(t for t in japanese if len(t) == n) for n in {len(t) for t in japanese}
+        }
+        self.scan_each = len(japanese) <= SCAN_PER_LENGTH * len(self.by_length)
+
+    def mentions(self, text: str) -> frozenset[str]:
+        """The terms `text` mentions: Japanese terms as substrings, words as whole tokens."""
+        normalized = normalize(text)
+        found = set(self.words.intersection(tokenize_normalized(normalized))) if self.words else set()
+        if self.scan_each:
+            found.update(t for t in self.japanese if t in normalized)
+        else:
+            for n, group in self.by_length.items():
+                found.update(group.intersection(normalized[i : i + n] for i in range(len(normalized) - n + 1)))
+        return frozenset(found)
+
+
+class _Pacer:
+    """Counts characters of CPU work and yields to the event loop (checking the deadline) every `CHUNK_CHARS`."""
+
+    def __init__(self, checkpoint: Checkpoint | None) -> None:
+        self.checkpoint = checkpoint
+        self.done = 0
+        self.due = CHUNK_CHARS
+
+    async def tick(self, chars: int) -> None:
+        self.done += chars
+        if self.done >= self.due and self.checkpoint is not None:
+            self.due = self.done + CHUNK_CHARS
+            await self.checkpoint()
+
+
+async def _candidates(material: Material, matcher: TermMatcher, pacer: _Pacer) -> list[_Sentence]:
     found: list[_Sentence] = []
     for user_input in material.user_inputs:
-        found += [_Sentence(s, _mentions(s, wanted), 1.0, user_input, None) for s in _sentences(user_input.text)]
+        for s in _sentences(user_input.text):
+            found.append(_Sentence(s, matcher.mentions(s), 1.0, user_input, None))
+            await pacer.tick(len(s))
     for item in material.evidence:
         weight = 0.75 if item.score is None else 0.5 + 0.5 * max(0.0, min(1.0, item.score))
-        found += [_Sentence(s, _mentions(s, wanted), weight, item, item.step_id) for s in _sentences(item.snippet)]
+        for s in _sentences(item.snippet):
+            found.append(_Sentence(s, matcher.mentions(s), weight, item, item.step_id))
+            await pacer.tick(len(s))
     return found
 
 
 def _term_weights(wanted: Sequence[str], candidates: Sequence[_Sentence]) -> dict[str, float]:
     """Query terms weighted by rarity among the candidate sentences (a term every sentence has says little)."""
     total = len(candidates) or 1
-    return {t: math.log(1 + total / (1 + sum(t in c.mentions for c in candidates))) for t in wanted}
+    having = Counter(t for c in candidates for t in c.mentions)
+    return {t: math.log(1 + total / (1 + having[t])) for t in wanted}
 
 
-def extractive_answer(query: str, material: Material, *, max_sentences: int) -> Answer:
-    """The embedded engine's answer: the best-covering sentences of the sources, each with its citation."""
-    wanted = query_terms(query)
-    candidates = _candidates(material, wanted)
-    weights = _term_weights(wanted, candidates)
+async def extractive_answer(
+    query: str, material: Material, *, max_sentences: int, checkpoint: Checkpoint | None = None
+) -> Answer:
+    """The embedded engine's answer: the best-covering sentences of the sources, each with its citation.
+
+    `checkpoint` (the request's `AgentContext.checkpoint`) is awaited every `CHUNK_CHARS` characters of
+    work, so a long input yields to the event loop and stops at the request's deadline.
+    """
+    matcher = TermMatcher(query_terms(query))
+    pacer = _Pacer(checkpoint)
+    candidates = await _candidates(material, matcher, pacer)
+    weights = _term_weights(matcher.wanted, candidates)
     total_weight = sum(weights.values())
     nothing = Answer(text=say("no_evidence", query), cited=[], cited_inputs=[], self_eval=0.0)
     if not candidates or total_weight == 0:
@@ -143,13 +206,22 @@ def extractive_answer(query: str, material: Material, *, max_sentences: int) -> 
 
     chosen: list[_Sentence] = []
     covered: set[str] = set()
+    shingled: dict[int, set[int]] = {}
 
-    def take(pool: Sequence[_Sentence]) -> bool:
+    def shingles_of(sentence: _Sentence) -> set[int]:
+        key = id(sentence)
+        if key not in shingled:
+            shingled[key] = shingles(sentence.text)
+        return shingled[key]
+
+    async def take(pool: Sequence[_Sentence]) -> bool:
         """Choose the pool's best sentence that adds coverage and repeats no chosen one; False when none does."""
+        await pacer.tick(len(pool))
         for sentence in sorted(pool, key=lambda s: -gain(s, covered)):
             if gain(sentence, covered) <= 0:
                 return False
-            if all(jaccard(shingles(sentence.text), shingles(c.text)) < NEAR_DUPLICATE for c in chosen):
+            await pacer.tick(len(sentence.text) * (1 + len(chosen)))
+            if all(jaccard(shingles_of(sentence), shingles_of(c)) < NEAR_DUPLICATE for c in chosen):
                 chosen.append(sentence)
                 covered.update(sentence.mentions)
                 return True
@@ -157,18 +229,20 @@ def extractive_answer(query: str, material: Material, *, max_sentences: int) -> 
 
     for group in material.groups if len(material.groups) > 1 else []:
         if len(chosen) < max_sentences:
-            take([c for c in candidates if c.group == group and c not in chosen])
-    while len(chosen) < max_sentences and take([c for c in candidates if c not in chosen]):
+            await take([c for c in candidates if c.group == group and c not in chosen])
+    while len(chosen) < max_sentences and await take([c for c in candidates if c not in chosen]):
         pass
     if not chosen:
         return nothing
     answer = _cite(query, chosen, round(sum(weights[t] for t in covered) / total_weight, 4))
-    corroborating = [
-        e
-        for e in material.evidence
-        if e not in answer.cited
-        and sum(weights[t] for t in _mentions(e.snippet, wanted)) >= SUPPORT_SHARE * total_weight
-    ]
+    corroborating: list[Evidence] = []
+    for e in material.evidence:
+        if (
+            e not in answer.cited
+            and sum(weights[t] for t in matcher.mentions(e.snippet)) >= SUPPORT_SHARE * total_weight
+        ):
+            corroborating.append(e)
+        await pacer.tick(len(e.snippet))
     return Answer(
         text=answer.text,
         cited=answer.cited,
@@ -196,3 +270,11 @@ def _cite(query: str, chosen: list[_Sentence], self_eval: float) -> Answer:
         parts.append(f"{sentence.text}[{label}]")
     joiner = "" if is_japanese(query) else " "
     return Answer(text=joiner.join(parts), cited=cited, cited_inputs=inputs, self_eval=self_eval, support=cited)
+
+
+def answer_confidence(answer: Answer, config: GraceConfig, thresholds: Thresholds) -> ConfidenceScore:
+    """A reasoning step's confidence: its sources (the user's words count as fully relevant) and self-evaluation."""
+    sources = as_scored(answer.support or answer.cited) + [
+        ScoredText(document_id=f"user-input-{u.step_id}", text=u.text, score=1.0) for u in answer.cited_inputs
+    ]
+    return score_step(measure(sources, self_eval=answer.self_eval), "reasoning", config, thresholds)

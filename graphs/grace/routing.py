@@ -1,4 +1,9 @@
-"""Where GRACE goes next: pure functions of the graph state, testable without a model."""
+"""Where GRACE goes next: pure functions of the graph state, testable without a model.
+
+`route_entry` drives the conditional edge from START; the others are called by the node that has just
+updated the state (`judge`, `take_user_response`, `advance`), which returns `Command(goto=...)` with the
+answer, so `build_graph` lists each of those nodes' destinations next to it.
+"""
 
 from __future__ import annotations
 
@@ -41,11 +46,6 @@ def route_after_user_response(state: GraceGraphState) -> Literal["advance", "rep
         case "MODIFY":
             return "replan"
     return "advance"
-
-
-def route_after_replan(state: GraceGraphState) -> Literal["advance", "finish"]:
-    """Run the new plan; with the replan limit reached, answer with what there is."""
-    return "advance" if state["replanned"] else "finish"
 
 
 def route_after_advance(state: GraceGraphState) -> Literal["emit_search", "ask_question", "reason", "finish"]:

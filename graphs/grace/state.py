@@ -8,25 +8,16 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from functools import partial
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
-from contracts.common import ErrorResponse
-from contracts.grace import (
-    GraceAskUserAction,
-    GraceCompleteAction,
-    GraceEvent,
-    GraceRequest,
-    GraceSearchAction,
-    GraceState,
-    PlanStep,
-    StepResult,
-)
+from contracts.grace import GraceEvent, GraceRequest, GraceState, PlanStep, StepResult
+from graphs.grace.actions import Outcome
+from graphs.grace.final_answer import FinishReason
 from graphs.grace.replan import Trigger
 
+__all__ = ["Cursor", "CursorKind", "FinishReason", "GraceGraphState", "Outcome"]
+
 CursorKind = Literal["search", "question", "plan", "reason", "done"]
-FinishReason = Literal["completed", "cancelled", "replan_limit"]
-Outcome = GraceSearchAction | GraceAskUserAction | GraceCompleteAction | ErrorResponse
 
 
 @dataclass(frozen=True)
@@ -48,7 +39,5 @@ class GraceGraphState(TypedDict, total=False):
     result: StepResult | None
     trigger: Trigger | None
     cursor: Cursor
-    replanned: bool
     finish: FinishReason
-    reply: partial[Any]  # an action's constructor with its fields bound; `respond` adds events, usage, state
     outcome: Outcome

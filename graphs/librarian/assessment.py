@@ -17,8 +17,11 @@ Missing elements are key terms no candidate mentions and the element kinds the q
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import lru_cache
 
 from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
@@ -70,23 +73,40 @@ class Assessment:
         return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
 
 
-def _longest_run(sequence: list[str], present: frozenset[str]) -> int:
+def _longest_run(sequence: list[str], present: AbstractSet[str]) -> int:
     best = run = 0
     for token in sequence:
-        run = run + 1 if token in present else 0
-        best = max(best, run)
+        if token in present:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
     return best
 
 
+@lru_cache(maxsize=1)
+def _element_patterns() -> tuple[tuple[ElementCategory, re.Pattern[str]], ...]:
+    """One alternation per element kind: a regex search finds whether any cue occurs, in one C-level pass."""
+    return tuple(
+        (name, re.compile("|".join(map(re.escape, cues.evidence))))
+        for name, cues in element_cues().items()
+        if cues.evidence
+    )
+
+
 def _elements_in(text: str) -> frozenset[ElementCategory]:
-    return frozenset(name for name, cues in element_cues().items() if any(cue in text for cue in cues.evidence))
+    """The element kinds whose evidence cues (substrings) occur in the text."""
+    return frozenset(name for name, pattern in _element_patterns() if pattern.search(text))
 
 
 def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     """Score every candidate and decide whether the evidence answers the question."""
     all_tokens = tokenize(profile.text)
     question_sequence = [t for t in all_tokens if t in profile.content_tokens]
-    snippet_tokens = [c.tokens for c in pool.candidates]
+    # Only the question's own tokens matter here, so each snippet is asked about those, not tokenised whole.
+    asked = profile.content_tokens.union(all_tokens)
+    snippet_tokens = [frozenset(c.tokens_among(asked)) for c in pool.candidates]
     normalized = [c.normalized for c in pool.candidates]
     weights = _token_weights(profile.content_tokens, snippet_tokens)
     total_weight = sum(weights.values()) or 1.0
@@ -119,8 +139,7 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     all_text = "\n".join(normalized)
     covered_terms = [t for t in profile.key_terms if normalize(t) in all_text]
     missing = _missing(profile, covered_terms, scored)
-    best = scored[0] if scored else None
-    sufficient = best is not None and best.coverage >= COVERAGE_SUFFICIENT and not missing
+    sufficient = bool(scored) and scored[0].coverage >= COVERAGE_SUFFICIENT and not missing
     return Assessment(
         ranked=scored, sufficient=sufficient, missing=missing, covered_terms=covered_terms, token_weights=weights
     )

@@ -13,12 +13,17 @@ from graphs.librarian.state import LibrarianGraphState
 
 
 def build_graph() -> Any:
-    """Validate → ingest → evaluate → (plan_queries | select_evidence | fail)."""
+    """Validate → ingest → evaluate → (plan_queries | select_evidence | fail).
+
+    `plan_queries` answers SEARCH (END) or, with no fresh query left, hands over to `select_evidence`
+    (something usable) or `fail` (nothing usable). It routes itself with a `Command`; its destinations
+    are declared here so that this function shows every edge of the flow.
+    """
     graph = StateGraph(LibrarianGraphState, context_schema=AgentContext)
     graph.add_node("validate", validate)
     graph.add_node("ingest", ingest)
     graph.add_node("evaluate", evaluate)
-    graph.add_node("plan_queries", plan_queries)
+    graph.add_node("plan_queries", plan_queries, destinations=(END, "select_evidence", "fail"))
     graph.add_node("select_evidence", select_evidence)
     graph.add_node("fail", fail)
     graph.add_edge(START, "validate")

@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 
 from contracts.ace import Bullet, Playbook
-from graphs.ace.playbook_text import parse_playbook
+from graphs.ace.playbook.text_format import parse_playbook
 from tests.support.shared_data import ACE_APPWORLD, require_shared
 
 ACE_DATA = ACE_APPWORLD

@@ -72,3 +72,25 @@ def test_the_workflow_saves_only_when_asked(save: bool, expected: str) -> None:
 def test_each_graph_compiles_with_its_nodes(name: str, nodes: set[str]) -> None:
     graph = GRAPH_BUILDERS[name]()
     assert set(graph.get_graph().nodes) - {"__start__", "__end__"} == nodes
+
+
+def test_the_workflow_wires_every_edge_the_docstring_draws() -> None:
+    """load → search → generate → [resolve → reflect⟲ → finish → counters → propose → merge → (save)] → respond."""
+    edges = {(e.source, e.target, e.conditional) for e in GRAPH_BUILDERS["ace_workflow"]().get_graph().edges}
+    assert edges == {
+        ("__start__", "load_playbook", False),
+        ("load_playbook", "search", False),
+        ("search", "generate", False),
+        ("generate", "resolve_bullets", True),
+        ("generate", "respond_workflow", True),
+        ("resolve_bullets", "reflect", False),
+        ("reflect", "reflect", True),
+        ("reflect", "finish_reflection", True),
+        ("finish_reflection", "update_counters", False),
+        ("update_counters", "propose_deltas", False),
+        ("propose_deltas", "merge_deltas", False),
+        ("merge_deltas", "save_playbook", True),
+        ("merge_deltas", "respond_workflow", True),
+        ("save_playbook", "respond_workflow", False),
+        ("respond_workflow", "__end__", False),
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
 import msgspec
 from langgraph.runtime import Runtime
@@ -15,7 +16,10 @@ from tests.graphs.grace.test_replan import CONTEXT, PLAN, QUERY, ok, search, ses
 
 
 def run_advance(state: GraceState) -> GraceGraphState:
-    return asyncio.run(advance({"session": state}, Runtime(context=CONTEXT)))
+    command = asyncio.run(advance({"session": state}, Runtime(context=CONTEXT)))
+    update = command.update  # the node returns a Command; its update is the partial state
+    assert update is not None
+    return cast("GraceGraphState", update)
 
 
 def test_the_next_step_is_the_first_unanswered_one() -> None:
@@ -83,7 +87,7 @@ def test_the_extractive_answer_cites_only_what_it_was_given() -> None:
         Evidence(step_id=2, document_id="x", snippet="関係のない文章です。", score=0.95),
     ]
     state = msgspec.structs.replace(session(plan, [ok(1), ok(2)]), evidence=evidence)
-    answer = extractive_answer(QUERY, gather(plan[2], state), max_sentences=3)
+    answer = asyncio.run(extractive_answer(QUERY, gather(plan[2], state), max_sentences=3))
     assert "333" in answer.text
     assert "634" in answer.text  # one sentence from each search it depends on
     assert {e.document_id for e in answer.cited} == {"t", "s"}
@@ -97,7 +101,7 @@ def test_with_nothing_relevant_the_answer_says_so() -> None:
     plan = [search(1), PlanStep(step_id=2, action="reasoning", query=QUERY, depends_on=[1])]
     evidence = [Evidence(step_id=1, document_id="x", snippet="まったく関係のない話。", score=0.9)]
     state = msgspec.structs.replace(session(plan, [ok(1)]), evidence=evidence)
-    answer = extractive_answer(QUERY, gather(plan[1], state), max_sentences=3)
+    answer = asyncio.run(extractive_answer(QUERY, gather(plan[1], state), max_sentences=3))
     assert answer.cited == []
     assert answer.self_eval == 0.0
     assert "見つかりません" in answer.text

@@ -20,7 +20,6 @@ from graphs.grace.replan import Trigger
 from graphs.grace.routing import (
     route_after_advance,
     route_after_judge,
-    route_after_replan,
     route_after_user_response,
     route_entry,
 )
@@ -85,11 +84,6 @@ def test_a_step_the_user_already_answered_is_not_asked_again(decision: ActionDec
 @pytest.mark.parametrize(("decision", "node"), [("PROCEED", "advance"), ("MODIFY", "replan"), ("CANCEL", "finish")])
 def test_route_after_user_response(decision: str, node: str) -> None:
     assert route_after_user_response({"request": request(user_response={"decision": decision})}) == node
-
-
-@pytest.mark.parametrize(("replanned", "node"), [(True, "advance"), (False, "finish")])
-def test_route_after_replan(replanned: bool, node: str) -> None:
-    assert route_after_replan({"replanned": replanned}) == node
 
 
 @pytest.mark.parametrize(

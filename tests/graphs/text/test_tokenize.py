@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import is_function_token, terms, tokenize
+from graphs.text.tokenize import content_tokens, is_function_token, terms, terms_of_many, tokenize
 from tests.support.jsquad import JsquadSet
 
 CJK = re.compile(r"[\u3005-\u3007\u303b\u3041-\u309f\u30a1-\u30ff\u31f0-\u31ff\u3400-\u9fff\uf900-\ufaff]")
@@ -141,6 +141,54 @@ def test_tokenize_is_stable_under_normalisation(text: str) -> None:
     assert tokenize(normalize(text)) == tokenize(text)
 
 
+# Texts built to sit on the boundaries terms_of_many relies on: newlines inside a text, combining marks and
+# half-width voiced marks at either end (they must not compose across the separator), full-width and
+# case-folded forms, every term class and the words terms drops.
+_BOUNDARY_ALPHABET = st.sampled_from(
+    [
+        "\n",
+        "\r\n",
+        " ",
+        "\u3000",
+        "\u0301",
+        "\u3099",
+        "ﾞ",
+        "ｶ",
+        "ﾃｽﾄ",
+        "東京",
+        "何県",
+        "ヶ",
+        "ー",
+        "すごーい",
+        "の",
+        "Ｔｏｋｙｏ",
+        "ß",
+        "the",
+        "3.14",
+        "2.5.1",
+        "a_b",
+        "\ud800",
+        "、",
+        "タワー",
+        "\u2028",
+        "\x85",
+    ]
+)
+_BOUNDARY_TEXT = st.lists(_BOUNDARY_ALPHABET, max_size=8).map("".join)
+
+
+@given(st.lists(st.one_of(st.text(), _BOUNDARY_TEXT), max_size=12))
+def test_terms_of_many_is_terms_text_by_text(texts: list[str]) -> None:
+    assert terms_of_many(texts) == [terms(text) for text in texts]
+
+
+def test_terms_of_many_keeps_texts_apart() -> None:
+    # A text ending in a kana and the next starting with a voiced mark stay two texts with their own terms.
+    expected = [["東京", "カ"], ["タワー", "高"], [], ["cache"]]
+    assert terms_of_many(["東京ｶ", "ﾞタワー\n高さ", "", "the cache"]) == expected
+    assert terms_of_many([]) == []
+
+
 def test_lone_surrogates_do_not_raise() -> None:
     # JSON may carry them ("\\ud800"); they are not word characters, so they split runs and vanish.
     assert tokenize("東\ud800京 a\udfffb") == ["東", "京", "a", "b"]
@@ -159,3 +207,8 @@ def test_bm25_over_tokenize_recalls_jsquad_paragraphs(jsquad_full: JsquadSet) ->
         hits += int(question.gold in top5)
 
     assert hits / len(sample) >= 0.93
+
+
+@given(st.text(alphabet=st.sampled_from("あいうえおかゝゞゟーアイウ東京高山 .,3abcTheＴｏｋｙｏﾀﾜｰ\n")))
+def test_content_tokens_are_the_tokens_that_are_not_function_tokens(text: str) -> None:
+    assert content_tokens(text) == {t for t in tokenize(text) if not is_function_token(t)}

@@ -37,7 +37,7 @@ import msgspec
 import structlog
 
 from contracts.ace import Playbook, PlaybookMetadata
-from graphs.ace.bullet_ids import high_water, id_number
+from graphs.ace.playbook.ids import high_water, id_number
 
 log = structlog.get_logger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any
 import msgspec
 
 from contracts.ace import Bullet, Playbook, PlaybookMetadata
-from graphs.ace.bullet_ids import high_water
+from graphs.ace.playbook.ids import high_water
 
 _HEADING = re.compile(r"^## (?P<title>.*?)\s*$")
 _BULLET = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<rest>.*)$", re.DOTALL)

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.ace import Bullet, Insight, Trajectory
-from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge, report_verdict
-from graphs.ace.llm_reflect import extract_insights
-from graphs.ace.reflector_prompt import BUILTIN_TEMPLATE, ReflectorPromptBuilder
+from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge, report_verdict
+from graphs.ace.reflector.llm import extract_insights
+from graphs.ace.reflector.prompt import BUILTIN_TEMPLATE, ReflectorPromptBuilder
 from graphs.prompt_files import PROMPTS_DIR
 from tests.graphs.ace.helpers import bullet
 from tests.graphs.ace.strategies import TEXT_CHARS, bullet_ids, insights

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from contracts.ace import Trajectory
 from graphs.ace.heuristic_text import content_tokens, coverage, covered, excerpt, is_japanese, sentences, topic
-from graphs.ace.hybrid_search import Hit
-from graphs.ace.search_index import search_text
+from graphs.ace.search.hybrid import Hit
+from graphs.ace.search.index import search_text
 
 MAX_ANSWER_BULLETS = 3
 MIN_COVERAGE = 0.3

@@ -9,14 +9,14 @@ import pytest
 from hypothesis import given, settings
 
 from contracts.ace import Playbook
-from graphs.ace.playbook_text import (
+from graphs.ace.playbook.sections import section_rules
+from graphs.ace.playbook.text_format import (
     PlaybookTextError,
     export_playbook,
     heading_to_section,
     normalize_newlines,
     parse_playbook,
 )
-from graphs.ace.sections import section_rules
 from graphs.config_files import load_sections
 from librarian_svc.settings import PROJECT_ROOT
 from tests.graphs.ace.helpers import INITIAL, OFFLINE, ONLINE, REAL_PLAYBOOKS, bullet, playbook, read_text

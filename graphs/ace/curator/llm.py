@@ -15,10 +15,10 @@ import msgspec
 import structlog
 
 from contracts.ace import DeltaContextItem, Playbook, ReflectionResult, SearchQuery
-from graphs.ace.heuristic_curate import lesson_of
-from graphs.ace.hybrid_search import HybridSearch
+from graphs.ace.curator.heuristic import lesson_of
+from graphs.ace.playbook.sections import SectionRules
 from graphs.ace.prompts import dataset_prompt
-from graphs.ace.sections import SectionRules
+from graphs.ace.search.hybrid import HybridSearch
 from graphs.context import AgentContext
 from graphs.llm.ask import Prompt, ask_model
 from graphs.llm.grounding import KnownIds

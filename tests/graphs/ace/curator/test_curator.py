@@ -11,12 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.ace import BulletEvaluation, DeltaContextItem, Insight, Playbook, PlaybookMetadata, ReflectionResult
-from graphs.ace.bullet_ids import IdAllocator, high_water, id_number
-from graphs.ace.heuristic_curate import propose_deltas
-from graphs.ace.hybrid_search import HybridSearch
-from graphs.ace.merge import MergeOutcome, apply_evaluations, delta_problems, merge
-from graphs.ace.search_index import IndexCache
-from graphs.ace.sections import SectionRules, section_rules, slug_prefix
+from graphs.ace.checks import delta_problems
+from graphs.ace.curator.heuristic import propose_deltas
+from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
+from graphs.ace.playbook.ids import IdAllocator, high_water, id_number
+from graphs.ace.playbook.sections import SectionRules, section_rules, slug_prefix
+from graphs.ace.search.hybrid import HybridSearch
+from graphs.ace.search.index import IndexCache
 from graphs.config_files import SectionDefinition, load_sections
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings

@@ -12,9 +12,9 @@ from typing import Annotated
 import msgspec
 
 from contracts.ace import Trajectory
-from graphs.ace.heuristic_generate import GeneratedAnswer
-from graphs.ace.hybrid_search import Hit
+from graphs.ace.generator.heuristic import GeneratedAnswer
 from graphs.ace.prompts import dataset_prompt
+from graphs.ace.search.hybrid import Hit
 from graphs.context import AgentContext
 from graphs.llm.ask import Prompt, ask_model
 from graphs.llm.grounding import KnownIds

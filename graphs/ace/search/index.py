@@ -16,15 +16,16 @@ import hashlib
 import threading
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet
-from graphs.ace.bm25 import Bm25Index
+from graphs.ace.search.bm25 import Bm25Index
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.text.tokenize import tokenize
 
@@ -33,6 +34,8 @@ MAX_CACHED_ROWS = 20_000
 MAX_CACHED_INDEXES = 32
 INLINE_BUILD_LIMIT = 1_000
 """Above this many bullets the index is built on a worker thread so the event loop keeps serving."""
+EMBED_CHUNK = 2_000
+"""Bullets embedded per call while an index is built (a deadline check between calls)."""
 
 
 def search_text(bullet: Bullet) -> str:
@@ -129,11 +132,31 @@ INDEX_CACHE = IndexCache()
 """The process-wide cache (shared by every request, like the embedding cache)."""
 
 
-def _assemble(vectors: npt.NDArray[np.float32], texts: Sequence[str]) -> PlaybookIndex:
+def _assemble(
+    vectors: npt.NDArray[np.float32], texts: Sequence[str], check: Callable[[], None] | None = None
+) -> PlaybookIndex:
     matrix = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(texts), -1)
     matrix.flags.writeable = False
     norms = np.linalg.norm(matrix, axis=1).astype(np.float32) if len(texts) else np.zeros(0, dtype=np.float32)
-    return PlaybookIndex(texts=tuple(texts), vectors=matrix, norms=norms, bm25=Bm25Index([tokenize(t) for t in texts]))
+    bm25 = Bm25Index((tokenize(t) for t in texts), check)  # one document's tokens alive at a time
+    return PlaybookIndex(texts=tuple(texts), vectors=matrix, norms=norms, bm25=bm25)
+
+
+def cosines(
+    rows: npt.NDArray[np.float32], query: npt.NDArray[np.float32], row_norms: npt.NDArray[np.float32] | None = None
+) -> npt.NDArray[np.float64]:
+    """The cosine of `query` with each row, in float64 (0 against a zero vector); search and merge both use it.
+
+    `row_norms` are the rows' own float32 norms when the caller keeps them (the index does). einsum, not
+    BLAS: a threaded gemv wakes sleeping threads (milliseconds of jitter on a small matrix), and its
+    summation order depends on the thread count, so scores could differ between replicas; einsum's
+    per-row sums do not depend on the other rows, so a subset of rows scores exactly as the whole.
+    """
+    norms = np.linalg.norm(rows, axis=1) if row_norms is None else row_norms
+    denominators = norms.astype(np.float64) * float(np.linalg.norm(query))
+    denominators[denominators == 0] = 1.0
+    result: npt.NDArray[np.float64] = np.einsum("ij,j->i", rows, query).astype(np.float64) / denominators
+    return result
 
 
 def _embed_sync(embeddings: Embeddings, texts: list[str]) -> npt.NDArray[np.float32]:
@@ -159,15 +182,62 @@ def build_index(embeddings: Embeddings, texts: list[str], cache: IndexCache = IN
     return index
 
 
-async def abuild_index(embeddings: Embeddings, texts: list[str], cache: IndexCache = INDEX_CACHE) -> PlaybookIndex:
-    """Async `build_index`: remote embedders are awaited, big playbooks are tokenised off the event loop."""
+class Budget(Protocol):
+    """What bounds an index build: the request's `AgentContext` (its deadline) is one."""
+
+    def check_deadline(self) -> None:
+        """Raise once the budget is spent (safe on a worker thread)."""
+        ...
+
+    async def checkpoint(self) -> None:
+        """Check, then yield to the event loop."""
+        ...
+
+
+class Unbounded:
+    """No deadline: for callers outside a request (benchmarks, the command line, tests)."""
+
+    def check_deadline(self) -> None:
+        """Never raises."""
+
+    async def checkpoint(self) -> None:
+        """Only yields."""
+        await asyncio.sleep(0)
+
+
+UNBOUNDED = Unbounded()
+
+
+async def abuild_index(
+    embeddings: Embeddings, texts: list[str], cache: IndexCache = INDEX_CACHE, budget: Budget = UNBOUNDED
+) -> PlaybookIndex:
+    """Async `build_index`, bounded: embedded in chunks into one float32 matrix, big playbooks tokenised off the loop.
+
+    Between chunks the build checks the budget, on the loop (`checkpoint`) and on the worker thread
+    (`check_deadline`), so when the request's deadline passes the build itself stops instead of running on
+    for a response nobody will get.
+    """
     key = (embedder_key(embeddings), texts_fingerprint(texts))
     index = cache.get(key, texts)
     if index is None:
-        vectors = await embed_texts(embeddings, texts)
+        vectors = await _embed_chunked(embeddings, texts, budget)
         if len(texts) > INLINE_BUILD_LIMIT:
-            index = await asyncio.to_thread(_assemble, vectors, texts)
+            index = await asyncio.to_thread(_assemble, vectors, texts, budget.check_deadline)
         else:
-            index = _assemble(vectors, texts)
+            index = _assemble(vectors, texts, budget.check_deadline)
         cache.put(key, index)
     return index
+
+
+async def _embed_chunked(embeddings: Embeddings, texts: list[str], budget: Budget) -> npt.NDArray[np.float32]:
+    """The texts' vectors, `EMBED_CHUNK` at a time, written into one preallocated matrix (no second copy)."""
+    first = await embed_texts(embeddings, texts[:EMBED_CHUNK])
+    if len(texts) <= EMBED_CHUNK:
+        return first
+    matrix = np.empty((len(texts), first.shape[1]), dtype=np.float32)
+    matrix[: len(first)] = first
+    for start in range(EMBED_CHUNK, len(texts), EMBED_CHUNK):
+        await budget.checkpoint()
+        chunk = texts[start : start + EMBED_CHUNK]
+        matrix[start : start + len(chunk)] = await embed_texts(embeddings, chunk)
+    return matrix

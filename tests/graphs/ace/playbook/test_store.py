@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 
 from contracts.ace import Playbook
-from graphs.ace.bullet_ids import high_water
-from graphs.ace.playbook_store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
+from graphs.ace.playbook.ids import high_water
+from graphs.ace.playbook.store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
 from tests.graphs.ace.helpers import bullet, playbook, real_playbook
 from tests.graphs.ace.strategies import playbooks
 

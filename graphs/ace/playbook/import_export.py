@@ -4,7 +4,7 @@ The command line (`python -m graphs.ace import/export/list`) and the HTTP endpoi
 /playbooks/{dataset}`, `GET /playbooks`) both come through here, so a text that one refuses the other
 refuses too, with the same message:
 
-- the text must parse (`playbook_text`), and every bullet's section must be one the dataset allows
+- the text must parse (`text_format`), and every bullet's section must be one the dataset allows
   (`config/sections.yaml`); problems name the line of the bullet;
 - a text with no bullets at all (an empty file, headings only, a truncated upload) would silently
   replace the stored playbook with an empty one, so it is refused unless the caller says so
@@ -22,10 +22,10 @@ import msgspec
 
 from contracts.ace import Playbook
 from contracts.common import ErrorDetail
-from graphs.ace.playbook_checks import MAX_DETAILS, playbook_problems
-from graphs.ace.playbook_store import PlaybookStore
-from graphs.ace.playbook_text import PlaybookTextError, export_playbook, parse_playbook_lines
-from graphs.ace.sections import SectionRules
+from graphs.ace.checks import MAX_DETAILS, playbook_problems
+from graphs.ace.playbook.sections import SectionRules
+from graphs.ace.playbook.store import PlaybookStore
+from graphs.ace.playbook.text_format import PlaybookTextError, export_playbook, parse_playbook_lines
 from graphs.errors import InvalidInput
 
 NOT_FOUND = 404

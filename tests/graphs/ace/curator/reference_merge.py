@@ -16,7 +16,7 @@ Same playbook and deltas in, same playbook out (up to `updated_at`), whoever pro
    harmful, then least helpful first; bullets this merge touched last; then playbook order).
 
 Deltas that break the rules are skipped with a note here; the HTTP layer rejects a caller's own invalid
-deltas before they get this far (`delta_problems`), while a model's are dropped and logged.
+deltas before they get this far (`graphs.ace.checks.delta_problems`), while a model's are dropped and logged.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ import structlog
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet, BulletEvaluation, DeltaContextItem, Playbook
-from contracts.common import ErrorDetail
-from graphs.ace.bullet_ids import IdAllocator
-from graphs.ace.search_index import embed_texts
-from graphs.ace.sections import SectionRules
+from graphs.ace.playbook.ids import IdAllocator
+from graphs.ace.playbook.sections import SectionRules
+from graphs.ace.search.index import embed_texts
 from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
 
@@ -71,42 +70,6 @@ def apply_evaluations(playbook: Playbook, evaluations: list[BulletEvaluation]) -
         for b in playbook.bullets
     ]
     return msgspec.structs.replace(playbook, bullets=bullets)
-
-
-def delta_problems(
-    deltas: list[DeltaContextItem], playbook: Playbook, rules: SectionRules, path: str = "$.deltas"
-) -> list[ErrorDetail]:
-    """Why a caller's deltas cannot be applied to `playbook`, with JSON paths (empty when they can)."""
-    problems: list[ErrorDetail] = []
-    existing = {b.id for b in playbook.bullets}
-    deleted: set[str] = set()
-    for i, delta in enumerate(deltas):
-        where = f"{path}[{i}]"
-        if delta.type == "ADD":
-            if not rules.allows(delta.section):
-                problems.append(
-                    ErrorDetail(
-                        path=f"{where}.section", message=f"unknown section {delta.section!r} for {rules.dataset!r}"
-                    )
-                )
-            if not delta.content.strip():
-                problems.append(ErrorDetail(path=f"{where}.content", message="ADD needs content"))
-            continue
-        if delta.bullet_id is None:
-            problems.append(ErrorDetail(path=f"{where}.bullet_id", message=f"{delta.type} needs a bullet_id"))
-        elif delta.bullet_id not in existing:
-            problems.append(
-                ErrorDetail(path=f"{where}.bullet_id", message=f"no bullet {delta.bullet_id!r} in the playbook")
-            )
-        elif delta.bullet_id in deleted:
-            problems.append(
-                ErrorDetail(path=f"{where}.bullet_id", message=f"bullet {delta.bullet_id!r} is deleted earlier")
-            )
-        if delta.type == "UPDATE" and not delta.content.strip():
-            problems.append(ErrorDetail(path=f"{where}.content", message="UPDATE needs content"))
-        if delta.type == "DELETE" and delta.bullet_id is not None:
-            deleted.add(delta.bullet_id)
-    return problems
 
 
 class _Merger:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from contracts.ace import DeltaContextItem, Insight, Playbook, ReflectionResult, SearchQuery
 from graphs.ace.heuristic_text import content_tokens, excerpt
-from graphs.ace.hybrid_search import HybridSearch
-from graphs.ace.sections import SectionRules
+from graphs.ace.playbook.sections import SectionRules
+from graphs.ace.search.hybrid import HybridSearch
 from graphs.text.normalize import normalize
 
 MATCH_COSINE = 0.3

@@ -12,9 +12,9 @@ from langchain_core.embeddings import Embeddings
 from rank_bm25 import BM25Okapi
 
 from contracts.ace import Bullet, Playbook, SearchQuery
-from graphs.ace.bm25 import Bm25Index
-from graphs.ace.hybrid_search import BM25_TIE, COSINE_TIE, HybridSearch, min_max, top_k_order
-from graphs.ace.search_index import IndexCache, build_index, search_text, texts_fingerprint
+from graphs.ace.search.bm25 import Bm25Index
+from graphs.ace.search.hybrid import BM25_TIE, COSINE_TIE, HybridSearch, min_max, top_k_order
+from graphs.ace.search.index import IndexCache, build_index, search_text, texts_fingerprint
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from graphs.text.tokenize import tokenize

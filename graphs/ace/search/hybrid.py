@@ -22,7 +22,17 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet, Playbook, SearchQuery, SearchResult
-from graphs.ace.search_index import INDEX_CACHE, IndexCache, PlaybookIndex, abuild_index, build_index, search_text
+from graphs.ace.search.index import (
+    INDEX_CACHE,
+    UNBOUNDED,
+    Budget,
+    IndexCache,
+    PlaybookIndex,
+    abuild_index,
+    build_index,
+    cosines,
+    search_text,
+)
 from graphs.text.tokenize import tokenize
 
 Floats = npt.NDArray[np.float64]
@@ -93,13 +103,16 @@ def candidate_mask(query: SearchQuery, bullets: list[Bullet]) -> npt.NDArray[np.
 class HybridSearch:
     """Seed 000's `HybridSearch`, with `search` (synchronous embedders) and `asearch` (any embedder)."""
 
-    def __init__(self, embeddings: Embeddings, *, alpha: float, cache: IndexCache = INDEX_CACHE) -> None:
+    def __init__(
+        self, embeddings: Embeddings, *, alpha: float, cache: IndexCache = INDEX_CACHE, budget: Budget = UNBOUNDED
+    ) -> None:
         """Search with `embeddings` (normally the context's `CachedEmbeddings`).
 
         Args:
             embeddings: The embedder for bullets and queries.
             alpha: Weight of the vector score (0..1); BM25 gets 1 − alpha (`SEARCH_ALPHA` by default).
             cache: Where built playbook indexes are kept.
+            budget: What stops an index build (the request's `AgentContext`); unbounded by default.
 
         Raises:
             ValueError: If alpha is outside [0, 1].
@@ -109,6 +122,7 @@ class HybridSearch:
         self.embeddings = embeddings
         self.alpha = alpha
         self.cache = cache
+        self.budget = budget
 
     def search(self, query: SearchQuery, playbook: Playbook) -> list[Hit]:
         """Rank the playbook's bullets for `query`; best first, at most `top_k`."""
@@ -124,7 +138,7 @@ class HybridSearch:
         mask = candidate_mask(query, playbook.bullets)
         if not mask.any():
             return []
-        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache)
+        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache, self.budget)
         vector = np.asarray(await self.embeddings.aembed_query(query.query_text), dtype=np.float32)
         return self._rank(index, vector, query, playbook.bullets, mask)
 
@@ -139,7 +153,7 @@ class HybridSearch:
         """
         if not playbook.bullets:
             return {}
-        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache)
+        index = await abuild_index(self.embeddings, [search_text(b) for b in playbook.bullets], self.cache, self.budget)
         size = index.bm25.size
         grouped = index.bm25.frequencies_by(key) if key is not None else None
         weights: dict[str, float] = {}
@@ -165,11 +179,7 @@ class HybridSearch:
         everything = rows.size == index.size
         vectors = index.vectors if everything else index.vectors[rows]
         norms = index.norms if everything else index.norms[rows]
-        denominators = norms.astype(np.float64) * float(np.linalg.norm(vector))
-        denominators[denominators == 0] = 1.0
-        # einsum, not BLAS: a threaded gemv wakes sleeping threads (milliseconds of jitter on a small matrix),
-        # and its summation order depends on the thread count, so scores could differ between replicas.
-        cosine = np.einsum("ij,j->i", vectors, vector).astype(np.float64) / denominators
+        cosine = cosines(vectors, vector, norms)
         bm25 = index.bm25.scores(tokenize(query.query_text), None if everything else mask)[rows]
         vector_scores = min_max(cosine, COSINE_TIE)
         bm25_scores = min_max(bm25, BM25_TIE * max(1.0, float(np.abs(bm25).max(initial=0.0))))
