@@ -8,17 +8,15 @@ from typing import Any, Literal, get_args, get_origin
 
 import msgspec
 import pytest
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from contracts.grace import ReplanRecord
 from graphs.grace import nodes
 from graphs.grace.graph import build_graph
 from graphs.grace.replan import Trigger
+from graphs.grace.state import GraceGraphState
 from tests.graphs.grace.test_replan import CONTEXT, PLAN, session
-
-
-class _Runtime:
-    context = CONTEXT
 
 
 def _command_destinations(node: Any) -> tuple[str, ...]:
@@ -43,8 +41,8 @@ def test_every_command_destination_is_declared_in_build_graph() -> None:
 def test_replan_runs_the_new_plan_or_finishes_at_the_limit(used: int, goto: str) -> None:
     record = ReplanRecord(trigger="STEP_FAILURE", strategy="PARTIAL", step_id=1, turn=1)
     state = msgspec.structs.replace(session(PLAN, []), replans=[record] * used)
-    update: Any = {"session": state, "trigger": Trigger("STEP_FAILURE", PLAN[0]), "max_replans": 2}
-    command = asyncio.run(nodes.replan_node(update, _Runtime()))  # type: ignore[arg-type]
+    update: GraceGraphState = {"session": state, "trigger": Trigger("STEP_FAILURE", PLAN[0]), "max_replans": 2}
+    command = asyncio.run(nodes.replan_node(update, Runtime(context=CONTEXT)))
     assert command.goto == goto
     assert isinstance(command.update, dict)
     if goto == "finish":
