@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -73,7 +74,7 @@ def _state(ok: bool, attempts: int, max_attempts: int, warnings: list[str] | Non
     ],
 )
 def test_route_after_check(state: ProposalGraphState, route: str) -> None:
-    assert route_after_check(state) == route
+    assert asyncio.run(route_after_check(state)) == route
 
 
 # --- the board --------------------------------------------------------------------------------------
