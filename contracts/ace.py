@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from contracts.base import RequestId, WireStruct
+from contracts.base import RequestId, WireStruct, anchored
 from contracts.common import EngineName, ErrorResponse, Usage
 
 MAX_BULLETS = 20_000
@@ -26,10 +26,16 @@ MAX_CONTENT_CHARS = 20_000
 MAX_TEXT_CHARS = 100_000
 MAX_USED_BULLETS = 1_000
 
+_PRINTABLE = r"[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?"
+"""No control characters anywhere, and no whitespace at either end (`"general "` is not `"general"`)."""
+SECTION_NAME_PATTERN = anchored(_PRINTABLE)
+DATASET_NAME_PATTERN = anchored(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""Also the stored playbooks' file names (`graphs/ace/playbook_store.py`)."""
+
 BulletId = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        pattern=anchored(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}"),
         description="`<section-prefix>-<nnnnn>` for bullets the curator creates, e.g. `shr-00001`.",
     ),
 ]
@@ -38,18 +44,18 @@ SectionName = Annotated[
     msgspec.Meta(
         min_length=1,
         max_length=120,
-        pattern=r"^[^\x00-\x1f\x7f]+$",
+        pattern=SECTION_NAME_PATTERN,
         description="A section of `config/sections.yaml` for the dataset (snake_case of the ACE heading).",
     ),
 ]
 DatasetName = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
+        pattern=DATASET_NAME_PATTERN,
         description="Selects the section definitions, prompt overrides and (for /workflow/run) the stored playbook.",
     ),
 ]
-SectionTitle = Annotated[str, msgspec.Meta(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
+SectionTitle = Annotated[str, msgspec.Meta(max_length=200, pattern=anchored(rf"(?:{_PRINTABLE})?"))]
 Counter = Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS)]
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT_CHARS)]
