@@ -19,11 +19,12 @@ import msgspec
 
 from contracts.base import RequestId, WireStruct, anchored
 from contracts.common import EngineName, ErrorResponse, Usage
+from contracts.limits import ACE
 
-MAX_BULLETS = 20_000
+MAX_BULLETS = ACE.bullets
 """Most bullets a playbook may hold on the wire (the real AppWorld playbooks hold 8 to 359)."""
-MAX_CONTENT_CHARS = 20_000
-MAX_TEXT_CHARS = 100_000
+MAX_CONTENT_CHARS = ACE.bullet_chars
+MAX_TEXT_CHARS = ACE.text_chars
 MAX_USED_BULLETS = 1_000
 
 _PRINTABLE = r"[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?"
@@ -61,7 +62,7 @@ Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT_CHARS)]
 LongText = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_CHARS)]
 Keyword = Annotated[str, msgspec.Meta(max_length=200)]
-QueryText = Annotated[str, msgspec.Meta(min_length=1, max_length=8_000)]
+QueryText = Annotated[str, msgspec.Meta(min_length=1, max_length=ACE.query_chars)]
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 TopK = Annotated[int, msgspec.Meta(ge=1, le=200)]
 BulletTag = Literal["helpful", "harmful", "neutral"]
@@ -122,7 +123,7 @@ class PlaybookMetadata(WireStruct):
 
 
 class Playbook(WireStruct):
-    """The bullets of one dataset, in order. At most 20,000 bullets (MAX_BULLETS)."""
+    """The bullets of one dataset, in order. At most MAX_BULLETS bullets (`contracts/limits.py`)."""
 
     metadata: PlaybookMetadata = msgspec.field(default_factory=PlaybookMetadata)
     bullets: Annotated[list[Bullet], msgspec.Meta(max_length=MAX_BULLETS)] = msgspec.field(default_factory=list)
@@ -166,7 +167,9 @@ class Trajectory(WireStruct):
     query: QueryText
     dataset: DatasetName = "default"
     generated_answer: LongText = ""
-    reasoning_steps: Annotated[list[ShortText], msgspec.Meta(max_length=200)] = msgspec.field(default_factory=list)
+    reasoning_steps: Annotated[list[ShortText], msgspec.Meta(max_length=ACE.reasoning_steps)] = msgspec.field(
+        default_factory=list
+    )
     used_bullet_ids: Annotated[
         list[Annotated[str, msgspec.Meta(max_length=200)]], msgspec.Meta(max_length=MAX_USED_BULLETS)
     ] = msgspec.field(default_factory=list)
@@ -193,9 +196,9 @@ class BulletEvaluation(WireStruct):
 class ReflectionResult(WireStruct):
     """Seed 001: the reflector's output for one trajectory."""
 
-    insights: Annotated[list[Insight], msgspec.Meta(max_length=50)]
+    insights: Annotated[list[Insight], msgspec.Meta(max_length=ACE.insights)]
     bullet_evaluations: Annotated[list[BulletEvaluation], msgspec.Meta(max_length=MAX_USED_BULLETS)]
-    trajectory_query: Annotated[str, msgspec.Meta(max_length=8_000)]
+    trajectory_query: Annotated[str, msgspec.Meta(max_length=ACE.query_chars)]
     trajectory_dataset: DatasetName
     iteration_count: Annotated[int, msgspec.Meta(ge=0, le=100)] = 1
 
@@ -263,10 +266,13 @@ class AceCurateRequest(WireStruct):
     playbook: Playbook
     dataset: DatasetName | None = None
     trajectory: Trajectory | None = None
-    deltas: Annotated[list[DeltaContextItem], msgspec.Meta(max_length=500)] = msgspec.field(default_factory=list)
+    deltas: Annotated[list[DeltaContextItem], msgspec.Meta(max_length=ACE.deltas)] = msgspec.field(default_factory=list)
     max_bullets: (
         Annotated[
-            int, msgspec.Meta(ge=1, le=MAX_BULLETS, description="size budget, default 20000; prunes lowest confidence")
+            int,
+            msgspec.Meta(
+                ge=1, le=MAX_BULLETS, description=f"size budget, default {MAX_BULLETS}; prunes lowest confidence"
+            ),
         ]
         | None
     ) = None

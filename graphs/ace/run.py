@@ -32,6 +32,7 @@ from contracts.ace import (
     WorkflowRunResponse,
 )
 from contracts.common import ErrorDetail, Usage
+from graphs import request_limits
 from graphs.ace.hybrid_search import HybridSearch, candidate_mask
 from graphs.ace.merge import delta_problems
 from graphs.ace.playbook_checks import (
@@ -50,26 +51,33 @@ from graphs.errors import InvalidInput
 
 
 def check_search(request: AceSearchRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections, and the section filter, fit the dataset."""
+    """The playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
     check_sections(request.query.section_filter, rules, "$.query.section_filter")
 
 
 def check_generate(request: AceGenerateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections, and the section filter, fit the dataset."""
+    """The playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
     check_sections(request.section_filter, rules, "$.section_filter")
 
 
 def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections fit the dataset."""
+    """The sizes of the playbook and the trajectory; the playbook's ids and sections fit the dataset."""
+    request_limits.check_playbook(request.playbook)
+    request_limits.check_trajectory(request.trajectory)
     check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
 
 
 def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook, every evaluation's bullet and the caller's deltas; every problem listed at once."""
+    """The sizes; then the playbook, every evaluation's bullet and the caller's deltas, every problem at once."""
+    request_limits.check_playbook(request.playbook)
+    request_limits.check_trajectory(request.trajectory)
+    request_limits.check_changes(len(request.deltas), request.reflection)
     rules = section_rules(context.sections, curate_dataset(request))
     problems = playbook_problems(request.playbook, rules)
     problems += evaluation_problems(request)
@@ -107,6 +115,7 @@ async def import_playbook(
     """Parse and check the text as the command line does, then replace the stored playbook under its lock."""
     rules = section_rules(context.sections, request.dataset)
     playbook = await asyncio.to_thread(parse_import, request.text, rules, allow_empty=request.allow_empty)
+    request_limits.check_playbook(playbook, "$")  # a parsed text never went through the wire type's limits
     saved, replaced = await astore_replacing(_store(context), request.dataset, playbook, deadline=context.deadline)
     return PlaybookStoredAction(
         request_id=context.request_id,

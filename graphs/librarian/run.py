@@ -8,10 +8,12 @@ from contracts.librarian import LIBRARIAN_STATE_VERSION, LibrarianRequest, Libra
 from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
 from graphs.librarian.history_check import loop_limit, verify_continuation
+from graphs.request_limits import check_librarian
 
 
 def check(request: LibrarianRequest, prior: LibrarianState | None, context: AgentContext) -> None:
-    """The history continues the state exactly, and the loop limit is the one the session pinned."""
+    """Within the request limits; the history continues the state exactly; the loop limit is the pinned one."""
+    check_librarian(request)
     verify_continuation(request, prior)
     loop_limit(request, prior)
 

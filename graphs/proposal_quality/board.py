@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contracts.common import ErrorDetail
+from contracts.limits import PROPOSAL
 from contracts.proposal_quality import Dashboard
 from graphs.errors import InvalidInput
 
-MAX_BOARD_NODES = 10_000
+MAX_BOARD_NODES = PROPOSAL.nodes_total
 """Nodes in one dashboard at most (after flattening); a bigger board is INVALID_INPUT."""
 
 
@@ -80,7 +81,8 @@ def board_from_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> 
     """Flatten the trays into a `Board`.
 
     Raises:
-        InvalidInput: More than `MAX_BOARD_NODES` nodes (HTTP 422, path `<path>.trays`).
+        InvalidInput: More than `MAX_BOARD_NODES` nodes (HTTP 413, path `<path>.trays`): a total, as in
+            `graphs/request_limits.py`.
     """
     trays = dashboard.trays
     named = trays.items() if isinstance(trays, dict) else ((f"トレイ{i + 1}", tray) for i, tray in enumerate(trays))
@@ -89,8 +91,8 @@ def board_from_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> 
     for tray_name, tray in named:
         count += len(tray)
         if count > MAX_BOARD_NODES:
-            message = f"the dashboard has more than {MAX_BOARD_NODES} nodes"
-            raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=422)
+            message = f"the dashboard has more than {MAX_BOARD_NODES:,} nodes (proposal nodes_total)"
+            raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=413)
         nodes += (
             BoardNode(id=node.id, title=node.title, status=node.status, tray=tray_name, parent_id=node.parent_id)
             for node in tray
