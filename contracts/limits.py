@@ -44,7 +44,10 @@ class LibrarianLimits:
     queries_per_round: int = _limit(32, "entries of one round's `queries_text` (and of its `queries_vector`)")
     query_chars: int = _limit(2_000, "characters of one query (a round's, or one the service writes)")
     query_chars_total: int = _limit(
-        64_000, "characters of every query across `search_history` (they are kept in state)", total=True
+        100_000, "characters of every query across `search_history` (they are kept in state)", total=True
+    )
+    written_query_chars: int = _limit(
+        500, "characters of a query the service writes (rules or model), so its SEARCHes fit the totals above"
     )
     user_query_chars: int = _limit(8_000, "characters of `user_query`")
     conversation_turns: int = _limit(50, "turns of `conversation`")

@@ -33,6 +33,11 @@ def refuse_over(value: int, limit: int, *, path: str, what: str, name: str) -> N
     raise InvalidInput(message, [ErrorDetail(path=path, message=message)], status_code=TOO_LARGE)
 
 
+def clip_each(texts: Iterable[str], limit: int) -> list[str]:
+    """Each text cut to `limit` characters, repeats (after the cut) dropped: output that must fit a limit back in."""
+    return list(dict.fromkeys(text[:limit] for text in texts))
+
+
 def _chars(texts: Iterable[str]) -> int:
     return sum(len(text) for text in texts)
 

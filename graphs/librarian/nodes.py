@@ -18,6 +18,7 @@ from contracts.librarian import (
     LibrarianState,
     SearchAction,
 )
+from contracts.limits import LIBRARIAN
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
 from graphs.librarian.candidates import build_pool
@@ -34,6 +35,7 @@ from graphs.librarian.query_planning import (
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import coverage_notes, group_evidence, select_minimal
 from graphs.librarian.state import LibrarianGraphState
+from graphs.request_limits import clip_each
 from graphs.text.normalize import normalize
 
 log = structlog.get_logger(__name__)
@@ -156,14 +158,18 @@ async def plan_queries(
     top_docs = list(dict.fromkeys(s.candidate.document_id for s in state["assessment"].usable[:3]))
     if top_docs:
         hints["prefer_documents"] = top_docs
-    issued = [*state["issued"], *(normalize(q) for q in (*plan.queries_text, *plan.queries_vector))]
+    # What the caller sends back (queries in search_history, the rest in state) must fit the request
+    # contract: a query written from a long question is cut, never a reason for the next call's 422.
+    queries_text = clip_each(plan.queries_text, LIBRARIAN.written_query_chars)
+    queries_vector = clip_each(plan.queries_vector, LIBRARIAN.written_query_chars)
+    issued = [*state["issued"], *(normalize(q) for q in (*queries_text, *queries_vector))]
     outcome = SearchAction(
         request_id=request.request_id,
-        queries_text=plan.queries_text,
-        queries_vector=plan.queries_vector,
+        queries_text=queries_text,
+        queries_vector=queries_vector,
         filters_hint=hints,
-        rationale=plan.rationale,
-        missing=state["assessment"].missing,
+        rationale=plan.rationale[: LIBRARIAN.text_chars],
+        missing=state["assessment"].missing[: LIBRARIAN.missing_items],
         state=runtime.context.seal(_next_state(state, issued=issued)),
         usage=runtime.context.usage,
     )

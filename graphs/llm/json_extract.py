@@ -56,20 +56,22 @@ def _candidates(text: str, openers: str) -> Iterator[tuple[int, int]]:
     (brackets inside JSON strings, escaped quotes included, do not count). The order is the order of
     the candidates' starts, and a candidate is never one nested inside an earlier candidate:
 
-    - a span closed at the top level is tried as soon as it closes;
+    - a span closed at the top level is tried as soon as it closes; a bracket that is not one of
+      `openers` (an object when an array is wanted) is followed too, so its strings are read as
+      strings, and the outermost candidates inside it are tried when it closes;
     - when a closer does not match (`{ ]`), every bracket still open is no JSON value; what was closed
       inside them is tried instead (the outermost such spans, in order), and the scan goes on after
       the closer with nothing open. Each character is read once, so a reply of 16,000 `{` then `]`
       costs one pass, not one pass per brace;
-    - when the text ends with a bracket still open, the search ends: what follows that bracket is
+    - when the text ends with one of `openers` still open, the search ends there: what follows it is
       inside a value cut off mid-way, not top level.
     """
     open_groups: list[_Group] = []
-    closed: list[tuple[int, int]] = []  # spans closed inside the open groups, in closing order
+    closed: list[tuple[int, int]] = []  # candidates closed inside the open groups, in closing order
     in_string = escaped = False
     for i, ch in enumerate(text):
         if not open_groups:
-            if ch in openers:
+            if ch in _CLOSER:
                 open_groups.append(_Group(_CLOSER[ch], i))
             continue
         if in_string:
@@ -85,15 +87,22 @@ def _candidates(text: str, openers: str) -> Iterator[tuple[int, int]]:
             open_groups.append(_Group(_CLOSER[ch], i))
         elif ch in "}]":
             group = open_groups.pop()
+            wanted = text[group.start] in openers
             if group.closer != ch:
                 yield from _outermost(closed)
                 open_groups.clear()
                 closed.clear()
-            elif not open_groups:
+            elif open_groups:
+                if wanted:
+                    closed.append((group.start, i + 1))
+            elif wanted:
                 closed.clear()
                 yield group.start, i + 1
-            elif text[group.start] in openers:
-                closed.append((group.start, i + 1))
+            else:
+                yield from _outermost(closed)
+                closed.clear()
+    cut_off = next((g.start for g in open_groups if text[g.start] in openers), len(text))
+    yield from (span for span in _outermost(closed) if span[0] < cut_off)
 
 
 def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

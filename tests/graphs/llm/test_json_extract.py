@@ -9,6 +9,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -204,8 +205,8 @@ def _reference_extract(reply: str, want: JsonKind | None) -> str | None:
             continue
         candidate = text[start:end]
         try:
-            json.loads(candidate)
-        except ValueError:
+            msgspec.json.decode(candidate)
+        except msgspec.DecodeError:
             if first_balanced is None:
                 first_balanced = candidate
             resume_at = end
@@ -215,24 +216,47 @@ def _reference_extract(reply: str, want: JsonKind | None) -> str | None:
 
 
 # Prose may hold brackets (balanced or not, e.g. `[1]` citations or a stray `{ ]`), but no quotes: a
-# quote in prose starts a "string" the scan cannot tell from a real one, which the reference itself
-# handled by accident of where it restarted.
+# quote in prose starts a "string" that no scan can tell from a real one.
 _bracketed_prose = st.text(alphabet=st.sampled_from("ab :,\n{}[]"), max_size=30)
-_well_formed_reply = st.lists(
-    st.one_of(
+
+
+def _replies(values: st.SearchStrategy[object]) -> st.SearchStrategy[str]:
+    """Prose and JSON values, some pretty-printed, some followed by a comma (a malformed neighbour)."""
+    pieces = st.one_of(
         _bracketed_prose,
-        _json_values.map(json.dumps),
-        _json_objects.map(lambda obj: json.dumps(obj, indent=2)),
-        _json_objects.map(lambda obj: json.dumps(obj) + ","),
-    ),
-    min_size=1,
-    max_size=5,
-).map("".join)
+        values.map(json.dumps),
+        values.map(lambda value: json.dumps(value, indent=2)),
+        values.map(lambda value: json.dumps(value) + ","),
+    )
+    return st.lists(pieces, min_size=1, max_size=5).map("".join)
 
 
-@given(reply=_well_formed_reply, want=st.sampled_from(["object", "array", None]))
-def test_finds_the_same_json_as_the_restarting_search(reply: str, want: JsonKind | None) -> None:
+def _values(text: st.SearchStrategy[str]) -> st.SearchStrategy[object]:
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | text,
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
+        max_leaves=12,
+    )
+
+
+@given(reply=_replies(_values(st.text(max_size=8))))
+def test_finds_the_same_json_as_the_restarting_search(reply: str) -> None:
+    assert extract_json_text(reply) == _reference_extract(reply, None)
+
+
+@given(
+    reply=_replies(_values(st.text(alphabet=st.characters(blacklist_characters="[]{}"), max_size=8))),
+    want=st.sampled_from(["object", "array"]),
+)
+def test_finds_the_same_json_of_the_wanted_kind_as_the_restarting_search(reply: str, want: JsonKind) -> None:
     assert extract_json_text(reply, want=want) == _reference_extract(reply, want)
+
+
+def test_a_bracket_inside_a_string_of_the_other_kind_is_read_as_text() -> None:
+    """The one intended difference: the restarting search began a scan at the `[` inside `"["`, out of phase."""
+    reply = '{"[": [1]}'
+    assert _reference_extract(reply, "array") is None
+    assert extract_json_text(reply, want="array") == "[1]"
 
 
 @given(
