@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
     "ace_search": ["bench.ace_search"],
     "grace_throughput": ["bench.grace_throughput"],
+    "hostile": ["bench.hostile"],
 }
 
 
