@@ -189,7 +189,7 @@ def _trajectory(seed: int) -> dict[str, Any]:
         "dataset": "default",
         "generated_answer": _words(seed, ACE.text_chars),
         "reasoning_steps": [_words(seed + i, step_chars) for i in range(steps)],
-        "used_bullet_ids": [f"gen-{i + 1:05d}" for i in range(1_000)],
+        "used_bullet_ids": [f"gen-{i + 1:05d}" for i in range(ACE.used_bullets)],
     }
 
 
@@ -198,8 +198,8 @@ def ace_reflect_body(post: Post, seed: int = 3) -> dict[str, Any]:
         "request_id": "hostile-ace-reflect",
         "trajectory": _trajectory(seed),
         "playbook": _playbook(seed),
-        "ground_truth": _words(seed + 7, ACE.text_chars),
-        "test_report": _words(seed + 8, ACE.text_chars),
+        "ground_truth": _words(seed + 7, ACE.report_chars),
+        "test_report": _words(seed + 8, ACE.report_chars),
     }
 
 
@@ -357,7 +357,7 @@ CASES = [
         "ace_reflect",
         "/agent/ace/reflect",
         ace_reflect_body,
-        lambda post: {**ace_reflect_body(post, 13), "ground_truth": "x" * (ACE.text_chars + 1)},
+        lambda post: {**ace_reflect_body(post, 13), "ground_truth": "x" * (ACE.report_chars + 1)},
         "ground_truth characters (422)",
     ),
     Case(

@@ -25,7 +25,7 @@ MAX_BULLETS = ACE.bullets
 """Most bullets a playbook may hold on the wire (the real AppWorld playbooks hold 8 to 359)."""
 MAX_CONTENT_CHARS = ACE.bullet_chars
 MAX_TEXT_CHARS = ACE.text_chars
-MAX_USED_BULLETS = 1_000
+MAX_USED_BULLETS = ACE.used_bullets
 
 _PRINTABLE = r"[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?"
 """No control characters anywhere, and no whitespace at either end (`"general "` is not `"general"`)."""
@@ -61,6 +61,7 @@ Counter = Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS)]
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT_CHARS)]
 LongText = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_CHARS)]
+ReportText = Annotated[str, msgspec.Meta(max_length=ACE.report_chars)]
 Keyword = Annotated[str, msgspec.Meta(max_length=200)]
 QueryText = Annotated[str, msgspec.Meta(min_length=1, max_length=ACE.query_chars)]
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
@@ -123,7 +124,7 @@ class PlaybookMetadata(WireStruct):
 
 
 class Playbook(WireStruct):
-    """The bullets of one dataset, in order. At most MAX_BULLETS bullets (`contracts/limits.py`)."""
+    """The bullets of one dataset, in order; at most `maxItems` (the ACE `bullets` limit of `contracts/limits.py`)."""
 
     metadata: PlaybookMetadata = msgspec.field(default_factory=PlaybookMetadata)
     bullets: Annotated[list[Bullet], msgspec.Meta(max_length=MAX_BULLETS)] = msgspec.field(default_factory=list)
@@ -246,8 +247,8 @@ class AceReflectRequest(WireStruct):
 
     trajectory: Trajectory
     playbook: Playbook
-    ground_truth: LongText = ""
-    test_report: LongText = ""
+    ground_truth: ReportText = ""
+    test_report: ReportText = ""
     dataset: DatasetName | None = None
     max_iterations: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
     request_id: RequestId | None = None
@@ -293,8 +294,8 @@ class WorkflowRequest(WireStruct):
 
     query: QueryText
     dataset: DatasetName = "appworld"
-    ground_truth: LongText | None = None
-    test_report: LongText | None = None
+    ground_truth: ReportText | None = None
+    test_report: ReportText | None = None
     save: bool = False
     request_id: RequestId | None = None
     constraints: AceConstraints = msgspec.field(default_factory=AceConstraints)

@@ -71,7 +71,11 @@ class AceLimits:
     changes_total: int = _limit(100, "caller `deltas` plus the reflection's insights in one curate", total=True)
     query_chars: int = _limit(8_000, "characters of a query (`query`, `query_text`, a trajectory's)")
     reasoning_steps: int = _limit(100, "entries of a trajectory's `reasoning_steps`")
-    text_chars: int = _limit(100_000, "characters of `generated_answer`, `ground_truth`, `test_report`")
+    used_bullets: int = _limit(200, "entries of a trajectory's `used_bullet_ids` (and of a reflection's evaluations)")
+    text_chars: int = _limit(100_000, "characters of a trajectory's `generated_answer`")
+    report_chars: int = _limit(
+        50_000, "characters of `ground_truth` and of `test_report` (the reflector reads them once per used bullet)"
+    )
     trajectory_chars_total: int = _limit(
         200_000, "characters of a trajectory's answer and reasoning steps together", total=True
     )
