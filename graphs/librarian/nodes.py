@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
 import structlog
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -16,6 +17,7 @@ from contracts.common import ErrorResponse
 from contracts.librarian import (
     CompleteAction,
     LibrarianState,
+    MissingElement,
     SearchAction,
 )
 from contracts.limits import LIBRARIAN
@@ -100,6 +102,14 @@ async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
     return {"assessment": assessment, "decision": decision}
 
 
+def _bounded(missing: list[MissingElement]) -> list[MissingElement]:
+    """The missing elements as the contract takes them back in state: a bounded number, each description cut."""
+    return [
+        msgspec.structs.replace(m, description=m.description[: LIBRARIAN.text_chars])
+        for m in missing[: LIBRARIAN.missing_items]
+    ]
+
+
 def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianState:
     request = state["request"]
     return LibrarianState(
@@ -109,7 +119,7 @@ def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianSt
         query_digest=query_digest(request.user_query, request.subject_id),
         subject_id=request.subject_id,
         issued_queries=issued[-200:],
-        missing=state["assessment"].missing[:20],
+        missing=_bounded(state["assessment"].missing),
         covered=state["assessment"].covered_terms[:50],
     )
 
@@ -169,7 +179,7 @@ async def plan_queries(
         queries_vector=queries_vector,
         filters_hint=hints,
         rationale=plan.rationale[: LIBRARIAN.text_chars],
-        missing=state["assessment"].missing[: LIBRARIAN.missing_items],
+        missing=_bounded(state["assessment"].missing),
         state=runtime.context.seal(_next_state(state, issued=issued)),
         usage=runtime.context.usage,
     )

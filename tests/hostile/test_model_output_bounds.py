@@ -105,3 +105,15 @@ def test_an_over_long_reply_is_a_bad_reply_then_the_rules_answer(
     reask = request_text(llm_server.chat_requests[1])
     assert "reply_chars" in reask
     assert len(reask) < len(request_text(llm_server.chat_requests[0])) + 5_000  # not the whole reply echoed
+
+
+def test_a_search_written_from_the_longest_question_comes_back_valid(client: TestClient[Litestar]) -> None:
+    """The rules' own output too: a query or missing element written from an 8,000-character question is cut."""
+    question = {**QUESTION, "user_query": ("東京タワーの高さと歴史 " * 1_000)[: LIBRARIAN.user_query_chars]}
+    first = client.post(THINK, json=question).json()
+    assert first["action"] == "SEARCH", first
+    assert all(len(q) <= LIBRARIAN.written_query_chars for q in first["queries_text"] + first["queries_vector"])
+    assert all(len(m["description"]) <= LIBRARIAN.text_chars for m in first["missing"])
+    round_ = {"queries_text": first["queries_text"], "queries_vector": first["queries_vector"], "results": []}
+    second = client.post(THINK, json={**question, "state": first["state"], "search_history": [round_]})
+    assert second.status_code == 200, second.text
