@@ -245,14 +245,15 @@ def _grace_terms(chars: int) -> str:
 
 
 def grace_body(post: Post) -> dict[str, Any]:
-    """Walk a session to its last step; the body of the request that runs the final reasoning."""
+    """Walk a session to its end; the body of its costliest step (the state makes it replayable as is)."""
     first = {
         "request_id": "hostile-grace",
         "query": _grace_terms(GRACE.query_chars),
         "plan_steps": GRACE_PLAN,
     }
+    started = time.perf_counter()
     answer = post("/agent/grace/step", first).json()
-    body: dict[str, Any] = first
+    slowest: tuple[float, dict[str, Any]] = (time.perf_counter() - started, first)
     for _ in range(40):
         action = answer.get("action")
         if action not in ("SEARCH", "ASK_USER"):
@@ -272,9 +273,11 @@ def grace_body(post: Post) -> dict[str, Any]:
                 }
             }
         body = {"request_id": "hostile-grace", "state": answer["state"], **reply}
+        started = time.perf_counter()
         following = post("/agent/grace/step", body).json()
+        slowest = max(slowest, (time.perf_counter() - started, body), key=lambda pair: pair[0])
         if following.get("action") == "COMPLETE":
-            return body  # the step that reasons over the whole session: replayed for the measurement
+            return slowest[1]  # the costliest step of the session, replayed (same state) for the measurement
         answer = following
     raise RuntimeError("the GRACE walk did not complete in 40 steps")
 
@@ -289,7 +292,7 @@ def grace_over(post: Post) -> dict[str, Any]:
 def _dashboard(nodes: int) -> dict[str, Any]:
     trays = 4
     per_tray = -(-nodes // trays)
-    title_chars = 600  # the body limit (MAX_BODY_BYTES, 8 MiB), not the title limit, binds at the node total
+    title_chars = 200  # the body limit (MAX_BODY_BYTES, 8 MiB), not the title limit, binds at the node total
     return {
         "trays": {
             f"tray-{t}": [
