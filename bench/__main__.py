@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "grace_throughput": ["bench.grace_throughput"],
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
     "workers": ["bench.workers", "--runs", "2"],
+    "hostile": ["bench.hostile"],
 }
 
 

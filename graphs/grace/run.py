@@ -17,6 +17,7 @@ from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
 from graphs.grace.protocol import check_request
 from graphs.grace.state import GraceGraphState, Outcome
+from graphs.request_limits import check_grace
 
 NODE_VISITS_PER_STEP = 4
 """advance → reason → judge (→ replan) at most per plan step: the bound on graph supersteps per request."""
@@ -78,7 +79,8 @@ async def step(graph: Any, context: AgentContext, request: GraceRequest, prior: 
 
 
 def check(request: GraceRequest, prior: GraceState | None, context: AgentContext) -> None:
-    """The request answers exactly what the state waits for, and the state itself is consistent."""
+    """Within the request limits; answers exactly what the state waits for; the state itself is consistent."""
+    check_grace(request)
     check_request(request, prior, context.grace)
 
 

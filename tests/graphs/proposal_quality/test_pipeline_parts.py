@@ -99,7 +99,7 @@ def test_board_size_is_capped_with_a_path() -> None:
     with pytest.raises(InvalidInput) as caught:
         board_from_dashboard(msgspec.convert(trays, Dashboard))
     assert caught.value.details[0].path == "$.dashboard.trays"
-    assert caught.value.status_code == 422
+    assert caught.value.status_code == 413
 
 
 @pytest.mark.parametrize("listed", [False, True], ids=["named-trays", "listed-trays"])
