@@ -7,19 +7,15 @@ from typing import Any
 
 import msgspec
 
-from contracts.grace import Evidence, PlanStep, StepResult, UserInput
-from graphs.grace.nodes import advance
+from contracts.grace import Evidence, GraceState, PlanStep, StepResult, UserInput
+from graphs.grace.executor import next_step
 from graphs.grace.reasoning import ancestors, extractive_answer, gather
-from tests.graphs.grace.test_replan import CONTEXT, PLAN, QUERY, ok, search, session
+from tests.graphs.grace.test_replan import PLAN, QUERY, ok, search, session
 
 
-class _Runtime:
-    context = CONTEXT
-
-
-def run_advance(state: Any) -> Any:
-    command = asyncio.run(advance({"session": state}, _Runtime()))  # type: ignore[arg-type]
-    return command.update
+def run_advance(state: GraceState) -> dict[str, Any]:
+    session, cursor, events = next_step(state)
+    return {"session": session, "cursor": cursor, "events": events}
 
 
 def test_the_next_step_is_the_first_unanswered_one() -> None:
