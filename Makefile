@@ -21,7 +21,8 @@ $(STAMP): requirements.lock pyproject.toml
 run: install ## Serve on $$PORT (default 8080) with the embedded engine unless a provider is configured
 	PORT=$(PORT) $(PY) -m librarian_svc
 
-test: install lint typecheck schema-check go-check unit ## Lint, type-check, schema drift, Go client, then the whole pytest suite
+test: install lint typecheck schema-check go-check ## Lint, type-check, schema drift, Go client, then the whole pytest suite
+	$(VENV)/bin/pytest -q
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -30,8 +31,8 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-unit: install
-	$(VENV)/bin/pytest -q
+unit: install ## The fast tests: no service or PostgreSQL process, no Go, nothing slow (markers: tests/conftest.py)
+	$(VENV)/bin/pytest -q -m "not live and not postgres and not go and not slow"
 
 fuzz: install ## The long schemathesis run: 500 examples per operation and mode, every conformance check
 	FUZZ_EXAMPLES=500 $(VENV)/bin/pytest -q tests/fuzz/test_openapi_fuzz.py

@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_throughput": ["bench.librarian_throughput"],
     "librarian_quality": ["bench.librarian_quality", "--sample", "500"],
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
+    "near_duplicates_growth": ["bench.near_duplicates_growth"],
     "librarian_concurrency": ["bench.librarian_concurrency"],
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
     "ace_search": ["bench.ace_search"],

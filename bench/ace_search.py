@@ -31,9 +31,9 @@ from rank_bm25 import BM25Okapi
 
 from bench.tools import PROJECT_ROOT, machine_info
 from contracts.ace import Bullet, Playbook, SearchQuery
-from graphs.ace.hybrid_search import HybridSearch, min_max
-from graphs.ace.playbook_text import parse_playbook
-from graphs.ace.search_index import IndexCache, search_text
+from graphs.ace.playbook.text_format import parse_playbook
+from graphs.ace.search.hybrid import HybridSearch, min_max
+from graphs.ace.search.index import IndexCache, search_text
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from librarian_svc.settings import ENV_DEFAULTS

@@ -13,7 +13,11 @@ is the same `LibrarianRequest` contract, POSTed the same bytes: the cost of rece
 validating and answering such a body at all. ratio = librarian / echo req/s, the share of the
 transport ceiling the thinking leaves.
 
-    python -m bench.librarian_throughput [--repeat 2] [--duration 10] [--connections 8]
+    python -m bench.librarian_throughput [--repeat 2] [--duration 10] [--connections 8] [--rounds 3]
+
+`--rounds N` sends N rounds of 100 hits instead (ranks 1 to N×100; a question with fewer BM25 hits
+is skipped for the next one that has enough, and the report names it): per-step time at 1, 3 and
+10 rounds is `librarian_one_connection`'s p50 at `--rounds 1`, `3` and `10`.
 """
 
 from __future__ import annotations
@@ -45,15 +49,21 @@ ROUNDS = 3
 HITS_PER_ROUND = 100
 
 
-def build_payload(question_index: int = 0, snippet_chars: int = 150) -> tuple[bytes, str]:
-    """The request body (bytes, exactly what wrk sends) and the question it asks."""
+def build_payload(question_index: int = 0, snippet_chars: int = 150, rounds: int = ROUNDS) -> tuple[bytes, str]:
+    """The request body (bytes, exactly what wrk sends) and the question it asks.
+
+    The question is the first from `question_index` on with at least `rounds` × 100 BM25 hits.
+    """
     pairs = list(jsquad_chunks(JSQUAD))
     corpus = Corpus([chunk for chunk, _ in pairs])
     questions = [question for _, qas in pairs for _, question in qas]
-    question = questions[question_index]
-    ranked = corpus.text_search(question, ROUNDS * HITS_PER_ROUND)
-    if len(ranked) < ROUNDS * HITS_PER_ROUND:
-        raise RuntimeError(f"question {question_index} has only {len(ranked)} BM25 hits; pick another")
+    wanted = rounds * HITS_PER_ROUND
+    for question in questions[question_index:]:
+        ranked = corpus.text_search(question, wanted)
+        if len(ranked) >= wanted:
+            break
+    else:
+        raise RuntimeError(f"no question from {question_index} on has {wanted} BM25 hits")
     history = [
         {
             "queries_text": [question],
@@ -71,7 +81,7 @@ def build_payload(question_index: int = 0, snippet_chars: int = 150) -> tuple[by
                 for chunk, score in ranked[start : start + HITS_PER_ROUND]
             ],
         }
-        for start in range(0, ROUNDS * HITS_PER_ROUND, HITS_PER_ROUND)
+        for start in range(0, wanted, HITS_PER_ROUND)
     ]
     body = msgspec.json.encode(
         {
@@ -80,15 +90,19 @@ def build_payload(question_index: int = 0, snippet_chars: int = 150) -> tuple[by
             "subject_id": "jsquad",
             "search_history": history,
             "state": None,
+            # Fewer rounds than the default loop limit: the limit is that many, so the step still completes.
+            **({"constraints": {"max_loops": rounds}} if rounds < ROUNDS else {}),
         }
     )
     msgspec.json.decode(body, type=LibrarianRequest)  # the contract accepts it, for both servers
     return body, question
 
 
-def run(settings: WrkSettings, repeat: int, question_index: int, snippet_chars: int) -> dict[str, Any]:
-    body, question = build_payload(question_index, snippet_chars)
-    log(f"payload: {len(body)} bytes, {ROUNDS} rounds x {HITS_PER_ROUND} hits, question {question!r}")
+def run(
+    settings: WrkSettings, repeat: int, question_index: int, snippet_chars: int, rounds: int = ROUNDS
+) -> dict[str, Any]:
+    body, question = build_payload(question_index, snippet_chars, rounds)
+    log(f"payload: {len(body)} bytes, {rounds} rounds x {HITS_PER_ROUND} hits, question {question!r}")
     librarian, echo = service("librarian"), echo_server("echo", body="librarian")
     targets = [
         Target("librarian", librarian.url(THINK_PATH), body, expect={"action": "COMPLETE"}),
@@ -98,7 +112,7 @@ def run(settings: WrkSettings, repeat: int, question_index: int, snippet_chars: 
         measured = measure(targets, settings, repeat, one_connection="librarian")
     return report(
         MODULE,
-        "requests/s of POST /agent/librarian/think with a 3x100-hit history (~160 KB), one worker",
+        f"requests/s of POST /agent/librarian/think with a {rounds}x100-hit history, one worker",
         servers={
             "librarian": "python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker",
             "echo": "python -m bench.echo_servers bare --body librarian"
@@ -106,12 +120,12 @@ def run(settings: WrkSettings, repeat: int, question_index: int, snippet_chars: 
         },
         payload={
             "bytes": len(body),
-            "rounds": ROUNDS,
+            "rounds": rounds,
             "hits_per_round": HITS_PER_ROUND,
             "snippet_chars": snippet_chars,
             "question_index": question_index,
             "question": question,
-            "source": "JSQuAD valid-v1.3 paragraphs, BM25 ranks 1-300 for the question",
+            "source": f"JSQuAD valid-v1.3 paragraphs, BM25 ranks 1-{rounds * HITS_PER_ROUND} for the question",
         },
         first_response=measured.first_response,
         wrk=wrk_report(settings, repeat),
@@ -123,8 +137,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = arguments(__doc__, repeat=2, duration=10, connections=8)
     parser.add_argument("--question-index", type=int, default=0, help="which JSQuAD question ranks the hits")
     parser.add_argument("--snippet-chars", type=int, default=150, help="snippet length (150 gives ~160 KB)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="SEARCH rounds of 100 hits in the history")
     args = parser.parse_args(argv)
-    emit(run(wrk_settings(args), args.repeat, args.question_index, args.snippet_chars), args.output)
+    emit(run(wrk_settings(args), args.repeat, args.question_index, args.snippet_chars, args.rounds), args.output)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import httpx
 
 from bench.soak_mix import MIX, Operation
 from bench.tools import PROJECT_ROOT
-from graphs.ace.search_index import MAX_CACHED_INDEXES, MAX_CACHED_ROWS
+from graphs.ace.search.index import MAX_CACHED_INDEXES, MAX_CACHED_ROWS
 from graphs.embeddings.hashing import _token_features
 from librarian_svc.settings import ENV_DEFAULTS
 from tests.support.live_service import start_service

@@ -132,6 +132,9 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         "LLM_PROVIDER": "heuristic",
         "LOG_FORMAT": "json",
         "LOG_LEVEL": "info",
+        # One worker, as the figures in bench/README.md were measured, unless the caller's environment asks
+        # for more (`WEB_CONCURRENCY=2 python -m bench.grace_throughput`); the service's default is every CPU.
+        "WEB_CONCURRENCY": os.environ.get("WEB_CONCURRENCY", "1"),
     }
     return env | dict(extra or {})
 

@@ -21,6 +21,7 @@ from graphs.config_files import GraceConfig, SectionDefinition
 from graphs.errors import DeadlineExceeded
 from graphs.llm.config import LLMConfig
 from graphs.llm.usage import UsageMeter
+from graphs.shutdown import shutdown_deadline
 
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
@@ -99,16 +100,25 @@ class AgentContext:
             raise RuntimeError("this context was not made for a stateful agent's request (no seal_state)")
         return self.seal_state(state)
 
+    def effective_deadline(self) -> float | None:
+        """The request's deadline, or the process's shutdown deadline when that comes first (SIGTERM)."""
+        stop = shutdown_deadline()
+        if stop is None or (self.deadline is not None and self.deadline <= stop):
+            return self.deadline
+        return stop
+
     def remaining_s(self) -> float | None:
-        """Seconds left before the deadline (None when unbounded)."""
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        """Seconds left before the (effective) deadline (None when unbounded)."""
+        deadline = self.effective_deadline()
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
 
     def check_deadline(self) -> None:
-        """Raise DeadlineExceeded once the budget is spent; CPU loops call it between bounded chunks.
+        """Raise DeadlineExceeded once the budget is spent (or shutdown cut it); CPU loops call it between chunks.
 
         Safe from worker threads (it only reads the clock), so work moved off the event loop stops too.
         """
-        if self.deadline is not None and time.monotonic() >= self.deadline:
+        deadline = self.effective_deadline()
+        if deadline is not None and time.monotonic() >= deadline:
             raise DeadlineExceeded("the request's budget ran out during CPU work")
 
     async def checkpoint(self) -> None:

@@ -1,8 +1,10 @@
-"""`python -m librarian_svc`: validate settings, configure logging, serve with uvicorn.
+"""`python -m librarian_svc`: validate settings, configure logging, serve with uvicorn on `WEB_CONCURRENCY` workers.
 
 Settings are loaded before anything heavy, and a `ConfigError` ends the process with one
-line on stderr and exit status 2. uvicorn handles SIGTERM: it stops accepting connections
-and lets in-flight requests finish within `SHUTDOWN_GRACE_S` (Cloud Run allows 10 s).
+line on stderr and exit status 2 (also when a worker finds it). With one worker the app is served
+in this process; with several, this process supervises that many worker processes
+(`librarian_svc.workers`). SIGTERM drains: in-flight requests finish or answer TIMEOUT within
+`SHUTDOWN_GRACE_S`, and the process exits before Cloud Run's 10 s (`librarian_svc.drain`).
 
 The cyclic garbage collector is paused while the process starts (`startup_gc`): start-up only
 creates objects that live as long as the process, and collecting them cost about an eighth of
@@ -10,23 +12,38 @@ the cold start. Nothing heavy is imported at module level here, so the pause cov
 The start-up heap is then frozen out of the collector's reach: otherwise each full collection
 while serving rescans those ~200,000 objects, a pause of over 100 ms for every request in flight
 (with 80 Librarian sessions on one worker it doubled p99; `python -m bench.librarian_concurrency`).
+Each worker process does the same for itself (`workers.create_worker_app`).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from types import FrameType
+from typing import NoReturn
 
-from librarian_svc.startup_gc import collector_paused, prepare_collector_for_serving
+from librarian_svc.startup_gc import collector_paused
+
+
+def _exit_now(status: int) -> NoReturn:
+    """End the process once serving is over, without tearing the interpreter down.
+
+    Everything that matters has happened by then (requests drained, model clients closed, workers
+    joined). Finalising the heap took the supervisor 1.5 s of CPU on a busy machine after its
+    workers had exited, time Cloud Run's 10 s do not have.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(0)
+    _exit_now(0)
 
 
-def main() -> int:
-    """Run the service until SIGTERM/SIGINT; return the process exit status."""
+def main(app_factory: str | None = None) -> int:
+    """Run the service until SIGTERM/SIGINT; return the process exit status (`app_factory`: tests add routes)."""
     with collector_paused():
         from librarian_svc.settings import ConfigError, load_settings
 
@@ -36,36 +53,21 @@ def main() -> int:
             print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
             return 2
 
-        import uvicorn
-
-        from librarian_svc.app import create_app
+        from librarian_svc import workers
         from librarian_svc.log_setup import configure_logging
 
         configure_logging(settings.log_format, settings.log_level)
-        try:
-            app = create_app(settings)
-        except ConfigError as exc:
-            print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
-            return 2
-        prepare_collector_for_serving()
-    # uvicorn restores the previous SIGTERM handler after its graceful shutdown and re-raises the
-    # signal; with this handler that ends the process with status 0 instead of "killed by SIGTERM".
-    signal.signal(signal.SIGTERM, _exit_cleanly)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
-        loop="auto",
-        http="auto",
-        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_s)),
-        # Longer than clients keep idle connections (Go's default is 90 s), so the server never closes a
-        # pooled connection just as the client reuses it (the client would see a reset mid-request).
-        timeout_keep_alive=settings.keepalive_timeout_s,
-        server_header=False,
-    )
-    return 0
+        config = workers.uvicorn_config(settings, app_factory or workers.APP_FACTORY)
+        if settings.web_concurrency == 1:
+            # uvicorn restores the previous SIGTERM handler after its graceful shutdown and re-raises the
+            # signal; with this handler that ends the process with status 0 instead of "killed by SIGTERM".
+            signal.signal(signal.SIGTERM, _exit_cleanly)
+            workers.use_settings(settings)
+            # Still inside the pause: uvicorn calls the app factory here, which switches the collector
+            # on for serving once the app is built.
+            return workers.serve_in_process(config)
+    workers.share_ephemeral_key(settings)
+    _exit_now(workers.supervise(config))
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ from litestar.utils.scope.state import ScopeState
 
 from contracts.common import ErrorDetail, ErrorResponse, ErrorType
 from contracts.state import StateToken
-from graphs.ace.playbook_store import PlaybookStoreError
+from graphs.ace.playbook.store import PlaybookStoreError
 from graphs.errors import InvalidInput
-from librarian_svc.request_context import adopt_request_id, current_request_id
+from librarian_svc.request_context import CLIENT_CLOSED_REQUEST, adopt_request_id, client_gone, current_request_id
 
 log = structlog.get_logger(__name__)
 
@@ -105,6 +105,8 @@ def handle_validation(request: Request[Any, Any, Any], exc: ValidationException)
 def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorResponse]:
     """Litestar's own client errors (malformed JSON, 404, 405, 413) in our shape."""
     status = exc.status_code
+    if status >= HTTP_500_INTERNAL_SERVER_ERROR and client_gone(request.scope):
+        return handle_client_gone(request)
     if status >= HTTP_500_INTERNAL_SERVER_ERROR:
         return handle_unexpected(request, exc)
     detail = exc.detail or "bad request"
@@ -154,6 +156,17 @@ def handle_playbook_store(request: Request[Any, Any, Any], exc: PlaybookStoreErr
     """A stored playbook that cannot be read or written: the server's problem (500), named, never a traceback."""
     log.error("playbook store failure", reason=str(exc), path=request.url.path)
     return error_response(_request_id_for(request), "OTHER", str(exc), HTTP_500_INTERNAL_SERVER_ERROR)
+
+
+def handle_client_gone(request: Request[Any, Any, Any]) -> Response[ErrorResponse]:
+    """The client left mid-request (Litestar raises a 500 for a body cut short): an event, not a bug.
+
+    Logged once at INFO, no traceback; the answer is never delivered, and the access line says 499.
+    """
+    log.info("client disconnected before the request was read", path=request.url.path)
+    return error_response(
+        current_request_id(request.scope), "INVALID_INPUT", "client disconnected", CLIENT_CLOSED_REQUEST
+    )
 
 
 def handle_unexpected(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorResponse]:

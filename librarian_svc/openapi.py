@@ -20,7 +20,7 @@ from litestar import Litestar
 from litestar._openapi.plugin import OpenAPIPlugin
 
 from contracts.common import ErrorResponse
-from graphs.agent_spec import AgentSpec
+from graphs.agent_spec import AgentSpec, Body
 from librarian_svc.request_runner import SPEC_KEY, STREAMS_KEY
 
 REF = "#/components/schemas/{name}"
@@ -94,52 +94,64 @@ def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]
     union_names: dict[str, str] = {}  # one name per spec: a step and its stream share their union
     for path, method, operation_id, spec, streams in sorted(operations, key=lambda op: op[4]):
         operation = document["paths"][path][method]
-        request_schema = by_type[id(spec.request_type)]
-        operation.pop("requestBody", None)
-        match spec.body:
-            case "json":
-                operation["requestBody"] = {
-                    "required": True,
-                    "content": {"application/json": {"schema": request_schema}},
-                }
-            case "text":
-                text = _properties(request_schema, doc_components)["text"]
-                operation["requestBody"] = {"required": True, "content": {"text/plain": {"schema": text}}}
-        if spec.body != "json":
-            operation["parameters"] = _parameters(path, request_schema, doc_components)
+        _set_request(operation, path, spec.body, by_type[id(spec.request_type)], doc_components)
         if spec.response_type is str:
             success: dict[str, Any] = {
                 "description": "The text (`text/plain; charset=utf-8`)",
                 "content": {"text/plain": {"schema": {"type": "string"}}},
             }
-        elif streams:
-            assert spec.progress_type is not None, "a streaming operation names its progress record type"
-            union_name = union_names.setdefault(spec.name, _response_name(operation_id))
-            doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
-            progress = by_type[id(spec.progress_type)]
-            success = {
-                "description": "Server-Sent Events: `event: progress` records, then one `event: action` whose data is "
-                f"a `{union_name}`",
-                "content": {"text/event-stream": {"schema": _event_schema(progress, union_name)}},
-            }
         else:
             union_name = union_names.setdefault(spec.name, _response_name(operation_id))
             doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
-            success = {
-                "description": "The action: read `action` first, then the matching variant",
-                "content": {"application/json": {"schema": {"$ref": REF.format(name=union_name)}}},
-            }
-        error_body = {"application/json": {"schema": {"$ref": REF.format(name="ErrorResponse")}}}
-        statuses = ERROR_STATUSES | (TEXT_STATUSES if spec.body != "json" else {})
-        if spec.body == "none":
-            statuses = {status: text for status, text in statuses.items() if status not in BODYLESS}
-        responses: dict[str, Any] = {"200": success}
-        responses |= {status: {"description": text, "content": error_body} for status, text in statuses.items()}
-        if spec.server_error is not None:
-            responses["500"] = {"description": spec.server_error, "content": error_body}
-        operation["responses"] = responses
+            success = _action_response(spec, union_name, by_type, streams=streams)
+        operation["responses"] = {"200": success} | _error_responses(spec)
     _drop_unreferenced(document)
     return document
+
+
+def _set_request(
+    operation: dict[str, Any], path: str, body: Body, request_schema: dict[str, Any], components: dict[str, Any]
+) -> None:
+    """The request body (JSON, or a text field's `text/plain`) and the path and query parameters."""
+    operation.pop("requestBody", None)
+    match body:
+        case "json":
+            operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": request_schema}}}
+        case "text":
+            text = _properties(request_schema, components)["text"]
+            operation["requestBody"] = {"required": True, "content": {"text/plain": {"schema": text}}}
+    if body != "json":
+        operation["parameters"] = _parameters(path, request_schema, components)
+
+
+def _action_response(
+    spec: AgentSpec[Any, Any], union_name: str, by_type: dict[int, Any], *, streams: bool
+) -> dict[str, Any]:
+    """The 200 of an operation answering with an action: the named union as JSON, or as the stream's last event."""
+    if not streams:
+        return {
+            "description": "The action: read `action` first, then the matching variant",
+            "content": {"application/json": {"schema": {"$ref": REF.format(name=union_name)}}},
+        }
+    assert spec.progress_type is not None, "a streaming operation names its progress record type"
+    progress = by_type[id(spec.progress_type)]
+    return {
+        "description": "Server-Sent Events: `event: progress` records, then one `event: action` whose data is "
+        f"a `{union_name}`",
+        "content": {"text/event-stream": {"schema": _event_schema(progress, union_name)}},
+    }
+
+
+def _error_responses(spec: AgentSpec[Any, Any]) -> dict[str, Any]:
+    """Every error status the operation can answer, each with the one ErrorResponse body."""
+    error_body = {"application/json": {"schema": {"$ref": REF.format(name="ErrorResponse")}}}
+    statuses = ERROR_STATUSES | (TEXT_STATUSES if spec.body != "json" else {})
+    if spec.body == "none":
+        statuses = {status: text for status, text in statuses.items() if status not in BODYLESS}
+    responses = {status: {"description": text, "content": error_body} for status, text in statuses.items()}
+    if spec.server_error is not None:
+        responses["500"] = {"description": spec.server_error, "content": error_body}
+    return responses
 
 
 def _properties(schema: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:

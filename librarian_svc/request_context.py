@@ -9,20 +9,25 @@ access line with status and latency. A controller that finds a `request_id` in t
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import structlog
-from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, ReceiveMessage, Scope, Send
 
 from librarian_svc.log_setup import trace_field
 
 _STATE_KEY = "librarian_request_id"
+_GONE_KEY = "librarian_client_gone"
+CLIENT_CLOSED_REQUEST = 499
+"""The access-line status of a request whose client left before the answer (nginx's convention; never sent)."""
 _MAX_ID_LEN = 200
 
 access_log = structlog.get_logger("librarian_svc.access")
+_PID = os.getpid()  # which worker served the request (WEB_CONCURRENCY > 1); spawned workers import this afresh
 
 
 def _valid_id(value: str) -> bool:
@@ -41,11 +46,35 @@ def request_id_for(scope: Scope | dict[str, Any], body_id: str | None) -> str:
     return body_id or current_request_id(scope)
 
 
+def client_gone(scope: Scope | dict[str, Any]) -> bool:
+    """True once the server told the app that this request's client disconnected."""
+    holder = scope.get("state", {})
+    return isinstance(holder, dict) and bool(holder.get(_GONE_KEY))
+
+
 def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
     """Make the body's request_id the one echoed in the header and bound to log lines."""
     if _valid_id(request_id):
         scope.setdefault("state", {})[_STATE_KEY] = request_id
         structlog.contextvars.bind_contextvars(request_id=request_id)
+
+
+def _start_request(scope: Scope, google_cloud_project: str | None) -> None:
+    """Give the request its id (the caller's `X-Request-ID` when valid) and bind it, with the trace, to log lines."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    header_id = headers.get("x-request-id", "")
+    request_id = header_id if _valid_id(header_id) else uuid.uuid4().hex
+    scope.setdefault("state", {})[_STATE_KEY] = request_id
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))
+
+
+def _echo_request_id(start: HTTPResponseStartEvent, scope: Scope) -> None:
+    """Set the response's one `X-Request-ID` to the request's id (the body's, once the handler adopted it)."""
+    rid = current_request_id(scope).encode("latin-1", "replace")
+    raw = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"x-request-id"]
+    raw.append((b"x-request-id", rid))
+    start["headers"] = raw
 
 
 def make_request_context_middleware(google_cloud_project: str | None) -> Callable[[ASGIApp], ASGIApp]:
@@ -56,34 +85,35 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
             if scope["type"] != "http":  # type: ignore[comparison-overlap]  # lifespan scopes pass too
                 await app(scope, receive, send)
                 return
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            header_id = headers.get("x-request-id", "")
-            request_id = header_id if _valid_id(header_id) else uuid.uuid4().hex
-            scope.setdefault("state", {})[_STATE_KEY] = request_id
-            structlog.contextvars.clear_contextvars()
-            structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))
+            _start_request(scope, google_cloud_project)
             status = 500
             started = time.perf_counter()
+
+            async def receive_watched() -> ReceiveMessage:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    scope["state"][_GONE_KEY] = True
+                return message
 
             async def send_with_id(message: Message) -> None:
                 nonlocal status
                 if message["type"] == "http.response.start":
                     status = message["status"]
-                    rid = current_request_id(scope).encode("latin-1", "replace")
-                    raw = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"x-request-id"]
-                    raw.append((b"x-request-id", rid))
-                    message["headers"] = raw
+                    _echo_request_id(message, scope)
                 await send(message)
 
             try:
-                await app(scope, receive, send_with_id)
+                await app(scope, receive_watched, send_with_id)
             finally:
+                gone = client_gone(scope)
                 access_log.info(
                     "request",
                     method=scope.get("method"),
                     path=scope.get("path"),
-                    status=status,
+                    status=CLIENT_CLOSED_REQUEST if gone and status >= 500 else status,
                     latency_ms=round((time.perf_counter() - started) * 1000, 2),
+                    pid=_PID,
+                    **({"client_disconnected": True} if gone else {}),
                 )
                 structlog.contextvars.clear_contextvars()
 

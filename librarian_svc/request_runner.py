@@ -31,6 +31,7 @@ from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 from graphs.llm.errors import ModelFailure, ModelTimeout
 from graphs.llm.validation import collect_errors
+from librarian_svc import drain
 from librarian_svc.request_context import adopt_request_id, current_request_id
 from librarian_svc.services import Services
 
@@ -224,14 +225,23 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
     """Await the agent under the request's deadline; TIMEOUT / MODEL_FAILURE become ERROR bodies (HTTP 200)."""
     budget = call.context.remaining_s()
     try:
-        async with asyncio.timeout(budget):
-            return await step
+        async with asyncio.timeout(budget) as timer:
+            with drain.bounded(timer):  # SIGTERM moves the timeout to the shutdown deadline
+                return await step
     except (TimeoutError, ModelTimeout) as exc:
-        log.warning("step timed out", agent=call.spec.name, budget_s=budget, reason=str(exc) or "deadline")
+        shutting_down = drain.is_draining()
+        log.warning(
+            "step timed out",
+            agent=call.spec.name,
+            budget_s=budget,
+            reason="shutdown" if shutting_down else (str(exc) or "deadline"),
+        )
         return ErrorResponse(
             request_id=call.context.request_id,
             error_type="TIMEOUT",
-            message=f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
+            message="the instance is shutting down; retry the step with the same state"
+            if shutting_down
+            else f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
             "retry with the same state",
             state=call.token,
             usage=call.context.usage,  # what the step spent on the model before the deadline

@@ -28,6 +28,7 @@ from graphs.llm.config import (
     resolve_llm_config,
 )
 from graphs.prompt_files import check_prompts
+from librarian_svc.cpus import available_cpus
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,6 +65,8 @@ ENV_DEFAULTS: dict[str, str] = {
     "GOOGLE_CLOUD_LOCATION": "",
     "SHUTDOWN_GRACE_S": "8",
     "KEEPALIVE_TIMEOUT_S": "120",
+    "REQUEST_READ_TIMEOUT_S": "30",
+    "WEB_CONCURRENCY": "auto",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
     "PLAYBOOK_DATA_DIR": str(PROJECT_ROOT / "data" / "playbooks"),
     "ACE_DEDUP_THRESHOLD": "0.85",
@@ -100,6 +103,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     google_cloud_project: str | None
     shutdown_grace_s: float
     keepalive_timeout_s: int
+    request_read_timeout_s: float
+    web_concurrency: int
     librarian_near_dup_threshold: float
     playbook_data_dir: Path
     ace_dedup_threshold: float
@@ -164,6 +169,21 @@ def _host(env: Mapping[str, str]) -> str:
         if len(raw) > 253 or not _HOST_NAME.fullmatch(raw) or raw.replace(".", "").isdigit():
             raise ConfigError(f"HOST={raw!r} is not an IP address or a host name") from None
     return raw
+
+
+def _workers(env: Mapping[str, str]) -> int:
+    """Worker processes: a number, or `auto` for the CPUs this process may use (cgroup quota and affinity).
+
+    The name is the one platforms and buildpacks set; the service reads it here (not uvicorn), so a
+    value set outside never meets an app uvicorn cannot fork.
+    """
+    raw = _str(env, "WEB_CONCURRENCY").lower()
+    if raw == "auto":
+        return available_cpus()
+    try:
+        return _int(env, "WEB_CONCURRENCY", low=1, high=64)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc} (a number of worker processes, or auto)") from None
 
 
 def _data_dir(env: Mapping[str, str], name: str) -> Path:
@@ -242,6 +262,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         google_cloud_project=project or None,
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
         keepalive_timeout_s=_int(env, "KEEPALIVE_TIMEOUT_S", low=1, high=3600),
+        request_read_timeout_s=_float(env, "REQUEST_READ_TIMEOUT_S", low=0.1, high=3600.0),
+        web_concurrency=_workers(env),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
         playbook_data_dir=_data_dir(env, "PLAYBOOK_DATA_DIR"),  # created on first save
         ace_dedup_threshold=_float(env, "ACE_DEDUP_THRESHOLD", low=0.01, high=1.0),

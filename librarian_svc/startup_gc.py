@@ -17,6 +17,9 @@ step through a LangChain chat model allocates thousands of short-lived objects, 
 reference counting; at 700 the collector ran some 35 times a second under load for ~0.3 ms of CPU per
 step and found next to nothing (`gc.callbacks`, 80 sessions, bench/librarian_concurrency.py). Cycles
 are still collected, in batches.
+
+With several workers (`WEB_CONCURRENCY`) each worker process does all of this for itself, in
+`librarian_svc.workers.create_worker_app`, and reports it in its "worker ready" log line.
 """
 
 from __future__ import annotations
@@ -29,10 +32,20 @@ SERVING_THRESHOLDS = (10_000, 10, 10)
 """`gc.set_threshold` while serving: allocations per young collection, then the default ratios."""
 
 
+def collections_so_far() -> int:
+    """Collections of every generation since the process started (a start-up report compares two readings)."""
+    return sum(generation["collections"] for generation in gc.get_stats())
+
+
 def prepare_collector_for_serving() -> None:
-    """The process is built and about to serve: freeze what exists, collect the young less often."""
+    """The process is built and about to serve: freeze what exists, collect the young less often, switch on.
+
+    Switched on here, not only when the pause ends: with one worker, the pause around serving ends
+    only when the process stops.
+    """
     gc.freeze()
     gc.set_threshold(*SERVING_THRESHOLDS)
+    gc.enable()
 
 
 @contextmanager

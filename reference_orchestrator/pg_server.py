@@ -179,18 +179,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(bindir: Path | None = None, *, vector: bool = False, start_timeout: float = 60.0) -> PostgresServer:
-    """Create a temporary cluster and start a server on a free loopback port; `stop()` removes it.
+def _new_cluster(bindir: Path, uid: int | None, gid: int | None, *, timeout: float) -> Path:
+    """A fresh data directory under a new temporary root, owned by the server account; returns the root.
 
     Raises:
-        PostgresUnavailable: no binaries, or initdb / the server failed (the message carries their output).
+        PostgresUnavailable: initdb failed (the message carries its output).
     """
-    bindir = bindir or find_bindir(vector=vector)
-    uid = gid = None
-    if os.geteuid() == 0:
-        account = _unprivileged_account()
-        uid, gid = account.pw_uid, account.pw_gid
-    bindir = _reachable_bindir(bindir, uid, gid)
     base = Path(tempfile.gettempdir())
     if uid is not None and not _traversable_by_others(base):
         base = Path("/tmp")  # noqa: S108 - the server account must reach its own directory
@@ -214,11 +208,27 @@ def start(bindir: Path | None = None, *, vector: bool = False, start_timeout: fl
         ],
         uid=uid,
         gid=gid,
-        timeout=start_timeout,
+        timeout=timeout,
     )
     if initdb.returncode != 0:
         shutil.rmtree(root, ignore_errors=True)
         raise PostgresUnavailable(f"initdb failed ({bindir}):\n{initdb.stdout}{initdb.stderr}")
+    return root
+
+
+def start(bindir: Path | None = None, *, vector: bool = False, start_timeout: float = 60.0) -> PostgresServer:
+    """Create a temporary cluster and start a server on a free loopback port; `stop()` removes it.
+
+    Raises:
+        PostgresUnavailable: no binaries, or initdb / the server failed (the message carries their output).
+    """
+    bindir = bindir or find_bindir(vector=vector)
+    uid = gid = None
+    if os.geteuid() == 0:
+        account = _unprivileged_account()
+        uid, gid = account.pw_uid, account.pw_gid
+    bindir = _reachable_bindir(bindir, uid, gid)
+    root = _new_cluster(bindir, uid, gid, timeout=start_timeout)
     for attempt in range(3):  # the free port can be taken between choosing it and binding it
         port = _free_port()
         server = PostgresServer(

@@ -16,14 +16,26 @@ from collections.abc import Callable, Iterator, Mapping  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+import structlog  # noqa: E402
 from litestar import Litestar  # noqa: E402
 from litestar.testing import TestClient  # noqa: E402
 
 from librarian_svc.app import create_app  # noqa: E402
 from librarian_svc.settings import load_settings  # noqa: E402
+from tests.support.jsquad import JsquadSet, load_jsquad  # noqa: E402
 from tests.support.live_service import LiveService, start_service  # noqa: E402
+from tests.support.shared_data import JSQUAD_VALID, require_shared  # noqa: E402
 
 AppFactory = Callable[..., Litestar]
+
+# In-process apps log through structlog's default console renderer, whose rich tracebacks print every frame's
+# locals: about 10 s per unhandled error on a loaded machine. Plain tracebacks, as the service itself logs.
+structlog.configure(
+    processors=[
+        *structlog.get_config()["processors"][:-1],
+        structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback),
+    ]
+)
 
 
 @pytest.fixture(name="make_app")
@@ -62,14 +74,58 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
     """Start extra service processes with their own environment; all are stopped after the test."""
     started: list[LiveService] = []
 
-    def start(env: Mapping[str, str] | None = None, **kwargs: object) -> LiveService:
-        service = start_service(env, log_dir=tmp_path, **kwargs)  # type: ignore[arg-type]
+    def start(
+        env: Mapping[str, str] | None = None,
+        *,
+        ready_timeout: float = 30.0,
+        extra_args: list[str] | None = None,
+        module: str | None = None,
+    ) -> LiveService:
+        service = start_service(
+            env, log_dir=tmp_path, ready_timeout=ready_timeout, extra_args=extra_args, module=module
+        )
         started.append(service)
         return service
 
     yield start
     for service in started:
         service.stop()
+
+
+@pytest.fixture(name="jsquad_slice", scope="session")
+def fixture_jsquad_slice() -> JsquadSet:
+    """The 71-paragraph JSQuAD slice committed in tests/fixtures (end-to-end loops, scale-out)."""
+    return load_jsquad(Path(__file__).parent / "fixtures" / "jsquad_slice.json")
+
+
+@pytest.fixture(name="jsquad_full", scope="session")
+def fixture_jsquad_full() -> JsquadSet:
+    """All 1,145 JSQuAD validation paragraphs from ../shared/data (recall checks); fails if absent."""
+    return load_jsquad(require_shared(JSQUAD_VALID))
+
+
+# `make unit` runs `-m "not live and not postgres and not go and not slow"`. Tests are marked here by what
+# they use, so a new test that starts a server is out of the fast run without anyone remembering a marker.
+SERVER_FIXTURES = {
+    "live_service": "live",
+    "start_live_service": "live",
+    "debian_postgres": "postgres",
+    "pgvector_postgres": "postgres",
+}
+DIRECTORY_MARKERS = {"clients": "go", "contract": "live", "scale": "live"}
+"""Folders under tests/ whose every test needs the Go toolchain or a running service."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests that use a server fixture (directly or through another fixture) or live in a server folder."""
+    tests_dir = Path(__file__).parent
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker in {marker for fixture, marker in SERVER_FIXTURES.items() if fixture in used}:
+            item.add_marker(marker)
+        folder = item.path.relative_to(tests_dir).parts[0]
+        if folder in DIRECTORY_MARKERS:
+            item.add_marker(DIRECTORY_MARKERS[folder])
 
 
 pytest_plugins = ["tests.fakes.fixtures"]

@@ -6,7 +6,7 @@
 
 `--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads,
 the service's own default for PLAYBOOK_DATA_DIR).
-The checks are the HTTP endpoints' (`graphs/ace/stored_playbooks.py`): an import must parse and fit the
+The checks are the HTTP endpoints' (`graphs/ace/playbook/import_export.py`): an import must parse and fit the
 dataset's sections in `config/sections.yaml`; a file with no bullets would empty the stored playbook and
 is refused unless `--allow-empty`; exporting a dataset that is not stored is an error, not empty output.
 """
@@ -18,9 +18,9 @@ import os
 import sys
 from pathlib import Path
 
-from graphs.ace.playbook_store import PlaybookStore, PlaybookStoreError
-from graphs.ace.sections import section_rules
-from graphs.ace.stored_playbooks import export_text, parse_import, store_replacing
+from graphs.ace.playbook.import_export import export_text, parse_import, store_replacing
+from graphs.ace.playbook.sections import section_rules
+from graphs.ace.playbook.store import PlaybookStore, PlaybookStoreError
 from graphs.config_files import load_sections
 from graphs.errors import InvalidInput
 from graphs.llm.config import ConfigError

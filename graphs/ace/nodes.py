@@ -1,4 +1,7 @@
-"""The ACE nodes: plain functions from the graph state (and run context) to an update.
+"""The ACE nodes: async functions from the graph state (and run context) to an update.
+
+Every node (and router) is `async def`, as in every agent: under `ainvoke` LangGraph runs a sync node or
+a sync branch function through `run_in_executor`, a thread-pool hop per call (see `graphs/ace/routing.py`).
 
 `prepare_*` nodes validate one endpoint's request and turn it into the common keys; the others are shared
 by the generator, reflector, curator and workflow graphs (see `graph.py`). Each engine decision is the
@@ -32,19 +35,19 @@ from contracts.ace import (
     WorkflowRequest,
     WorkflowResponse,
 )
-from graphs.ace.heuristic_curate import propose_deltas as heuristic_deltas
-from graphs.ace.heuristic_generate import generate_extractive
-from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
+from graphs.ace.checks import playbook_problems
+from graphs.ace.curator.heuristic import propose_deltas as heuristic_deltas
+from graphs.ace.curator.llm import curate_with_llm
+from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
+from graphs.ace.generator.heuristic import generate_extractive
+from graphs.ace.generator.llm import generate_with_llm
 from graphs.ace.heuristic_text import content_tokens, stem
-from graphs.ace.hybrid_search import HybridSearch
-from graphs.ace.llm_curate import curate_with_llm
-from graphs.ace.llm_generate import generate_with_llm
-from graphs.ace.llm_reflect import reflect_with_llm
-from graphs.ace.merge import MergeOutcome, apply_evaluations, merge
-from graphs.ace.playbook_checks import playbook_problems
-from graphs.ace.playbook_store import PlaybookCorrupt, PlaybookStore
-from graphs.ace.reflector_prompt import ReflectorPromptBuilder
-from graphs.ace.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
+from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
+from graphs.ace.playbook.store import PlaybookCorrupt, PlaybookStore
+from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge
+from graphs.ace.reflector.llm import reflect_with_llm
+from graphs.ace.reflector.prompt import ReflectorPromptBuilder
+from graphs.ace.search.hybrid import HybridSearch
 from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
 from graphs.llm.ask import failure_reason
@@ -56,13 +59,13 @@ MAX_INSIGHTS = 50
 
 
 def _search(runtime: Runtime[AgentContext]) -> HybridSearch:
-    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha)
+    return HybridSearch(runtime.context.embeddings, alpha=runtime.context.ace.search_alpha, budget=runtime.context)
 
 
 # --- request preparation ----------------------------------------------------------------------------
 
 
-def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Set the search up (the runner's `check` already validated the playbook and the section filter)."""
     request = state["request"]
     assert isinstance(request, AceGenerateRequest)
@@ -81,7 +84,7 @@ def prepare_generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ac
     }
 
 
-def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Set the reflection up; the dataset defaults to the trajectory's."""
     request = state["request"]
     assert isinstance(request, AceReflectRequest)
@@ -98,7 +101,7 @@ def prepare_reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> Ace
     }
 
 
-def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def prepare_curate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Set the curation up (the runner's `check` already validated playbook, evaluations and deltas)."""
     request = state["request"]
     assert isinstance(request, AceCurateRequest)
@@ -167,7 +170,7 @@ async def generate(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
     return {"generated": generated, "trajectory": generated.trajectory, "generated_by": "heuristic"}
 
 
-def respond_answer(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def respond_answer(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """ANSWER: the answer, its trajectory and the search results it was built from."""
     generated = state["generated"]
     outcome = AnswerAction(
@@ -184,7 +187,7 @@ def respond_answer(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceG
 # --- reflector ----------------------------------------------------------------------------------------
 
 
-def resolve_bullets(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def resolve_bullets(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Seed 001: the used ids' bullets from the playbook; unknown ids are skipped (and logged)."""
     by_id = {b.id: b for b in state["playbook"].bullets}
     wanted = list(dict.fromkeys(state["trajectory"].used_bullet_ids))
@@ -247,7 +250,7 @@ async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
     }
 
 
-def finish_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def finish_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """The ReflectionResult; empty when the model failed before any iteration completed (seed 001)."""
     failed_first = state.get("model_problem") is not None and state["iteration"] == 0
     reflection = ReflectionResult(
@@ -260,7 +263,7 @@ def finish_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> A
     return {"reflection": reflection}
 
 
-def respond_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def respond_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """REFLECTION: the result, the skipped ids and any model problem."""
     outcome = ReflectionAction(
         request_id=state["request_id"],
@@ -276,7 +279,7 @@ def respond_reflection(state: AceGraphState, runtime: Runtime[AgentContext]) -> 
 # --- curator -----------------------------------------------------------------------------------------
 
 
-def update_counters(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def update_counters(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """One helpful/harmful vote per evaluation."""
     before = state["playbook"]
     after = apply_evaluations(before, state["reflection"].bullet_evaluations)
@@ -333,6 +336,7 @@ async def _merge(
         source=f"{state['request_id']}: {query[:200]}",
         counters_changed=counters_changed,
         reserved_ids=_request_ids(state),
+        checkpoint=runtime.context.checkpoint,
     )
 
 
@@ -356,7 +360,7 @@ async def merge_deltas(state: AceGraphState, runtime: Runtime[AgentContext]) -> 
     return {"merged": merged}
 
 
-def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def respond_curated(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """CURATED: the applied deltas and the new playbook."""
     merged = state["merged"]
     outcome = CuratedAction(
@@ -398,7 +402,7 @@ async def save_playbook(state: AceGraphState, runtime: Runtime[AgentContext]) ->
     return {"merged": merged, "saved": True}
 
 
-def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
+async def respond_workflow(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGraphState:
     """Seed 000 §11's response, plus the reflection and deltas of a learning run."""
     generated = state["generated"]
     merged = state.get("merged")

@@ -1,9 +1,8 @@
 """ACE's operations as the request runner serves them: each one's input check and entry point.
 
-Every check on caller input happens here, before any graph runs (the playbook's ids and sections,
-the section filter, evaluations and deltas naming bullets that exist, a save into a stored
-playbook), so the graphs' nodes only do the work. Search needs no graph, and neither do the stored
-playbooks' import, export and list (`stored_playbooks.py`, shared with the command line).
+Every check on caller input lives in `checks.py` and runs before any graph does, so the graphs' nodes
+only do the work. Search needs no graph, and neither do the stored playbooks' import, export and list
+(`playbook/import_export.py`, shared with the command line).
 """
 
 from __future__ import annotations
@@ -31,64 +30,20 @@ from contracts.ace import (
     WorkflowRequest,
     WorkflowRunResponse,
 )
-from contracts.common import ErrorDetail, Usage
-from graphs.ace.hybrid_search import HybridSearch, candidate_mask
-from graphs.ace.merge import delta_problems
-from graphs.ace.playbook_checks import (
-    check_playbook,
-    check_sections,
-    evaluation_problems,
-    playbook_problems,
-    raise_if_problems,
-)
-from graphs.ace.playbook_store import PlaybookStore
-from graphs.ace.sections import curate_dataset, reflect_dataset, section_rules
-from graphs.ace.stored_playbooks import astore_replacing, export_text, parse_import
+from contracts.common import Usage
+from graphs.ace.checks import check_curate, check_generate, check_reflect, check_search, check_workflow
+from graphs.ace.playbook.import_export import astore_replacing, export_text, parse_import
+from graphs.ace.playbook.sections import section_rules
+from graphs.ace.playbook.store import PlaybookStore
+from graphs.ace.search.hybrid import HybridSearch, candidate_mask
 from graphs.agent_spec import AgentSpec, server_timeout
 from graphs.context import AgentContext
-from graphs.errors import InvalidInput
-
-
-def check_search(request: AceSearchRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections, and the section filter, fit the dataset."""
-    rules = section_rules(context.sections, request.dataset)
-    check_playbook(request.playbook, rules)
-    check_sections(request.query.section_filter, rules, "$.query.section_filter")
-
-
-def check_generate(request: AceGenerateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections, and the section filter, fit the dataset."""
-    rules = section_rules(context.sections, request.dataset)
-    check_playbook(request.playbook, rules)
-    check_sections(request.section_filter, rules, "$.section_filter")
-
-
-def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections fit the dataset."""
-    check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
-
-
-def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook, every evaluation's bullet and the caller's deltas; every problem listed at once."""
-    rules = section_rules(context.sections, curate_dataset(request))
-    problems = playbook_problems(request.playbook, rules)
-    problems += evaluation_problems(request)
-    problems += delta_problems(request.deltas, request.playbook, rules)
-    raise_if_problems(problems, "invalid curate request")
-
-
-def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext) -> None:
-    """A save goes into a playbook an operator stored: requests update playbooks, never create files."""
-    store = PlaybookStore(context.ace.playbook_data_dir)
-    if request.save and not store.path_for(request.dataset).is_file():
-        message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"
-        raise InvalidInput(message, [ErrorDetail(path="$.save", message=message)])
 
 
 async def search(graph: None, context: AgentContext, request: AceSearchRequest, prior: None) -> SearchResultsAction:
     """The hybrid search itself (no model involved)."""
     alpha = context.ace.search_alpha if request.alpha is None else request.alpha
-    hits = await HybridSearch(context.embeddings, alpha=alpha).asearch(request.query, request.playbook)
+    hits = await HybridSearch(context.embeddings, alpha=alpha, budget=context).asearch(request.query, request.playbook)
     return SearchResultsAction(
         request_id=context.request_id,
         results=[hit.to_result() for hit in hits],

@@ -30,10 +30,10 @@ from contracts.ace import (
     WorkflowResponse,
 )
 from contracts.common import EngineName
-from graphs.ace.heuristic_generate import GeneratedAnswer
-from graphs.ace.hybrid_search import Hit
-from graphs.ace.merge import MergeOutcome
-from graphs.ace.sections import SectionRules
+from graphs.ace.curator.merge import MergeOutcome
+from graphs.ace.generator.heuristic import GeneratedAnswer
+from graphs.ace.playbook.sections import SectionRules
+from graphs.ace.search.hybrid import Hit
 
 AceRequest = AceGenerateRequest | AceReflectRequest | AceCurateRequest | WorkflowRequest
 AceOutcome = AnswerAction | ReflectionAction | CuratedAction | WorkflowResponse

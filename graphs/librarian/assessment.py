@@ -17,7 +17,11 @@ Missing elements are key terms no candidate mentions and the element kinds the q
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from functools import lru_cache
 
 from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
@@ -69,29 +73,40 @@ class Assessment:
         return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
 
 
-def _longest_run(sequence: list[str], present: frozenset[str]) -> int:
+def _longest_run(sequence: list[str], present: AbstractSet[str]) -> int:
     best = run = 0
     for token in sequence:
-        run = run + 1 if token in present else 0
-        best = max(best, run)
+        if token in present:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
     return best
 
 
+@lru_cache(maxsize=1)
+def _element_patterns() -> tuple[tuple[ElementCategory, re.Pattern[str]], ...]:
+    """One alternation per element kind: a regex search finds whether any cue occurs, in one C-level pass."""
+    return tuple(
+        (name, re.compile("|".join(map(re.escape, cues.evidence))))
+        for name, cues in element_cues().items()
+        if cues.evidence
+    )
+
+
 def _elements_in(text: str) -> frozenset[ElementCategory]:
-    return frozenset(name for name, cues in element_cues().items() if any(cue in text for cue in cues.evidence))
+    """The element kinds whose evidence cues (substrings) occur in the text."""
+    return frozenset(name for name, pattern in _element_patterns() if pattern.search(text))
 
 
 def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     """Score every candidate and decide whether the evidence answers the question."""
     all_tokens = tokenize(profile.text)
     question_sequence = [t for t in all_tokens if t in profile.content_tokens]
-    snippet_tokens = [c.tokens for c in pool.candidates]
+    snippet_tokens = _question_tokens_in(pool, profile.content_tokens.union(all_tokens))
     normalized = [c.normalized for c in pool.candidates]
-    n = len(pool.candidates)
-    weights: dict[str, float] = {}
-    for token in profile.content_tokens:
-        df = sum(1 for tokens in snippet_tokens if token in tokens)
-        weights[token] = math.log(1.0 + (n + 1) / (df + 0.5)) if df else 0.0
+    weights = _token_weights(profile.content_tokens, snippet_tokens)
     total_weight = sum(weights.values()) or 1.0
     max_fused = max((c.fused_rank for c in pool.candidates), default=0.0) or 1.0
     run_norm = max(1, len(question_sequence))
@@ -121,12 +136,39 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
 
     all_text = "\n".join(normalized)
     covered_terms = [t for t in profile.key_terms if normalize(t) in all_text]
+    missing = _missing(profile, covered_terms, scored)
+    best = scored[0] if scored else None
+    sufficient = best is not None and best.coverage >= COVERAGE_SUFFICIENT and not missing
+    return Assessment(
+        ranked=scored, sufficient=sufficient, missing=missing, covered_terms=covered_terms, token_weights=weights
+    )
+
+
+def _question_tokens_in(pool: CandidatePool, asked: AbstractSet[str]) -> list[frozenset[str]]:
+    """Per candidate, which of the question's tokens it holds.
+
+    Only the question's own tokens matter to the score, so each snippet is asked about those, not tokenised whole.
+    """
+    return [frozenset(c.tokens_among(asked)) for c in pool.candidates]
+
+
+def _token_weights(content_tokens: Iterable[str], snippet_tokens: list[frozenset[str]]) -> dict[str, float]:
+    """IDF of each question token over the candidates (0 when no candidate holds it)."""
+    n = len(snippet_tokens)
+    weights: dict[str, float] = {}
+    for token in content_tokens:
+        df = sum(1 for tokens in snippet_tokens if token in tokens)
+        weights[token] = math.log(1.0 + (n + 1) / (df + 0.5)) if df else 0.0
+    return weights
+
+
+def _missing(profile: QuestionProfile, covered_terms: list[str], scored: list[ScoredCandidate]) -> list[MissingElement]:
+    """Key terms no candidate holds, then the elements the question requires that no topical candidate supplies."""
     missing = [
         MissingElement(category="term", description=t)
         for t in profile.key_terms
         if len(t) >= 2 and t not in covered_terms
     ]
-    best = scored[0] if scored else None
     # An element counts as supplied when any candidate about the question supplies it: an example paragraph
     # shares fewer of the question's words than the definition next to it, and is still the example asked for.
     topical = [s for s in scored if s.coverage >= COVERAGE_USABLE]
@@ -136,7 +178,4 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
         for category in profile.required
         if category not in supplied
     ]
-    sufficient = best is not None and best.coverage >= COVERAGE_SUFFICIENT and not missing
-    return Assessment(
-        ranked=scored, sufficient=sufficient, missing=missing, covered_terms=covered_terms, token_weights=weights
-    )
+    return missing

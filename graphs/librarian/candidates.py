@@ -1,27 +1,27 @@
 """The deduplicated candidate pool, re-derived from `search_history` on every call (seed 003 §2.3).
 
 Exact duplicates (same document/page/chunk, or the same normalised text) and near-duplicates
-(character-shingle Jaccard at or above a threshold, pre-filtered with MinHash) collapse into one
-candidate that keeps the best-scored copy and every query and round that found it. The pool is
-rebuilt rather than stored in state: it is deterministic, so every instance derives the same pool.
+(`graphs.text.near_duplicates`: character-shingle Jaccard at or above `LIBRARIAN_NEAR_DUP_THRESHOLD`)
+collapse into one candidate that keeps the best-scored copy and every query and round that found it.
+The pool is rebuilt rather than stored in state: it is deterministic, so every instance derives the
+same pool. Building it is bulk numpy work plus one walk over the hits, in chunks between which an
+async caller checks the request's deadline (`build_pool_async`), so no history blocks the event loop.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import NamedTuple
 
 from contracts.librarian import SearchHit, SearchRound
+from graphs.chunked import Chunked, finish, finish_async
 from graphs.text.contradiction import find_contradiction
+from graphs.text.near_duplicates import find_near_duplicates
 from graphs.text.normalize import normalize
-from graphs.text.shingles import jaccard_arrays, minhash_signature, shingle_array
-from graphs.text.tokenize import tokenize_normalized
+from graphs.text.tokenize import tokenize_normalized, tokens_present
 
-NUM_PERM = 64
-"""MinHash signature length used to pre-filter near-duplicate candidates."""
 RRF_K = 10
 """Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
 
@@ -43,7 +43,20 @@ class Candidate:
     occurrences: int = 0
     merged: list[tuple[str, int | None, str | None]] = field(default_factory=list)
     normalized: str = ""
-    tokens: frozenset[str] = frozenset()
+    _tokens: frozenset[str] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def tokens(self) -> frozenset[str]:
+        """Every `tokenize` token of the snippet, built on first use (scoring needs only `tokens_among`)."""
+        if self._tokens is None:
+            self._tokens = frozenset(tokenize_normalized(self.normalized))
+        return self._tokens
+
+    def tokens_among(self, wanted: Iterable[str]) -> set[str]:
+        """Which of `wanted` are tokens of the snippet (`set(wanted) & tokens`, without tokenising it all)."""
+        if self._tokens is not None:
+            return set(self._tokens.intersection(wanted))
+        return tokens_present(self.normalized, wanted)
 
     @property
     def pages(self) -> list[int]:
@@ -55,96 +68,16 @@ class Candidate:
 
 @dataclass
 class CandidatePool:
-    """Candidates in first-seen order, with the indexes used to merge duplicates."""
+    """Candidates in first-seen order, and what de-duplicating them cost."""
 
     near_dup_threshold: float
     candidates: list[Candidate] = field(default_factory=list)
-    _by_location: dict[tuple[str, int | None, str | None], int] = field(default_factory=dict)
-    _by_text: dict[str, int] = field(default_factory=dict)
-    _shingles: list[np.ndarray] = field(default_factory=list)
-    # One MinHash row per candidate, grown by doubling so a lookup is one vectorised comparison.
-    _signatures: np.ndarray = field(default_factory=lambda: np.zeros((16, NUM_PERM), dtype=np.uint64))
+    near_dup_compared: int = 0
+    """Snippet pairs the near-duplicate search compared (bounded by NEAR_DUP_MAX_COMPARED per snippet)."""
 
     def by_id(self) -> dict[str, Candidate]:
         """Candidates keyed by their pool id (`c1`, `c2`, …)."""
         return {c.cid: c for c in self.candidates}
-
-    def _find_near_duplicate(self, sh: np.ndarray, sig: np.ndarray, snippet: str) -> int | None:
-        count = len(self.candidates)
-        if not count or not len(sh):
-            return None
-        estimates = np.mean(self._signatures[:count] == sig, axis=1)
-        # MinHash is an estimate; confirm the few plausible ones with the exact Jaccard. Texts that look
-        # alike but state different figures, opposite claims or different names are two sources that
-        # disagree, never one candidate: merging them would hide the contradiction.
-        for index in np.flatnonzero(estimates >= self.near_dup_threshold - 0.15):
-            other = self.candidates[int(index)]
-            if jaccard_arrays(sh, self._shingles[int(index)]) >= self.near_dup_threshold and not disagree(
-                snippet, other.snippet
-            ):
-                return int(index)
-        return None
-
-    def _remember_signature(self, index: int, sig: np.ndarray) -> None:
-        if index >= len(self._signatures):
-            grown = np.zeros((2 * len(self._signatures), NUM_PERM), dtype=np.uint64)
-            grown[: len(self._signatures)] = self._signatures
-            self._signatures = grown
-        self._signatures[index] = sig
-
-    def add(
-        self, hit: SearchHit, *, round_index: int, rank: int, query: str | None, top_score: float | None = None
-    ) -> Candidate:
-        """Merge one hit into the pool and return the candidate it now belongs to."""
-        location = (hit.document_id, hit.page, hit.chunk_id)
-        index = self._by_location.get(location) if (hit.page is not None or hit.chunk_id) else None
-        normalized = ""
-        text_key = ""
-        if index is None:
-            normalized = normalize(hit.snippet)
-            text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-            index = self._by_text.get(text_key)
-        if index is None:
-            sh = shingle_array(normalized)
-            sig = minhash_signature(sh, NUM_PERM)
-            index = self._find_near_duplicate(sh, sig, hit.snippet)
-            if index is None:
-                index = len(self.candidates)
-                self.candidates.append(
-                    Candidate(
-                        cid=f"c{index + 1}",
-                        document_id=hit.document_id,
-                        page=hit.page,
-                        chunk_id=hit.chunk_id,
-                        snippet=hit.snippet,
-                        best_score=hit.score,
-                        normalized=normalized,
-                        tokens=frozenset(tokenize_normalized(normalized)),
-                    )
-                )
-                self._shingles.append(sh)
-                self._remember_signature(index, sig)
-        candidate = self.candidates[index]
-        if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
-            candidate.merged.append(location)
-        if hit.score is not None and (candidate.best_score is None or hit.score > candidate.best_score):
-            candidate.best_score = hit.score
-            if location[0] == candidate.document_id and hit.snippet != candidate.snippet:
-                candidate.snippet = hit.snippet
-                candidate.normalized = normalized or normalize(hit.snippet)
-                candidate.tokens = frozenset(tokenize_normalized(candidate.normalized))
-        self._by_location.setdefault(location, index)
-        if text_key:
-            self._by_text.setdefault(text_key, index)
-        candidate.occurrences += 1
-        candidate.fused_rank += 1.0 / (RRF_K + rank)
-        if hit.score is not None and top_score:
-            candidate.norm_score = max(candidate.norm_score, min(1.0, hit.score / top_score))
-        if query and query not in candidate.queries:
-            candidate.queries.append(query)
-        if round_index not in candidate.rounds:
-            candidate.rounds.append(round_index)
-        return candidate
 
 
 _NAME = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}|\b[A-Z][a-zA-Z]+\b")
@@ -172,13 +105,23 @@ def _hit_query(hit: SearchHit, round_: SearchRound) -> str | None:
     return issued[0] if len(issued) == 1 else None
 
 
-def build_pool(history: list[SearchRound], *, near_dup_threshold: float) -> CandidatePool:
-    """Fold every round of the history into one deduplicated pool.
+class _Placed(NamedTuple):
+    """One hit of the history with what fusion needs: its round, its rank in its list, its query."""
+
+    hit: SearchHit
+    round_index: int
+    rank: int
+    query: str | None
+    top_score: float | None
+
+
+def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
+    """Every hit in history order, with its rank in its ranked list.
 
     Rank for fusion is the hit's position among the hits of the same query (or of the round when
     the caller does not say which query found it), so a hit near the top of any list counts most.
     """
-    pool = CandidatePool(near_dup_threshold=near_dup_threshold)
+    placed: list[_Placed] = []
     for round_index, round_ in enumerate(history):
         # Hits are grouped into ranked lists: one per query when the caller says which query found
         # a hit (`metadata.query`); otherwise a rising score marks the start of the next list.
@@ -196,6 +139,135 @@ def build_pool(history: list[SearchRound], *, near_dup_threshold: float) -> Cand
         for ranked in lists:
             scores = [h.score for h, _ in ranked if h.score is not None and h.score > 0]
             top = max(scores) if scores else None
-            for rank, (hit, query) in enumerate(ranked, start=1):
-                pool.add(hit, round_index=round_index, rank=rank, query=query, top_score=top)
+            placed += [_Placed(hit, round_index, rank, query, top) for rank, (hit, query) in enumerate(ranked, 1)]
+    return placed
+
+
+def _location(hit: SearchHit) -> tuple[str, int | None, str | None]:
+    return (hit.document_id, hit.page, hit.chunk_id)
+
+
+def _locates(hit: SearchHit) -> bool:
+    """Whether a hit's location identifies it (a page or a chunk id), so a later hit there is the same one."""
+    return hit.page is not None or bool(hit.chunk_id)
+
+
+def build_pool(history: list[SearchRound], *, near_dup_threshold: float) -> CandidatePool:
+    """Fold every round of the history into one deduplicated pool, at once (tests and sync callers)."""
+    return finish(pool_steps(history, near_dup_threshold=near_dup_threshold))
+
+
+async def build_pool_async(
+    history: list[SearchRound], *, near_dup_threshold: float, checkpoint: Callable[[], Awaitable[None]]
+) -> CandidatePool:
+    """`build_pool` on the event loop, awaiting `checkpoint` (the request's deadline) between chunks."""
+    return await finish_async(pool_steps(history, near_dup_threshold=near_dup_threshold), checkpoint)
+
+
+def pool_steps(history: list[SearchRound], *, near_dup_threshold: float) -> Chunked[CandidatePool]:
+    """Fold every round of the history into one deduplicated pool, in bounded chunks.
+
+    A hit joins an earlier candidate when it stands at the same location (document, page, chunk),
+    has the same normalised text, or is a near-duplicate (`graphs.text.near_duplicates`) of the text
+    that created a candidate and does not disagree with that candidate's snippet; the first such
+    candidate wins. Which texts are near-duplicates of which does not depend on the merging, so it is
+    computed once for all the request's distinct texts, in bulk; only the merge itself walks the hits.
+    """
+    placed = _placed_hits(history)
+    # Which hits reach the text checks: those whose location no earlier hit had (or that have none).
+    # Of those, the first of each normalised text is the one the near-duplicate search looks at.
+    seen_locations: set[tuple[str, int | None, str | None]] = set()
+    seen_texts: set[str] = set()
+    normalized: list[str | None] = []
+    distinct: list[str] = []
+    distinct_of: dict[int, int] = {}
+    for index, entry in enumerate(placed):
+        location = _location(entry.hit)
+        if _locates(entry.hit) and location in seen_locations:
+            normalized.append(None)
+        else:
+            folded = normalize(entry.hit.snippet)
+            normalized.append(folded)
+            if folded not in seen_texts:
+                seen_texts.add(folded)
+                distinct_of[index] = len(distinct)
+                distinct.append(folded)
+        seen_locations.add(location)
+        if index % _HITS_PER_CHUNK == _HITS_PER_CHUNK - 1:
+            yield
+    similar = yield from find_near_duplicates(distinct, near_dup_threshold)
+    pool = CandidatePool(near_dup_threshold=near_dup_threshold, near_dup_compared=similar.compared)
+    by_location: dict[tuple[str, int | None, str | None], int] = {}
+    by_text: dict[str, int] = {}
+    created_by: list[int | None] = [None] * len(distinct)  # the candidate each distinct text created
+    work = 0
+    for index, entry in enumerate(placed):
+        hit = entry.hit
+        location = _location(hit)
+        text = normalized[index]
+        found = by_location.get(location) if _locates(hit) else None
+        if found is None and text is not None:
+            found = by_text.get(text)
+        if found is None:
+            own = distinct_of[index]
+            for earlier in similar.earlier[own]:
+                candidate_index = created_by[earlier]
+                if candidate_index is None:
+                    continue
+                work += _DISAGREE_COST
+                # Texts that look alike but state different figures, opposite claims or different names
+                # are two sources that disagree, never one candidate: merging them would hide it.
+                if not disagree(hit.snippet, pool.candidates[candidate_index].snippet):
+                    found = candidate_index
+                    break
+            if found is None:
+                found = len(pool.candidates)
+                created_by[own] = found
+                pool.candidates.append(
+                    Candidate(
+                        cid=f"c{found + 1}",
+                        document_id=hit.document_id,
+                        page=hit.page,
+                        chunk_id=hit.chunk_id,
+                        snippet=hit.snippet,
+                        best_score=hit.score,
+                        normalized=distinct[own],
+                    )
+                )
+        _merge(pool.candidates[found], entry, text)
+        by_location.setdefault(location, found)
+        if text is not None:
+            by_text.setdefault(text, found)
+        work += 1
+        if work >= _HITS_PER_CHUNK:
+            work = 0
+            yield
     return pool
+
+
+_HITS_PER_CHUNK = 512
+"""Hits merged between pauses (a few milliseconds of Python)."""
+_DISAGREE_COST = 16
+"""A contradiction check costs about as much as merging this many hits."""
+
+
+def _merge(candidate: Candidate, entry: _Placed, normalized: str | None) -> None:
+    """Record one more sighting of a candidate: location, best score and snippet, rank, query, round."""
+    hit = entry.hit
+    location = _location(hit)
+    if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
+        candidate.merged.append(location)
+    if hit.score is not None and (candidate.best_score is None or hit.score > candidate.best_score):
+        candidate.best_score = hit.score
+        if location[0] == candidate.document_id and hit.snippet != candidate.snippet:
+            candidate.snippet = hit.snippet
+            candidate.normalized = normalized if normalized is not None else normalize(hit.snippet)
+            candidate._tokens = None
+    candidate.occurrences += 1
+    candidate.fused_rank += 1.0 / (RRF_K + entry.rank)
+    if hit.score is not None and entry.top_score:
+        candidate.norm_score = max(candidate.norm_score, min(1.0, hit.score / entry.top_score))
+    if entry.query and entry.query not in candidate.queries:
+        candidate.queries.append(entry.query)
+    if entry.round_index not in candidate.rounds:
+        candidate.rounds.append(entry.round_index)

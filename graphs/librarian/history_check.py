@@ -1,8 +1,8 @@
 """Check that a request's `search_history` is the continuation of the state it carries.
 
-The server enforces `max_loops` from what it can verify: the state pins the limit and a hash
-chain of the rounds it has seen, so a client cannot drop, edit or reorder rounds, replay a
-state against another question or subject, or raise the limit by editing its request.
+The loop limit (loop_limit.py) counts rounds the server can verify: the state carries a hash chain
+of the rounds it has seen, so a client cannot drop, edit or reorder rounds, or replay a state
+against another question or subject.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import hashlib
 import msgspec
 
 from contracts.common import ErrorDetail
-from contracts.librarian import DEFAULT_MAX_LOOPS, LibrarianRequest, LibrarianState, SearchRound
+from contracts.librarian import LibrarianRequest, LibrarianState, SearchRound
 from graphs.errors import InvalidInput
 from graphs.text.normalize import normalize
 
@@ -31,24 +31,6 @@ def chain_digest(rounds: list[SearchRound], start: str = GENESIS) -> str:
 def query_digest(user_query: str, subject_id: str) -> str:
     """Binds a state to its question and subject."""
     return hashlib.sha256(f"{subject_id}\x00{normalize(user_query)}".encode()).hexdigest()
-
-
-def loop_limit(request: LibrarianRequest, prior: LibrarianState | None) -> int:
-    """The loop limit of this session: the first call's (or the default), then whatever the state pinned.
-
-    Raises:
-        InvalidInput: (422) a later call asks for a different `max_loops` than the state pinned; the
-            limit never changes behind the caller's back, in either direction.
-    """
-    asked = request.constraints.max_loops
-    if prior is None:
-        return DEFAULT_MAX_LOOPS if isinstance(asked, msgspec.UnsetType) else asked
-    if not isinstance(asked, msgspec.UnsetType) and asked != prior.max_loops:
-        message = (
-            f"max_loops is pinned to {prior.max_loops} by this session's first call; omit it or send {prior.max_loops}"
-        )
-        raise InvalidInput(message, [ErrorDetail(path="$.constraints.max_loops", message=message)], status_code=422)
-    return prior.max_loops
 
 
 def verify_continuation(request: LibrarianRequest, prior: LibrarianState | None) -> None:

@@ -20,9 +20,10 @@ from contracts.librarian import (
 )
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
-from graphs.librarian.candidates import build_pool
-from graphs.librarian.history_check import chain_digest, loop_limit, query_digest
+from graphs.librarian.candidates import build_pool_async
+from graphs.librarian.history_check import chain_digest, query_digest
 from graphs.librarian.llm_step import decide_with_llm
+from graphs.librarian.loop_limit import no_evidence_error, pinned_loop_limit, rounds_left
 from graphs.librarian.query_planning import (
     QueryPlan,
     fresh_text,
@@ -45,7 +46,7 @@ async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
     """Fix the loop limit (the runner's `check` already verified the history) and analyse the question."""
     request = state["request"]
     return {
-        "max_loops": loop_limit(request, state.get("prior")),
+        "loop_limit": pinned_loop_limit(request, state.get("prior")),
         "profile": profile_question(request.user_query),
         "issued": _issued_queries(state),
         "decision": None,
@@ -53,9 +54,11 @@ async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
 
 
 async def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
-    """Fold the whole history into the deduplicated candidate pool."""
-    threshold = runtime.context.librarian.near_dup_threshold
-    return {"pool": build_pool(state["request"].search_history, near_dup_threshold=threshold)}
+    """Fold the whole history into the deduplicated candidate pool, in chunks that stop at the deadline."""
+    context = runtime.context
+    history = state["request"].search_history
+    threshold = context.librarian.near_dup_threshold
+    return {"pool": await build_pool_async(history, near_dup_threshold=threshold, checkpoint=context.checkpoint)}
 
 
 def _issued_queries(state: LibrarianGraphState) -> list[str]:
@@ -84,7 +87,7 @@ async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
         assessment,
         conversation=_conversation(state),
         issued=state["issued"],
-        loops_left=max(0, state["max_loops"] - len(request.search_history)),
+        loops_left=rounds_left(len(request.search_history), state["loop_limit"]),
         max_queries=request.constraints.max_queries,
     )
     if decision is not None:
@@ -102,7 +105,7 @@ def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianSt
     request = state["request"]
     return LibrarianState(
         rounds_seen=len(request.search_history),
-        max_loops=state["max_loops"],
+        max_loops=state["loop_limit"],
         history_digest=chain_digest(request.search_history),
         query_digest=query_digest(request.user_query, request.subject_id),
         subject_id=request.subject_id,
@@ -220,13 +223,7 @@ async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentCont
 async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
     """ERROR: the loop limit was reached (or no query is left) and nothing usable was found."""
     request = state["request"]
-    rounds = len(request.search_history)
-    if rounds >= state["max_loops"]:
-        error_type: Literal["LOOP_LIMIT", "OTHER"] = "LOOP_LIMIT"
-        message = f"no usable evidence after {rounds} search rounds (max_loops={state['max_loops']})"
-    else:
-        error_type = "OTHER"
-        message = f"no usable evidence after {rounds} search rounds and no new query left to try"
+    error_type, message = no_evidence_error(len(request.search_history), state["loop_limit"])
     token = runtime.context.seal(_next_state(state, issued=state["issued"]))
     outcome = ErrorResponse(
         request_id=request.request_id, error_type=error_type, message=message, state=token, usage=runtime.context.usage

@@ -31,9 +31,10 @@ _JA_TAIL = re.compile(
 _HIRAGANA_CHAR = re.compile(r"[\u3041-\u309f]")
 _JA_DANGLING = re.compile(r"(?:の|のは|は|が|を|に|で|と)$")
 _JA_QUESTION_END = re.compile(r"(?:でしょうか|ですか|ますか|だろうか|のか|か)$")
+# 幾何 (geometry) is a word, not 何: the lookbehind keeps 「幾何学」 whole.
 _JA_QUESTION_WORDS = re.compile(
-    r"何番目|何世紀|何時代|何種類|何という|何と|何の|何年|何月|何日|何歳|何回|何度|何人|何色|何|どのような|どのよう|"
-    r"どこ|いつ|誰|だれ|どれ|どちら|どなた|どの|どんな|どうして|どう|なぜ|いくつ|いくら|なに|なん"
+    r"(?<!幾)(?:何番目|何世紀|何時代|何種類|何という|何と|何の|何年|何月|何日|何歳|何回|何度|何人|何色|何|どのような|どのよう|"
+    r"どこ|いつ|誰|だれ|どれ|どちら|どなた|どの|どんな|どうして|どう|なぜ|いくつ|いくら|なに|なん)"
 )
 _EN_QUESTION_WORDS = re.compile(r"\b(?:what|which|who|whom|whose|when|where|why|how)\b")
 _EN_QUESTION_HEAD = re.compile(
@@ -173,6 +174,16 @@ def asking_words() -> frozenset[str]:
     return frozenset(words)
 
 
+def _key_terms(user_query: str) -> tuple[str, ...]:
+    """The question's content terms, question words cut out wherever they stand.
+
+    A question word inside a run of kanji is still a question word: 「党員何人」 is 党員 plus 何人, and 「党員何人」
+    as a key term would be reported missing (no passage says it) and sent searching for again.
+    """
+    found = terms(without_question_words(user_query))
+    return tuple(t for t in found if t not in asking_words()) or tuple(found) or tuple(terms(user_query))
+
+
 def profile_question(user_query: str) -> QuestionProfile:
     """Analyse the question once per step."""
     normalized = normalize(user_query)
@@ -193,7 +204,7 @@ def profile_question(user_query: str) -> QuestionProfile:
         text=user_query,
         normalized=normalized,
         japanese=japanese,
-        key_terms=tuple(t for t in terms(user_query) if t not in asking_words()) or tuple(terms(user_query)),
+        key_terms=_key_terms(user_query),
         content_tokens=content,
         phrase=search_phrase(user_query),
         stripped=without_question_words(user_query),

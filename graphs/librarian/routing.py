@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+from graphs.librarian.loop_limit import loop_limit_reached
 from graphs.librarian.state import LibrarianGraphState
 
 
 def route_after_evaluate(state: LibrarianGraphState) -> Literal["plan_queries", "select_evidence", "fail"]:
-    """Sufficient → select; rounds left → search again; out of rounds → select what exists, or fail."""
+    """Sufficient → select; loop limit not reached → search again; reached → select what exists, or fail."""
     assessment = state["assessment"]
     if assessment.sufficient:
         return "select_evidence"
-    if len(state["request"].search_history) < state["max_loops"]:
+    if not loop_limit_reached(len(state["request"].search_history), state["loop_limit"]):
         return "plan_queries"
     return "select_evidence" if assessment.usable else "fail"

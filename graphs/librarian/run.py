@@ -7,13 +7,14 @@ from typing import Any
 from contracts.librarian import LIBRARIAN_STATE_VERSION, LibrarianRequest, LibrarianResponse, LibrarianState
 from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
-from graphs.librarian.history_check import loop_limit, verify_continuation
+from graphs.librarian.history_check import verify_continuation
+from graphs.librarian.loop_limit import pinned_loop_limit
 
 
 def check(request: LibrarianRequest, prior: LibrarianState | None, context: AgentContext) -> None:
     """The history continues the state exactly, and the loop limit is the one the session pinned."""
     verify_continuation(request, prior)
-    loop_limit(request, prior)
+    pinned_loop_limit(request, prior)
 
 
 async def think(

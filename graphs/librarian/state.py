@@ -21,7 +21,7 @@ class LibrarianGraphState(TypedDict, total=False):
 
     request: LibrarianRequest
     prior: LibrarianState | None
-    max_loops: int
+    loop_limit: int
     profile: QuestionProfile
     issued: list[str]
     pool: CandidatePool

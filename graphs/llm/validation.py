@@ -105,35 +105,32 @@ def _value_kinds(values: Sequence[object]) -> list[str]:
     return list(dict.fromkeys(_kind_of(v) for v in values))
 
 
+_KINDS: tuple[tuple[type[mi.Type] | tuple[type[mi.Type], ...], list[str]], ...] = (
+    ((mi.DictType, mi.TypedDictType, mi.DataclassType), ["object"]),
+    ((mi.CollectionType, mi.TupleType, mi.NamedTupleType), ["array"]),
+    ((mi.StrType, mi.DateTimeType, mi.DateType, mi.TimeType, mi.UUIDType, mi.BytesType), ["string"]),
+    (mi.IntType, ["integer"]),
+    (mi.FloatType, ["number"]),
+    (mi.DecimalType, ["number", "string"]),
+    (mi.BoolType, ["boolean"]),
+    (mi.NoneType, ["null"]),
+)
+"""The JSON kinds a value of each fixed-kind type has (the types whose kinds depend on them are below)."""
+
+
 def _expected_kinds(info: mi.Type) -> list[str]:
     match info:
         case mi.Metadata():
             return _expected_kinds(info.type)
         case mi.StructType():
             return ["array" if info.array_like else "object"]
-        case mi.DictType() | mi.TypedDictType() | mi.DataclassType():
-            return ["object"]
-        case mi.CollectionType() | mi.TupleType() | mi.NamedTupleType():
-            return ["array"]
-        case mi.StrType() | mi.DateTimeType() | mi.DateType() | mi.TimeType() | mi.UUIDType() | mi.BytesType():
-            return ["string"]
-        case mi.IntType():
-            return ["integer"]
-        case mi.FloatType():
-            return ["number"]
-        case mi.DecimalType():
-            return ["number", "string"]
-        case mi.BoolType():
-            return ["boolean"]
-        case mi.NoneType():
-            return ["null"]
         case mi.LiteralType():
             return _value_kinds(info.values)
         case mi.EnumType():
             return _value_kinds([member.value for member in info.cls])
         case mi.UnionType():
             return list(dict.fromkeys(kind for member in info.types for kind in _expected_kinds(member)))
-    return ["a valid value"]
+    return next((list(kinds) for types, kinds in _KINDS if isinstance(info, types)), ["a valid value"])
 
 
 def _kind_error(value: object, info: mi.Type, path: str) -> str:
@@ -163,33 +160,43 @@ def _check(value: object, info: mi.Type, path: str, errors: list[str]) -> None:
             _check(value, info.type, path, errors)
         case mi.AnyType():
             pass
-        case mi.NoneType():
-            if value is not None:
-                errors.append(_kind_error(value, info, path))
-        case mi.BoolType():
-            if not isinstance(value, bool):
-                errors.append(_kind_error(value, info, path))
-        case mi.IntType():
-            if not isinstance(value, int) or isinstance(value, bool):
-                errors.append(_kind_error(value, info, path))
-            else:
-                _check_number(value, info, path, errors)
-        case mi.FloatType():
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                errors.append(_kind_error(value, info, path))
-            else:
-                _check_number(value, info, path, errors)
-        case mi.StrType():
-            if not isinstance(value, str):
-                errors.append(_kind_error(value, info, path))
-            else:
-                _check_str(value, info, path, errors)
+        case mi.NoneType() | mi.BoolType() | mi.IntType() | mi.FloatType() | mi.StrType():
+            _check_scalar(value, info, path, errors)
         case mi.LiteralType():
             _check_choice(value, info, list(info.values), path, errors)
         case mi.EnumType():
             _check_choice(value, info, [member.value for member in info.cls], path, errors)
         case mi.UnionType():
             _check_union(value, info, path, errors)
+        case _:
+            _check_container(value, info, path, errors)
+
+
+def _check_scalar(
+    value: object,
+    info: mi.NoneType | mi.BoolType | mi.IntType | mi.FloatType | mi.StrType,
+    path: str,
+    errors: list[str],
+) -> None:
+    """null, boolean, integer, number, string: the JSON kind first (a boolean is no number), then the bounds."""
+    match info, value:
+        case mi.NoneType(), None:
+            pass
+        case mi.BoolType(), bool():
+            pass
+        case (mi.IntType(), int()) if not isinstance(value, bool):
+            _check_number(value, info, path, errors)
+        case (mi.FloatType(), int() | float()) if not isinstance(value, bool):
+            _check_number(value, info, path, errors)
+        case mi.StrType(), str():
+            _check_str(value, info, path, errors)
+        case _:
+            errors.append(_kind_error(value, info, path))
+
+
+def _check_container(value: object, info: mi.Type, path: str, errors: list[str]) -> None:
+    """Objects and arrays, walked field by field and item by item; anything else is confirmed by msgspec."""
+    match info:
         case mi.StructType():
             _check_struct(value, info, path, errors)
         case mi.TypedDictType() | mi.DataclassType():

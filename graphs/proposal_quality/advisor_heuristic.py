@@ -34,7 +34,7 @@ from graphs.config_files import read_typed
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.wording import StatusCategory, neutral, status_category
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import terms
+from graphs.text.tokenize import terms, terms_of_many
 
 MAX_OPTIONS = 3
 MAX_NAMED = 3
@@ -115,8 +115,12 @@ class Facts:
     held_children: list[str]
     parts: list[str]
     siblings: list[str]
+    """The first `MAX_NAMED` other nodes of its tray (outside its family), the only ones a text names."""
+    sibling_count: int
+    """How many other nodes its tray lists (outside its family)."""
     tray: str
-    related: list[Related]
+    related: Related | None
+    """The first other node (outside its family) whose title shares a term with its title."""
 
     @property
     def children(self) -> int:
@@ -143,11 +147,14 @@ def facts_of(board: Board, node: BoardNode) -> Facts:
     family = {node.id, *(c.id for c in children), *([node.parent_id] if node.parent_id else [])}
     parts = [neutral(p, 30) for p in _TITLE_PARTS.split(node.title)] if not children else []
     own_terms = {t for t in terms(node.title) if len(t) >= 2}
-    related = []
-    for other in board.nodes:
-        shared = [t for t in terms(other.title) if t in own_terms]
-        if other.id not in family and shared:
-            related.append(Related(node=other, title=_title(other), term=neutral(shared[0], 20)))
+    related = None
+    if own_terms:
+        for other, found in zip(board.nodes, terms_of_many([other.title for other in board.nodes]), strict=True):
+            shared = [t for t in found if t in own_terms]
+            if other.id not in family and shared:
+                related = Related(node=other, title=_title(other), term=neutral(shared[0], 20))
+                break
+    siblings = [s for s in board.siblings_of(node) if s.id not in family]
     return Facts(
         node=node,
         title=_title(node),
@@ -157,15 +164,18 @@ def facts_of(board: Board, node: BoardNode) -> Facts:
         done_children=by_category["done"],
         held_children=by_category["hold"],
         parts=list(dict.fromkeys(p for p in parts if len(p) >= 2)),
-        siblings=[_title(s) for s in board.siblings_of(node) if s.id not in family],
+        siblings=[_title(s) for s in siblings[:MAX_NAMED]],
+        sibling_count=len(siblings),
         tray=neutral(node.tray, 30),
         related=related,
     )
 
 
-def _named(titles: list[str]) -> str:
+def _named(titles: list[str], total: int | None = None) -> str:
+    """The first `MAX_NAMED` titles quoted, and how many more there are of `total` (default: all of `titles`)."""
+    count = len(titles) if total is None else total
     shown = "".join(f"「{t}」" for t in titles[:MAX_NAMED])
-    return shown + (f"ほか{len(titles) - MAX_NAMED}件" if len(titles) > MAX_NAMED else "")
+    return shown + (f"ほか{count - MAX_NAMED}件" if count > MAX_NAMED else "")
 
 
 # --- options --------------------------------------------------------------------------------------
@@ -321,8 +331,8 @@ def _by_structure(f: Facts) -> Draft | None:
 def _by_neighbours(f: Facts) -> Draft | None:
     """The option that follows the board around the node: a related node, a crowded tray."""
     t = f.title
-    if f.related:
-        other = f.related[0]
+    if f.related is not None:
+        other = f.related
         other_status = neutral(other.node.status_label, 20) or "未設定"
         if f.category == "done" and status_category(other.node.status_label) != "done":
             return Draft(
@@ -356,10 +366,10 @@ def _by_neighbours(f: Facts) -> Draft | None:
             criteria_note=f"「{t}」と「{other.title}」の重なりが大きいかどうか",
             risks=[f"「{other.title}」の進み具合に引きずられ、「{t}」の完了が遅れる"],
         )
-    if len(f.siblings) >= 2 and f.category != "done":
-        others, tray = _named(f.siblings), f.tray or "このトレイ"
+    if f.sibling_count >= 2 and f.category != "done":
+        others, tray = _named(f.siblings, f.sibling_count), f.tray or "このトレイ"
         return Draft(
-            label=f"同じトレイの{len(f.siblings)}件と順番を決めてから進める",
+            label=f"同じトレイの{f.sibling_count}件と順番を決めてから進める",
             description=f"「{tray}」には「{t}」のほかに{others}があります。着手の順番を先に決める進め方です。",
             pros="期限の近いものから手を付けられる",
             cons="順番を決めているあいだ、どの作業も進まない",
@@ -471,10 +481,10 @@ def _grounds(f: Facts) -> str:
     seen = []
     if f.children:
         seen.append(f"子ノード{f.children}件（未完了{len(f.open_children) + len(f.held_children)}件）")
-    if f.related:
-        seen.append(f"関連する「{f.related[0].title}」")
-    if len(f.siblings) >= 2:
-        seen.append(f"同じトレイの{len(f.siblings)}件")
+    if f.related is not None:
+        seen.append(f"関連する「{f.related.title}」")
+    if f.sibling_count >= 2:
+        seen.append(f"同じトレイの{f.sibling_count}件")
     return f"{'、'.join(seen)}を踏まえて、" if seen else ""
 
 
@@ -484,7 +494,8 @@ def _target(board: Board, focus_id: str | None, intent: str | None) -> BoardNode
         return focus
     wanted = set(terms(intent or ""))
     if wanted:
-        overlap = [(len(wanted & set(terms(node.title))), -i) for i, node in enumerate(board.nodes)]
+        titles = terms_of_many([node.title for node in board.nodes])
+        overlap = [(len(wanted.intersection(found)), -i) for i, found in enumerate(titles)]
         best, negative_index = max(overlap)
         if best > 0:
             return board.nodes[-negative_index]

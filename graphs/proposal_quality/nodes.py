@@ -3,6 +3,9 @@
 Seed 004 §4: generate → parse → validate → on errors re-ask with every error and the usable ids,
 at most `max_corrections` (≤ 2) times; never for warnings alone; render only a report without
 errors. Every attempt's verdict is logged, and so is the final retry count and outcome (§7).
+
+Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
+thread pool, and a thread hop per node cost more than these sub-millisecond steps do.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from contracts.proposal_quality import (
 )
 from graphs.context import AgentContext
 from graphs.proposal_quality.advisor_heuristic import advisor_report
-from graphs.proposal_quality.board import board_from_dashboard
 from graphs.proposal_quality.grounding import ground_report
 from graphs.proposal_quality.llm_draft import copied_text_problems, draft_report, generation_prompt, prompt_ids
 from graphs.proposal_quality.organizer_heuristic import organizer_report
@@ -33,20 +35,6 @@ from graphs.proposal_quality.state import ProposalGraphState
 from graphs.proposal_quality.validator import validate_report, without_null_optionals
 
 log = structlog.get_logger(__name__)
-
-
-def prepare(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
-    """Flatten the dashboard and fix how many generations are allowed (the runner's `check` vetted the focus)."""
-    request = state["request"]
-    board = board_from_dashboard(request.dashboard)
-    # Re-asking the deterministic engine would only repeat its answer.
-    corrections = request.constraints.max_corrections if runtime.context.llm is not None else 0
-    return {
-        "board": board,
-        "max_attempts": 1 + corrections,
-        "attempts": 0,
-        "messages": [],
-    }
 
 
 async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
@@ -84,7 +72,7 @@ async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) ->
     }
 
 
-def check(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+async def check(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
     """Validate the attempt (an unparseable reply fails with its parse errors) and log the verdict.
 
     A model's report whose strings copy the prompt's placeholders or instructions fails too, as a
@@ -112,7 +100,7 @@ def check(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> Proposal
     return {"verdict": verdict, "attempt_log": [summary]}
 
 
-def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+async def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
     """The accepted report, typed, with its display payload."""
     kind, board, verdict = state["kind"], state["board"], state["verdict"]
     assert isinstance(state["report"], dict), "only a report the validator accepted is rendered"
@@ -141,7 +129,7 @@ def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> Proposa
     }
 
 
-def reject(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+async def reject(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
     """Not adopted (seed 004 §4.1 step 4): the last errors, and the last report without unknown ids (logged)."""
     report, _ = ground_report(state["kind"], state["report"], state["board"].valid_ids)
     _log_final(state, runtime.context, ok=False)

@@ -26,7 +26,7 @@ from contracts.proposal_quality import (
 )
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.wording import neutral, status_category
-from graphs.text.tokenize import terms
+from graphs.text.tokenize import terms, terms_of_many
 
 MAX_TERM_GROUPS = 3
 MAX_RELATIONS = 5
@@ -77,7 +77,9 @@ def _target(board: Board, focus_id: str | None, intent: str | None) -> BoardNode
     if not asks_for_decomposition(intent) or not board.nodes:
         return None
     wanted = set(terms(intent or ""))
-    scored = [(len(wanted & set(terms(node.title))), -i, node) for i, node in enumerate(board.nodes)]
+    titles = terms_of_many([node.title for node in board.nodes])
+    pairs = enumerate(zip(board.nodes, titles, strict=True))
+    scored = [(len(wanted.intersection(found)), -i, node) for i, (node, found) in pairs]
     best = max(scored, key=lambda item: (item[0], item[1]))
     if best[0] > 0:
         return best[2]
@@ -144,8 +146,8 @@ def _status_groups(board: Board) -> list[OrganizerGroupingProposal]:
 def _nodes_by_term(board: Board) -> dict[str, list[str]]:
     """Title terms of two or more characters → the ids of the nodes whose titles have them."""
     by_term: dict[str, list[str]] = {}
-    for node in board.nodes:
-        for term in terms(node.title):
+    for node, title_terms in zip(board.nodes, terms_of_many([node.title for node in board.nodes]), strict=True):
+        for term in title_terms:
             if len(term) >= 2:
                 by_term.setdefault(term, []).append(node.id)
     return by_term

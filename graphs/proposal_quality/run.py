@@ -21,7 +21,8 @@ from contracts.proposal_quality import (
 from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
-from graphs.proposal_quality.board import board_from_dashboard
+from graphs.proposal_quality.board import board_from_dashboard, check_board_size, has_node
+from graphs.proposal_quality.state import ProposalGraphState
 from graphs.proposal_quality.validator import validate_report
 
 MAX_REPORT_BYTES = 256 * 1024
@@ -36,8 +37,8 @@ def check_run(request: ProposalRunRequest, prior: None, context: AgentContext) -
     Raises:
         InvalidInput: 422 at `$.focusNodeId`, or the dashboard is too big.
     """
-    board = board_from_dashboard(request.dashboard)
-    if request.focus_node_id is not None and board.get(request.focus_node_id) is None:
+    check_board_size(request.dashboard)
+    if request.focus_node_id is not None and not has_node(request.dashboard, request.focus_node_id):
         message = "focusNodeId is not a node of the dashboard"
         raise InvalidInput(message, [ErrorDetail(path="$.focusNodeId", message=message)], status_code=422)
 
@@ -57,8 +58,21 @@ def check_validate(request: ProposalValidateRequest, prior: None, context: Agent
 async def run_report(
     graph: Any, context: AgentContext, kind: ReportKind, request: ProposalRunRequest
 ) -> ProposalRunResponse:
-    """Generate, validate (self-correcting) and render one Organizer or Advisor report."""
-    inputs = {"kind": kind, "request": request, "request_id": context.request_id}
+    """Generate, validate (self-correcting) and render one Organizer or Advisor report.
+
+    The dashboard is flattened here, once, and handed to the graph with the number of generations
+    allowed (re-asking the deterministic engine would only repeat its answer).
+    """
+    corrections = request.constraints.max_corrections if context.llm is not None else 0
+    inputs: ProposalGraphState = {
+        "kind": kind,
+        "request": request,
+        "request_id": context.request_id,
+        "board": board_from_dashboard(request.dashboard),
+        "max_attempts": 1 + corrections,
+        "attempts": 0,
+        "messages": [],
+    }
     result = await graph.ainvoke(inputs, context=context)
     outcome: ProposalRunResponse = result["outcome"]
     return outcome

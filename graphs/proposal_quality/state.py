@@ -22,7 +22,11 @@ from graphs.proposal_quality.board import Board
 
 
 class ProposalGraphState(TypedDict, total=False):
-    """Input (`kind`, `request`, `request_id`) and what each node adds."""
+    """The input and what each node adds.
+
+    The input (`run.run_report`): `kind`, `request`, `request_id`, the flattened `board`, `max_attempts`,
+    `attempts` 0 and no `messages` yet.
+    """
 
     kind: ReportKind
     request: ProposalRunRequest

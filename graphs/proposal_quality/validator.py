@@ -185,6 +185,17 @@ def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> 
     decompositions = _array(obj, "decomposition_proposals", "", found)
     groupings = _array(obj, "grouping_proposals", "", found)
     relations = _array(obj, "relation_proposals", "", found)
+    _check_summary(obj, found)
+    for path, item in _objects(decompositions or [], "decomposition_proposals", found):
+        _check_decomposition(item, path, valid, found)
+    for path, item in _objects(groupings or [], "grouping_proposals", found):
+        _check_grouping(item, path, valid, found)
+    for path, item in _objects(relations or [], "relation_proposals", found):
+        _check_relation(item, path, valid, found)
+    return found.result()
+
+
+def _check_summary(obj: dict[str, Any], found: _Findings) -> None:
     summary = obj.get("summary")
     if "summary" not in obj:
         found.errors.append("summary is required")
@@ -196,26 +207,27 @@ def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> 
         _no_forbidden_phrase(summary, "summary", found)
         if not _has(summary, NEXT_STEP_MARKER):
             found.warnings.append("summary could suggest next step (e.g. まず◯◯)")
-    for path, item in _objects(decompositions or [], "decomposition_proposals", found):
-        _check_decomposition(item, path, valid, found)
-    for path, item in _objects(groupings or [], "grouping_proposals", found):
-        _string(item, "group_label", path, found)
-        _short_label(item.get("group_label"), _path(path, "group_label"), found)
-        _reason(item, path, found)
-        node_ids = _array(item, "node_ids", path, found)
-        ids_path = _path(path, "node_ids")
-        for index, node_id in enumerate(node_ids or []):
-            if not isinstance(node_id, str):
-                found.errors.append(f"{_path(ids_path, index)} must be a string")
-            elif node_id not in valid:
-                found.errors.append(f"{_path(ids_path, index)} {_quote(node_id)} is not in valid node list")
-    for path, item in _objects(relations or [], "relation_proposals", found):
-        _known_id(item, "from_node_id", path, valid, found)
-        _known_id(item, "to_node_id", path, valid, found)
-        _string(item, "relation_type", path, found)
-        _short_label(item.get("relation_type"), _path(path, "relation_type"), found)
-        _reason(item, path, found)
-    return found.result()
+
+
+def _check_grouping(item: dict[str, Any], path: str, valid: frozenset[str], found: _Findings) -> None:
+    _string(item, "group_label", path, found)
+    _short_label(item.get("group_label"), _path(path, "group_label"), found)
+    _reason(item, path, found)
+    node_ids = _array(item, "node_ids", path, found)
+    ids_path = _path(path, "node_ids")
+    for index, node_id in enumerate(node_ids or []):
+        if not isinstance(node_id, str):
+            found.errors.append(f"{_path(ids_path, index)} must be a string")
+        elif node_id not in valid:
+            found.errors.append(f"{_path(ids_path, index)} {_quote(node_id)} is not in valid node list")
+
+
+def _check_relation(item: dict[str, Any], path: str, valid: frozenset[str], found: _Findings) -> None:
+    _known_id(item, "from_node_id", path, valid, found)
+    _known_id(item, "to_node_id", path, valid, found)
+    _string(item, "relation_type", path, found)
+    _short_label(item.get("relation_type"), _path(path, "relation_type"), found)
+    _reason(item, path, found)
 
 
 def _check_decomposition(item: dict[str, Any], path: str, valid: frozenset[str], found: _Findings) -> None:

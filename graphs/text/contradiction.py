@@ -427,12 +427,8 @@ def _clauses(text: str) -> list[_Clause]:
     return [clause for part in _CLAUSE_BREAK.split(normalised) if (clause := _clause(part.strip())) is not None]
 
 
-def _clause(text: str) -> _Clause | None:
-    if not text:
-        return None
-    cues = _cues()
-    neutral = [m.span() for m in cues.neutral_english.finditer(text)]
-    neutral += [m.span() for m in cues.neutral_japanese.finditer(text)]
+def _cue_spans(text: str, cues: _Cues) -> list[tuple[int, int, _Cue]]:
+    """Where each negation or opposite-pair cue sits in `text`: English words (any `n't`), Japanese cues, `〜ず`."""
     spans: list[tuple[int, int, _Cue]] = []
     for match in _EN_WORD.finditer(text):
         word = match.group()
@@ -445,10 +441,19 @@ def _clause(text: str) -> _Clause | None:
     for match in _JA_ZU.finditer(text):
         if not any(start <= match.start() < end for start, end, _ in spans):  # せず is a listed cue already
             spans.append((match.start(), match.end(), _Cue(negation=True, sides=())))
+    return spans
+
+
+def _clause(text: str) -> _Clause | None:
+    if not text:
+        return None
+    cues = _cues()
+    neutral = [m.span() for m in cues.neutral_english.finditer(text)]
+    neutral += [m.span() for m in cues.neutral_japanese.finditer(text)]
     masked = list(text)
     negation_words: list[tuple[str, tuple[int, ...]]] = []
     by_pair: dict[int, set[int]] = {}
-    for start, end, cue in spans:
+    for start, end, cue in _cue_spans(text, cues):
         masked[start:end] = " " * (end - start)
         in_neutral = any(n_start <= start and end <= n_end for n_start, n_end in neutral)
         if cue.negation and not in_neutral:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -26,5 +27,29 @@ def normalize(text: str) -> str:
     Returns:
         The normalised text; the empty string for blank input.
     """
-    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    folded = _nfkc(_nfkc(text).casefold())
     return _WHITESPACE.sub(" ", folded).strip()
+
+
+_COMPATIBILITY_CHARS = re.compile("[\xa0-\xff\u2000-\u218f\u3000\uff00-\uffef]")
+"""The characters search hits are full of that NFKC may rewrite: Latin-1, punctuation, letterlike symbols
+such as ℃, the ideographic space, full- and half-width forms such as （ ）."""
+
+
+@lru_cache(maxsize=2048)
+def _char_nfkc(char: str) -> str:
+    return unicodedata.normalize("NFKC", char)
+
+
+def _nfkc(text: str) -> str:
+    """`unicodedata.normalize("NFKC", text)`, several times faster on typical snippets.
+
+    Most snippets are NFKC already or only because of a few full-width forms. Replacing characters by
+    their own NFKC forms leaves the compatibility decomposition of the whole text unchanged, so NFKC of
+    the result is NFKC of the text; when the result is already normalised (a cheap check), it is that.
+    """
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    # A regex finds the few such characters faster than `str.translate` visits every one.
+    mapped = _COMPATIBILITY_CHARS.sub(lambda found: _char_nfkc(found.group()), text)
+    return mapped if unicodedata.is_normalized("NFKC", mapped) else unicodedata.normalize("NFKC", mapped)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -15,7 +16,7 @@ def test_committed_schemas_match_the_code() -> None:
     assert drift() == [], "run `make schema` and commit contracts/schema/"
 
 
-def test_drift_is_detected(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_drift_is_detected(tmp_path: Path) -> None:
     for name, text in render_schemas().items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert drift(tmp_path) == []

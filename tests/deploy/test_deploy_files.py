@@ -6,6 +6,7 @@ environment in cloudrun.yaml, run it through the service's own settings validati
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -23,7 +24,9 @@ from librarian_svc.settings import ENV_DEFAULTS, load_settings
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINERFILE = ROOT / "Containerfile"
 CLOUDRUN = ROOT / "cloudrun.yaml"
-SOURCE_DIRS = ("contracts", "graphs", "librarian_svc", "prompts", "config", "reference_orchestrator")
+SOURCE_DIRS = ("contracts", "graphs", "librarian_svc", "prompts", "config")
+NOT_IN_THE_IMAGE = ("reference_orchestrator", "bench", "tests")
+PYTHON_PACKAGES = ("contracts", "graphs", "librarian_svc")
 # Credentials and endpoints read by graphs.llm.config, not listed in ENV_DEFAULTS (they have no default).
 PROVIDER_VARS = {
     "GOOGLE_API_KEY",
@@ -89,10 +92,38 @@ def test_hadolint_reports_nothing() -> None:
     assert result.stdout.strip() == ""
 
 
+def global_args() -> dict[str, str]:
+    """The ARGs declared before the first FROM, with their defaults."""
+    found: dict[str, str] = {}
+    for keyword, args in instructions():
+        if keyword == "FROM":
+            break
+        if keyword == "ARG" and "=" in args:
+            name, _, value = args.partition("=")
+            found[name] = value
+    return found
+
+
+def base_image(stage: list[tuple[str, str]]) -> str:
+    """A stage's FROM image, global ARGs substituted."""
+    image = stage[0][1].split()[0]
+    return re.sub(r"\$\{(\w+)\}", lambda m: global_args().get(m.group(1), m.group(0)), image)
+
+
+def test_both_stages_use_one_base_image_pinned_by_digest() -> None:
+    """A tag moves; a digest is one exact image. Both stages share it: the venv must run on the same Python."""
+    builder, runtime = stages()
+    images = {base_image(builder), base_image(runtime)}
+    assert len(images) == 1, images
+    (image,) = images
+    assert re.fullmatch(r"python:3\.11-slim(-[a-z]+)?@sha256:[0-9a-f]{64}", image), image
+    assert "crane digest" in CONTAINERFILE.read_text(encoding="utf-8"), "say how to move the pin"
+
+
 def test_multi_stage_build_installs_the_hash_checked_lock() -> None:
     builder, runtime = stages()
-    assert re.fullmatch(r"python:3\.11-slim\S* AS builder", builder[0][1], re.IGNORECASE)
-    assert runtime[0][1].lower().startswith("python:3.11-slim")
+    assert re.fullmatch(r"\S+ AS builder", builder[0][1], re.IGNORECASE)
+    assert base_image(runtime).startswith("python:3.11-slim")
     installs = [args for keyword, args in builder if keyword == "RUN" and "pip install" in args]
     assert installs, "the builder stage installs nothing"
     assert all("--require-hashes" in args and "-r requirements.lock" in args for args in installs)
@@ -127,6 +158,53 @@ def test_runtime_stage_copies_every_source_dir() -> None:
     copied = {args.split()[0] for keyword, args in runtime if keyword == "COPY" and not args.startswith("--")}
     assert set(SOURCE_DIRS) <= copied
     assert all((ROOT / name).is_dir() for name in SOURCE_DIRS)
+
+
+def test_the_runtime_image_holds_the_service_and_nothing_else() -> None:
+    """No reference orchestrator, benchmarks or tests in the image, neither copied nor compiled."""
+    runtime = stages()[-1]
+    copied = {args.split()[0] for keyword, args in runtime if keyword == "COPY" and not args.startswith("--")}
+    assert copied == set(SOURCE_DIRS), copied
+    compiled = " ".join(args for keyword, args in runtime if keyword == "RUN" and "compileall" in args)
+    assert set(PYTHON_PACKAGES) <= set(compiled.split())
+    assert not set(NOT_IN_THE_IMAGE) & set(compiled.split())
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_the_service_packages_never_import_what_the_image_leaves_out() -> None:
+    """What the image leaves out must not be needed at run time, not even by a lazy import."""
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(
+            name for name in _imported_modules(path) if name.split(".")[0] in NOT_IN_THE_IMAGE
+        )
+        for package in PYTHON_PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert {file: names for file, names in offenders.items() if names} == {}
+
+
+def test_the_playbook_directory_exists_and_belongs_to_the_service_user() -> None:
+    """PLAYBOOK_DATA_DIR's default under /app is created, owned by the non-root user (the one thing it writes)."""
+    runtime = stages()[-1]
+    args = dict(a.split("=", 1) for k, a in runtime if k == "ARG" and "=" in a)
+    default = Path(ENV_DEFAULTS["PLAYBOOK_DATA_DIR"]).relative_to(ROOT)
+    in_image = f"/app/{default.as_posix()}"
+    creating = [a for k, a in runtime if k == "RUN" and in_image in a.split()]
+    assert creating, f"nothing creates {in_image}"
+    uid = args["APP_UID"]
+    assert re.search(rf"install -d -o \"?(\$\{{APP_UID\}}|{uid})\"? -g", creating[0]), creating[0]
+    keywords = [k for k, _ in runtime]
+    assert keywords.index("USER") > max(i for i, (k, a) in enumerate(runtime) if k == "RUN" and in_image in a)
 
 
 def test_runtime_runs_as_a_fixed_non_root_user() -> None:
@@ -225,6 +303,25 @@ def test_container_image_port_and_resources(container: dict[str, Any]) -> None:
     assert re.fullmatch(r"[A-Z]+-docker\.pkg\.dev/[A-Z]+/librarian/librarian-svc:[A-Z]+", container["image"])
     assert container["ports"] == [{"name": "http1", "containerPort": 8080}]
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
+
+
+def test_one_worker_per_vcpu(service: dict[str, Any], container: dict[str, Any]) -> None:
+    """WEB_CONCURRENCY agrees with the CPU limit, and the file says why (the two change together)."""
+    plain = {name: str(entry["value"]) for name, entry in env_entries(container).items() if "value" in entry}
+    cpu = container["resources"]["limits"]["cpu"]
+    assert plain["WEB_CONCURRENCY"] == cpu
+    assert int(cpu) >= 1
+    settings = load_settings(plain | {"STATE_SIGNING_KEYS": "x" * 32, "GOOGLE_API_KEY": "x" * 32})
+    assert settings.web_concurrency == int(cpu)
+    lines = CLOUDRUN.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("containerConcurrency:"))
+    comment = []
+    for line in reversed(lines[:at]):  # the comment block right above the setting
+        if not line.strip().startswith("#"):
+            break
+        comment.append(line)
+    assert "worker" in " ".join(comment)
+    assert "WEB_CONCURRENCY" in " ".join(comment)
 
 
 def test_probes_hit_ready_and_health(container: dict[str, Any]) -> None:

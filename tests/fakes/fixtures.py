@@ -6,6 +6,7 @@
 `chat_model_factory` builds real chat models from such configs and closes their connections on the
 test's own event loop afterwards (unclosed sockets would fail the run under `filterwarnings = error`).
 `llm_client_for` gives in-process clients of the service app (`make_app`) with its model at the fake.
+`scripted_llm` needs no server: a request context whose model is an in-process script (unit tests).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack
 
+import msgspec
 import pytest
 from langchain_core.language_models import BaseChatModel
 from litestar import Litestar
@@ -20,6 +22,7 @@ from litestar.testing import TestClient
 
 from graphs.llm.config import LLMConfig
 from graphs.llm.providers import aclose_chat_model, make_chat_model
+from tests.fakes.chat_model import ScriptedFactory, scripted
 from tests.fakes.llm_server import FakeLLMServer
 
 
@@ -38,28 +41,28 @@ def llm_server_fixture(fake_llm: FakeLLMServer) -> Iterator[FakeLLMServer]:
 
 def fake_openai_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
     """An `openai` config aimed at `server`, with test-sized timeouts (override any field)."""
-    fields: dict[str, object] = {
-        "provider": "openai",
-        "model": "gpt-fake",
-        "api_key": "sk-test-not-a-key",
-        "base_url": server.url,
-        "timeout_s": 2.0,
-        "max_retries": 0,
-    }
-    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+    config = LLMConfig(
+        provider="openai",
+        model="gpt-fake",
+        api_key="sk-test-not-a-key",
+        base_url=server.url,
+        timeout_s=2.0,
+        max_retries=0,
+    )
+    return msgspec.structs.replace(config, **overrides)
 
 
 def fake_gemini_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
     """A `gemini` config aimed at `server`, with test-sized timeouts (override any field)."""
-    fields: dict[str, object] = {
-        "provider": "gemini",
-        "model": "gemini-fake",
-        "api_key": "AIza-test-not-a-key",
-        "base_url": server.gemini_url,
-        "timeout_s": 2.0,
-        "max_retries": 0,
-    }
-    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+    config = LLMConfig(
+        provider="gemini",
+        model="gemini-fake",
+        api_key="AIza-test-not-a-key",
+        base_url=server.gemini_url,
+        timeout_s=2.0,
+        max_retries=0,
+    )
+    return msgspec.structs.replace(config, **overrides)
 
 
 @pytest.fixture(name="openai_config")
@@ -111,3 +114,9 @@ def llm_client_for_fixture(make_app: Callable[..., Litestar], llm_server: FakeLL
             return stack.enter_context(TestClient(app=app, raise_server_exceptions=False))
 
         yield build
+
+
+@pytest.fixture(name="scripted_llm")
+def scripted_llm_fixture() -> ScriptedFactory:
+    """`scripted_llm(*replies)`: a request context with an in-process scripted model (no HTTP; see chat_model.py)."""
+    return scripted

@@ -118,6 +118,28 @@ def request_text(body: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
+def request_turns(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """A chat request's turns as (role, text), OpenAI or Gemini shaped, in one vocabulary.
+
+    Roles are OpenAI's (`system`, `user`, `assistant`; Gemini's `model` is `assistant` and its
+    `systemInstruction` a leading `system` turn), so one assertion holds for either provider.
+    """
+    turns: list[tuple[str, str]] = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        parts = content if isinstance(content, list) else [{"text": content or ""}]
+        turns.append((message["role"], "".join(part.get("text", "") for part in parts)))
+    instruction = body.get("systemInstruction") or body.get("system_instruction")
+    if instruction:
+        turns.append(("system", "".join(part.get("text", "") for part in instruction.get("parts", []))))
+    roles = {"user": "user", "model": "assistant"}
+    turns.extend(
+        (roles[item["role"]], "".join(part.get("text", "") for part in item.get("parts", [])))
+        for item in body.get("contents", [])
+    )
+    return turns
+
+
 def fake_embedding(text: str, dim: int = DEFAULT_EMBEDDING_DIM) -> list[float]:
     """A deterministic unit vector from hashed character trigrams: similar texts, similar vectors."""
     vector = [0.0] * dim

@@ -12,6 +12,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langchain_google_genai import GoogleGenerativeAIEmbeddings
 from langchain_openai import OpenAIEmbeddings
+from pydantic import SecretStr
 
 from tests.fakes.fixtures import (  # noqa: F401 - fixtures, until tests/conftest.py imports them
     ChatModelFactory,
@@ -55,13 +56,13 @@ async def test_embeddings_through_the_real_clients(llm_server: FakeLLMServer) ->
     http_client = openai.DefaultAsyncHttpxClient()
     openai_embedder = OpenAIEmbeddings(
         model="text-embedding-3-small",
-        api_key="k",
+        api_key=SecretStr("k"),
         base_url=llm_server.url,
         check_embedding_ctx_length=False,  # no tiktoken download
         http_async_client=http_client,
     )
     gemini_embedder = GoogleGenerativeAIEmbeddings(
-        model="models/gemini-embedding-001", google_api_key="k", base_url=llm_server.gemini_url
+        model="models/gemini-embedding-001", api_key=SecretStr("k"), base_url=llm_server.gemini_url
     )
     try:
         from_openai = await openai_embedder.aembed_documents(["hello world", "goodbye"])

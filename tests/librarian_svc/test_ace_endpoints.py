@@ -14,7 +14,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from graphs.ace.playbook_store import PlaybookStore
+from graphs.ace.playbook.store import PlaybookStore
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
 
 SEARCH = "/agent/ace/search"

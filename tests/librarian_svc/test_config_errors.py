@@ -169,6 +169,7 @@ def broken_tree(case: Breakage, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     return cwd, env
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("case", list(CASES.values()), ids=list(CASES))
 def test_a_configuration_problem_is_one_line_and_exit_status_2(case: Breakage, tmp_path: Path) -> None:
     cwd, env = broken_tree(case, tmp_path)
@@ -191,6 +192,7 @@ def test_a_configuration_problem_is_one_line_and_exit_status_2(case: Breakage, t
     assert result.returncode == 2
 
 
+@pytest.mark.live
 def test_the_source_copy_starts_when_nothing_is_broken(tmp_path: Path) -> None:
     """The harness itself: a copied tree with nothing broken gets past every check (so the cases above are real)."""
     cwd, env = broken_tree(Breakage("source"), tmp_path)

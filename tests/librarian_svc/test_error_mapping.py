@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
+
+from tests.conftest import AppFactory
 
 THINK = "/agent/librarian/think"
 VALID = {"request_id": "r-1", "user_query": "東京タワーの高さは?", "subject_id": "s-1"}
 
 
-def assert_error_body(body: dict, *, status: int, response_status: int) -> None:  # type: ignore[type-arg]
+def assert_error_body(body: dict[str, Any], *, status: int, response_status: int) -> None:
     assert response_status == status
     assert body["action"] == "ERROR"
     assert body["error_type"] == "INVALID_INPUT"
@@ -53,7 +57,7 @@ def test_bad_bodies_get_structured_4xx(client: TestClient[Litestar], content: by
     assert any(d["path"].startswith(path) for d in body["details"]), body
 
 
-def test_body_over_the_limit_is_413(make_app) -> None:  # type: ignore[no-untyped-def]
+def test_body_over_the_limit_is_413(make_app: AppFactory) -> None:
     app = make_app({"MAX_BODY_BYTES": "2048"})
     with TestClient(app=app, raise_server_exceptions=False) as client:
         big = {**VALID, "user_query": "あ" * 3000}
@@ -94,7 +98,7 @@ def test_success_echoes_the_body_request_id(client: TestClient[Litestar]) -> Non
     assert response.headers["x-request-id"] == "r-1"
 
 
-def test_an_internal_bug_is_a_bare_500_without_details(make_app, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_internal_bug_is_a_bare_500_without_details(make_app: AppFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     async def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internal detail")
 

@@ -18,6 +18,7 @@ from tests.graphs.grace.helpers import (
     event_types,
     hit,
 )
+from tests.support.asgi import asgi_client
 from tests.support.state_tokens import read_token
 
 
@@ -374,9 +375,8 @@ def test_step_ids_in_responses_come_from_the_plan(walker: Walker) -> None:
     assert {s["step_id"] for s in final["sources"]} <= plan_ids
 
 
-async def test_proceeding_after_escalate_always_terminates(app) -> None:  # type: ignore[no-untyped-def]
+async def test_proceeding_after_escalate_always_terminates(app: Litestar) -> None:
     """Regression (found by the soak): PROCEED + input on an ESCALATE of an answer used to re-ask forever."""
-    import httpx
 
     from reference_orchestrator.agent_sessions import run_grace
     from reference_orchestrator.corpus import Chunk, Corpus
@@ -388,8 +388,7 @@ async def test_proceeding_after_escalate_always_terminates(app) -> None:  # type
             Chunk("c", 2, "c#2", "ドイツの首都はベルリンである。"),
         ]
     )
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+    async with asgi_client(app) as client:
         steps = await run_grace(client, corpus, "イギリスフランスを何というか。", request_id="esc", max_calls=12)
     assert steps[-1]["action"] == "COMPLETE", [s["action"] for s in steps]
     asked = [(s.get("kind"), (s.get("step") or {}).get("step_id")) for s in steps if s["action"] == "ASK_USER"]

@@ -48,7 +48,7 @@ def _assert_contract(status: int, body: Any, text: str) -> None:
 @pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-def test_no_5xx_and_structured_4xx(case: schemathesis.Case) -> None:
+def test_no_5xx_and_structured_4xx(case: schemathesis.Case[Any]) -> None:
     response = case.call()
     body = response.json() if response.status_code >= 400 else None  # 200 from /step/stream is an event stream
     _assert_contract(response.status_code, body, response.text)

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,40 +15,32 @@ from hypothesis import strategies as st
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
+from reference_orchestrator.corpus import Chunk, Corpus
 from reference_orchestrator.loop import LoopResult, run_question
+from tests.conftest import AppFactory
 from tests.graphs.librarian.helpers import TOWER_HIT
+from tests.support.asgi import asgi_client
+from tests.support.jsquad import JsquadSet
 from tests.support.state_tokens import TEST_STATE_KEY, Envelope, edit_token, read_token
 
 THINK = "/agent/librarian/think"
-SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
-
-
-@pytest.fixture(name="jsquad", scope="module")
-def fixture_jsquad() -> tuple[Corpus, list[tuple[str, str, tuple[str, int]]]]:
-    chunks, questions = [], []
-    for chunk, qas in jsquad_chunks(SLICE):
-        chunks.append(chunk)
-        questions += [(qid, q, (chunk.document_id, chunk.page)) for qid, q in qas]
-    return Corpus(chunks), questions
 
 
 async def _loop(app: Litestar, corpus: Corpus, question: str, **kwargs: Any) -> LoopResult:
-    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+    async with asgi_client(app) as client:
         return await run_question(client, corpus, question, request_id="t", vector=True, **kwargs)
 
 
-async def test_questions_complete_with_their_gold_paragraph(app: Litestar, jsquad) -> None:  # type: ignore[no-untyped-def]
-    corpus, questions = jsquad
-    sample = questions[::9][:30]
+async def test_questions_complete_with_their_gold_paragraph(app: Litestar, jsquad_slice: JsquadSet) -> None:
+    sample = jsquad_slice.questions[::9][:30]
     found = snippets = 0
-    for _, question, gold in sample:
-        result = await _loop(app, corpus, question)
+    for question in sample:
+        result = await _loop(app, jsquad_slice.corpus, question.text)
+        gold = jsquad_slice.chunks[question.gold]
         assert result.action == "COMPLETE", result.final
         assert result.calls <= 4  # max_loops=3 SEARCH rounds + the final step
         evidence = result.final["evidence"]
-        found += any(e["document_id"] == gold[0] and gold[1] in e["pages"] for e in evidence)
+        found += any(e["document_id"] == gold.document_id and gold.page in e["pages"] for e in evidence)
         snippets += sum(len(e["snippets"]) for e in evidence)
         assert result.final["coverage_notes"]
         assert result.final["usage"]["engine"] == "heuristic"
@@ -57,8 +48,8 @@ async def test_questions_complete_with_their_gold_paragraph(app: Litestar, jsqua
     assert snippets / len(sample) <= 2.5
 
 
-async def test_evidence_comes_only_from_the_history(app: Litestar, jsquad) -> None:  # type: ignore[no-untyped-def]
-    corpus, questions = jsquad
+async def test_evidence_comes_only_from_the_history(app: Litestar, jsquad_slice: JsquadSet) -> None:
+    corpus = jsquad_slice.corpus
     seen: set[tuple[str, str]] = set()
 
     class Recording(Corpus):
@@ -73,16 +64,16 @@ async def test_evidence_comes_only_from_the_history(app: Litestar, jsquad) -> No
             return hits
 
     recording = Recording.__new__(Recording)
-    for _, question, _ in questions[:10]:
+    for question in jsquad_slice.questions[:10]:
         seen.clear()
-        result = await _loop(app, recording, question)
+        result = await _loop(app, recording, question.text)
         for item in result.final.get("evidence", []):
             assert all((item["document_id"], s) in seen for s in item["snippets"])
 
 
 @pytest.mark.parametrize("max_loops", [1, 2, 3])
-async def test_never_more_search_rounds_than_max_loops(app: Litestar, jsquad, max_loops: int) -> None:  # type: ignore[no-untyped-def]
-    corpus, _ = jsquad
+async def test_never_more_search_rounds_than_max_loops(app: Litestar, jsquad_slice: JsquadSet, max_loops: int) -> None:
+    corpus = jsquad_slice.corpus
     unrelated = "量子色力学におけるグルーオンの自己相互作用の繰り込み"
     result = await _loop(app, corpus, unrelated, constraints={"max_loops": max_loops})
     searches = [s for s in result.steps if s["action"] == "SEARCH"]
@@ -180,7 +171,7 @@ def test_bad_state_is_invalid_input(client: TestClient[Litestar], tamper: Any, m
     assert message in response.json()["message"]
 
 
-def test_with_no_key_configured_an_edited_token_is_still_refused(make_app) -> None:  # type: ignore[no-untyped-def]
+def test_with_no_key_configured_an_edited_token_is_still_refused(make_app: AppFactory) -> None:
     with TestClient(app=make_app({"STATE_SIGNING_KEYS": ""}), raise_server_exceptions=False) as client:
         body, answer = _first_search(client)
         second = _second_call(body, answer, [TOWER])
@@ -242,6 +233,7 @@ def test_grounding_property(client: TestClient[Litestar], results: list[dict[str
         assert all((item["document_id"], p) in pages for p in item["pages"])
 
 
+@pytest.mark.slow  # a fresh interpreter importing the whole service
 def test_no_database_driver_in_the_service() -> None:
     """The service never talks to a database (seed 003): the Go side runs the searches.
 
@@ -268,7 +260,7 @@ def test_no_database_driver_in_the_service() -> None:
 def test_contract_types_roundtrip() -> None:
     from contracts.librarian import LibrarianResponse
 
-    for payload in (
+    payloads: list[dict[str, Any]] = [
         {
             "action": "COMPLETE",
             "request_id": "r",
@@ -278,6 +270,7 @@ def test_contract_types_roundtrip() -> None:
             "usage": {"engine": "heuristic"},
         },
         {"action": "ERROR", "request_id": "r", "error_type": "TIMEOUT", "message": "m"},
-    ):
-        decoded = msgspec.convert(payload, LibrarianResponse)  # type: ignore[arg-type]
+    ]
+    for payload in payloads:
+        decoded = msgspec.convert(payload, LibrarianResponse)
         assert msgspec.to_builtins(decoded)["action"] == payload["action"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -16,7 +17,7 @@ SECRET = "sk-test-this-must-never-appear"
 SIGNING = "signing-key-that-must-not-leak-0123"
 
 
-def _json_lines(text: str) -> list[dict]:  # type: ignore[type-arg]
+def _json_lines(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 

@@ -22,7 +22,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 from contracts.ace import Playbook, PlaybookMetadata
-from graphs.ace.playbook_store import PlaybookLockTimeout, PlaybookStore
+from graphs.ace.playbook.store import PlaybookLockTimeout, PlaybookStore
 from tests.graphs.ace.helpers import as_json, bullet, playbook
 from tests.support.live_service import LiveService
 

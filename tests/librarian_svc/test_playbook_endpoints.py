@@ -15,7 +15,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from graphs.ace.playbook_store import PlaybookStore
+from graphs.ace.playbook.store import PlaybookStore
 from tests.conftest import AppFactory
 from tests.graphs.ace.helpers import ONLINE, read_text
 

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from librarian_svc.cpus import available_cpus
 from librarian_svc.settings import ENV_DEFAULTS, ConfigError, load_settings
 from tests.support.live_service import PROJECT_ROOT
 
@@ -64,6 +65,9 @@ def test_auto_provider_follows_the_configured_key(env: dict[str, str], provider:
         ({"CONFIG_DIR": "/does/not/exist"}, "CONFIG_DIR"),
         ({"GRACE_THRESHOLDS__SILENT": "0.1"}, "thresholds"),
         ({"GRACE_REPLAN__MAX_REPLANS": "lots"}, "max_replans"),
+        ({"WEB_CONCURRENCY": "0"}, "WEB_CONCURRENCY"),
+        ({"WEB_CONCURRENCY": "two"}, "WEB_CONCURRENCY=.*or auto"),
+        ({"REQUEST_READ_TIMEOUT_S": "0"}, "REQUEST_READ_TIMEOUT_S"),
     ],
 )
 def test_bad_configuration_names_the_variable(env: dict[str, str], names: str) -> None:
@@ -141,3 +145,11 @@ def test_service_refuses_to_start_with_one_clear_line() -> None:
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines == ["librarian-svc: configuration error: LLM_PROVIDER=gemini needs GOOGLE_API_KEY to be set"]
+
+
+def test_web_concurrency_is_a_number_or_every_available_cpu() -> None:
+    """The service reads WEB_CONCURRENCY itself (uvicorn would refuse it with an app object): a count, or auto."""
+    assert load_settings({"WEB_CONCURRENCY": "3"}).web_concurrency == 3
+    assert load_settings({"WEB_CONCURRENCY": " AUTO "}).web_concurrency == available_cpus()
+    assert ENV_DEFAULTS["WEB_CONCURRENCY"] == "auto"
+    assert load_settings({}).web_concurrency == available_cpus()

@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from reference_orchestrator import pg_server
-from reference_orchestrator.corpus import Chunk, jsquad_chunks
+from reference_orchestrator.corpus import Chunk
 from reference_orchestrator.postgres import PostgresCorpus
-
-SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
+from tests.support.jsquad import JsquadSet
 
 
 def _bindir(found: Path | None, what: str) -> Path:
@@ -27,8 +26,8 @@ def _bindir(found: Path | None, what: str) -> Path:
 
 
 @pytest.fixture(name="slice_chunks", scope="session")
-def fixture_slice_chunks() -> list[Chunk]:
-    return [chunk for chunk, _ in jsquad_chunks(SLICE)]
+def fixture_slice_chunks(jsquad_slice: JsquadSet) -> list[Chunk]:
+    return jsquad_slice.chunks
 
 
 @pytest.fixture(name="debian_postgres", scope="session")

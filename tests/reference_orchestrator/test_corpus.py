@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
 from reference_orchestrator.loop import execute_search
+from tests.support.jsquad import JsquadSet
 
 SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
 
 
-@pytest.fixture(name="corpus", scope="module")
-def fixture_corpus() -> Corpus:
-    return Corpus([chunk for chunk, _ in jsquad_chunks(SLICE)])
+@pytest.fixture(name="corpus")
+def fixture_corpus(jsquad_slice: JsquadSet) -> Corpus:
+    return jsquad_slice.corpus
 
 
 def test_jsquad_chunks_use_title_and_paragraph_index() -> None:
@@ -27,9 +29,10 @@ def test_jsquad_chunks_use_title_and_paragraph_index() -> None:
 
 
 @pytest.mark.parametrize("search", ["text_search", "vector_search"])
-def test_searches_rank_the_paragraph_a_question_came_from(corpus: Corpus, search: str) -> None:
+def test_searches_rank_the_paragraph_a_question_came_from(jsquad_slice: JsquadSet, search: str) -> None:
+    corpus = jsquad_slice.corpus
     hits = 0
-    questions = [(c, q) for c, qas in jsquad_chunks(SLICE) for _, q in qas][::7]
+    questions = [(jsquad_slice.chunks[q.gold], q.text) for q in jsquad_slice.questions[::7]]
     for chunk, question in questions:
         ranked = getattr(corpus, search)(question, 5)
         hits += any(c.chunk_id == chunk.chunk_id for c, _ in ranked)
@@ -45,7 +48,7 @@ def test_execute_search_tags_hits_with_their_query(corpus: Corpus) -> None:
 
 def test_jsonl_corpus(tmp_path: Path) -> None:
     path = tmp_path / "chunks.jsonl"
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"document_id": "d", "page": 1, "chunk_id": "d#1", "text": "光合成は植物が光から糖を作る反応。"},
         {"document_id": "e", "page": 2, "chunk_id": "e#2", "text": "呼吸は糖を分解してエネルギーを得る。"},
         {"document_id": "f", "page": 3, "chunk_id": "f#3", "text": "蒸散は葉から水が出ていく現象。"},

@@ -12,12 +12,14 @@ import pytest
 
 from graphs.librarian.question import profile_question
 from reference_orchestrator import pg_server
-from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
+from reference_orchestrator.corpus import Chunk
 from reference_orchestrator.loop import run_question
 from reference_orchestrator.postgres import PostgresCorpus, create_schema, sql
+from tests.support.jsquad import JsquadSet
 from tests.support.live_service import LiveService
 
-SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
+pytestmark = pytest.mark.postgres  # every test here runs SQL on a server, some through `request.getfixturevalue`
+
 _names = itertools.count()
 
 
@@ -128,17 +130,17 @@ def test_the_text_query_can_use_the_trigram_index(
     assert "Bitmap Index Scan on chunks_search_text_trgm" in "\n".join(row[0] for row in plan)
 
 
-def _slice_questions(step: int) -> list[tuple[Chunk, str]]:
-    return [(chunk, q) for chunk, qas in jsquad_chunks(SLICE) for _, q in qas][::step]
+def _slice_questions(jsquad: JsquadSet, step: int) -> list[tuple[Chunk, str]]:
+    return [(jsquad.chunks[q.gold], q.text) for q in jsquad.questions[::step]]
 
 
 @pytest.mark.parametrize("corpus_fixture", ["debian_corpus", "pgvector_corpus"])
 def test_the_exact_sql_finds_the_gold_chunk_for_japanese_questions(
-    corpus_fixture: str, request: pytest.FixtureRequest
+    corpus_fixture: str, request: pytest.FixtureRequest, jsquad_slice: JsquadSet
 ) -> None:
     """The entry the Librarian writes first (the question's key terms) puts the gold paragraph in the top 5."""
     corpus: PostgresCorpus = request.getfixturevalue(corpus_fixture)
-    questions = _slice_questions(5)
+    questions = _slice_questions(jsquad_slice, 5)
     hits = 0
     for chunk, question in questions:
         entry = " ".join(profile_question(question).key_terms)
@@ -146,10 +148,10 @@ def test_the_exact_sql_finds_the_gold_chunk_for_japanese_questions(
     assert hits / len(questions) >= 0.85, f"{hits}/{len(questions)}"
 
 
-def test_pgvector_ranks_like_the_in_process_cosine(pgvector_corpus: PostgresCorpus, slice_chunks: list[Chunk]) -> None:
+def test_pgvector_ranks_like_the_in_process_cosine(pgvector_corpus: PostgresCorpus, jsquad_slice: JsquadSet) -> None:
     """search_vector.sql over the stored embeddings agrees with numpy cosine over the same embedder."""
-    local = Corpus(slice_chunks)
-    questions = _slice_questions(9)
+    local = jsquad_slice.corpus
+    questions = _slice_questions(jsquad_slice, 9)
     agree = 0
     for _, question in questions:
         remote = pgvector_corpus.vector_search(question, 3)
@@ -163,11 +165,15 @@ def test_pgvector_ranks_like_the_in_process_cosine(pgvector_corpus: PostgresCorp
 @pytest.mark.live
 @pytest.mark.parametrize(("corpus_fixture", "vector"), [("debian_corpus", False), ("pgvector_corpus", True)])
 async def test_a_librarian_loop_against_postgresql_completes_with_the_gold_document(
-    corpus_fixture: str, vector: bool, live_service: LiveService, request: pytest.FixtureRequest
+    corpus_fixture: str,
+    vector: bool,
+    live_service: LiveService,
+    request: pytest.FixtureRequest,
+    jsquad_slice: JsquadSet,
 ) -> None:
     """The real service, driven like the Go orchestrator, every SEARCH answered by the shipped SQL."""
     corpus = _Counting(request.getfixturevalue(corpus_fixture))
-    questions = _slice_questions(23)
+    questions = _slice_questions(jsquad_slice, 23)
     gold_pages = 0
     async with httpx.AsyncClient(base_url=live_service.base_url, timeout=30) as client:
         for index, (chunk, question) in enumerate(questions):

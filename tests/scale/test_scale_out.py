@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import signal
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,14 +20,15 @@ import pytest
 from litestar import Litestar
 
 from reference_orchestrator.agent_sessions import run_ace, run_grace
-from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator.corpus import Corpus
 from reference_orchestrator.loop import run_question
 from reference_orchestrator.rotating_transport import RotatingTransport
+from tests.support.asgi import asgi_client
+from tests.support.jsquad import JsquadSet
 from tests.support.live_service import LiveService
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
-SLICE = Path(__file__).resolve().parents[1] / "fixtures" / "jsquad_slice.json"
 KEY = {"STATE_SIGNING_KEYS": "scale-out-shared-signing-key-0123456789"}
 DASHBOARD = {
     "trays": {
@@ -36,14 +36,6 @@ DASHBOARD = {
         "doing": [{"id": "n2", "title": "会場の予約", "status": "doing"}],
     }
 }
-
-
-def _corpus_and_questions() -> tuple[Corpus, list[str]]:
-    chunks, questions = [], []
-    for chunk, qas in jsquad_chunks(SLICE):
-        chunks.append(chunk)
-        questions += [q for _, q in qas]
-    return Corpus(chunks), questions[::11][:12]
 
 
 def _outcome(steps: list[dict[str, Any]]) -> list[Any]:
@@ -108,8 +100,7 @@ async def _proposal_calls(client: httpx.AsyncClient) -> list[Any]:
 
 
 async def _single_instance(app: Litestar, corpus: Corpus, questions: list[str]) -> tuple[list[Any], list[Any]]:
-    transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
-    async with httpx.AsyncClient(transport=transport, base_url="http://one") as client:
+    async with asgi_client(app, "http://one") as client:
         librarian = await _librarian_sessions(client, corpus, questions)
         others = await _grace_and_ace_sessions(client, corpus, questions) + await _proposal_calls(client)
         return librarian, others
@@ -117,9 +108,9 @@ async def _single_instance(app: Litestar, corpus: Corpus, questions: list[str]) 
 
 @pytest.mark.parametrize("instance_count", [2, 3])
 def test_every_step_on_another_instance_then_one_is_killed(
-    app: Litestar, start_live_service: Callable[..., LiveService], instance_count: int
+    app: Litestar, start_live_service: Callable[..., LiveService], jsquad_slice: JsquadSet, instance_count: int
 ) -> None:
-    corpus, questions = _corpus_and_questions()
+    corpus, questions = jsquad_slice.corpus, [q.text for q in jsquad_slice.questions[::11][:12]]
     expected_librarian, expected_others = asyncio.run(_single_instance(app, corpus, questions))
     instances = [start_live_service(KEY) for _ in range(instance_count)]
 

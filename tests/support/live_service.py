@@ -72,6 +72,8 @@ def start_service(
         "LOG_FORMAT": "json",
         "LLM_PROVIDER": "heuristic",
         "PYTHONPATH": str(PROJECT_ROOT),
+        # One worker unless a test asks for more: the default (every CPU) would double each test server.
+        "WEB_CONCURRENCY": "1",
         **(env or {}),
     }
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -12,9 +12,10 @@ from typing import Any
 import msgspec
 
 from contracts.ace import Bullet, Playbook
-from graphs.ace.playbook_text import parse_playbook
+from graphs.ace.playbook.text_format import parse_playbook
+from tests.support.shared_data import ACE_APPWORLD, require_shared
 
-ACE_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "ace-appworld"
+ACE_DATA = ACE_APPWORLD
 INITIAL = ACE_DATA / "appworld_initial_playbook.txt"
 OFFLINE = ACE_DATA / "appworld_offline_trained_no_gt_playbook.txt"
 ONLINE = ACE_DATA / "appworld_online_trained_playbook.txt"
@@ -22,8 +23,8 @@ REAL_PLAYBOOKS = [INITIAL, OFFLINE, ONLINE]
 
 
 def read_text(path: Path) -> str:
-    """A playbook file as written (no newline translation)."""
-    with path.open(encoding="utf-8", newline="") as handle:
+    """A playbook file as written (no newline translation); a missing ../shared file fails the test by name."""
+    with require_shared(path).open(encoding="utf-8", newline="") as handle:
         return handle.read()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 from hypothesis import strategies as st
 
 from contracts.ace import (
@@ -17,7 +18,7 @@ from contracts.ace import (
 )
 
 # Any Unicode text JSON can carry (no lone surrogates), Japanese included.
-TEXT_CHARS = st.characters(exclude_categories=("Cs",))
+TEXT_CHARS = st.characters(exclude_categories=["Cs"])
 bullet_ids = st.from_regex(r"[a-z]{1,5}-[0-9]{5}", fullmatch=True)
 section_names = st.from_regex(r"[a-z][a-z0-9]{0,7}(_[a-z0-9]{1,6}){0,2}", fullmatch=True)
 """Snake_case names, the form ACE headings map to (so they survive the text format)."""
@@ -31,22 +32,20 @@ unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 @st.composite
 def bullets(draw: st.DrawFn, *, text_format: bool = False, sections: st.SearchStrategy[str] = section_names) -> Bullet:
     """A valid bullet; `text_format` leaves out the fields the ACE text format does not carry."""
-    extra = (
-        {}
-        if text_format
-        else {
-            "searchable_text": draw(short_text),
-            "keywords": draw(st.lists(st.text(TEXT_CHARS, max_size=12), max_size=4)),
-            "source_trajectory": draw(short_text),
-        }
-    )
-    return Bullet(
+    bullet = Bullet(
         id=draw(bullet_ids),
         section=draw(sections),
         content=draw(contents),
         helpful=draw(counters),
         harmful=draw(counters),
-        **extra,
+    )
+    if text_format:
+        return bullet
+    return msgspec.structs.replace(
+        bullet,
+        searchable_text=draw(short_text),
+        keywords=draw(st.lists(st.text(TEXT_CHARS, max_size=12), max_size=4)),
+        source_trajectory=draw(short_text),
     )
 
 

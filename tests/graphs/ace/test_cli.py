@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from graphs.ace.__main__ import main
-from graphs.ace.playbook_store import PlaybookStore
+from graphs.ace.playbook.store import PlaybookStore
 from tests.graphs.ace.helpers import ONLINE, read_text
 
 

@@ -70,10 +70,11 @@ def test_confidence_score_is_computed_and_cannot_be_forged(helpful: int, harmful
     assert bumped.confidence_score == (helpful + 1) / (helpful + 1 + harmful)
 
 
-def test_bullet_cannot_be_mutated_behind_its_score() -> None:
+@pytest.mark.parametrize("field", ["helpful", "harmful", "confidence_score"])
+def test_bullet_cannot_be_mutated_behind_its_score(field: str) -> None:
     b = Bullet(id="b-00001", section="s", content="c", helpful=1)
     with pytest.raises(AttributeError):
-        b.helpful = 5  # type: ignore[misc]
+        setattr(b, field, 5)
 
 
 # Feature: reflector-agent, Property 1: ReflectionResult survives a JSON round trip

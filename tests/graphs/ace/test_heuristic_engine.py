@@ -13,11 +13,11 @@ import re
 import pytest
 
 from contracts.ace import Bullet, Playbook, SearchQuery, Trajectory
-from graphs.ace.heuristic_generate import GeneratedAnswer, generate_extractive
-from graphs.ace.heuristic_reflect import derive_insights, evaluate_bullets, judge
+from graphs.ace.generator.heuristic import GeneratedAnswer, generate_extractive
 from graphs.ace.heuristic_text import content_tokens, stem
-from graphs.ace.hybrid_search import HybridSearch
-from graphs.ace.search_index import IndexCache
+from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge
+from graphs.ace.search.hybrid import HybridSearch
+from graphs.ace.search.index import IndexCache
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, bullet, playbook, real_playbook

@@ -17,7 +17,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from graphs.ace.playbook_store import PlaybookStore
+from graphs.ace.playbook.store import PlaybookStore
 from tests.fakes.fixtures import LLMClientFor
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook

@@ -224,3 +224,19 @@ def test_concurrent_use_keeps_the_bound_and_the_values() -> None:
     stats = cache.stats
     assert stats.size <= 50
     assert stats.hits + stats.misses == 2_000
+
+
+class ListlessHashing(HashingEmbeddings):
+    """A matrix embedder whose list-returning async path must not be taken."""
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        raise AssertionError("the cache should ask a matrix embedder for a matrix, not lists of floats")
+
+
+@pytest.mark.parametrize("count", [3, 300])  # inline, and on a worker thread
+async def test_async_documents_of_a_matrix_embedder_skip_python_float_lists(count: int) -> None:
+    texts = [f"text number {i}" for i in range(count)]
+    cache = cached(ListlessHashing(dim=32))
+    matrix = await cache.aembed_matrix(texts)
+    np.testing.assert_array_equal(matrix, HashingEmbeddings(dim=32).embed_matrix(texts))
+    assert all(v.base is None for v in cache._entries.values())  # own copies: one evicted row frees its memory

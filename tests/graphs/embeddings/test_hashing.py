@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import subprocess
 import sys
@@ -14,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.embeddings.hashing import HashingEmbeddings
+from tests.support.jsquad import JsquadSet
 
 REPO = Path(__file__).parents[3]
-JSQUAD = REPO / ".." / "shared" / "data" / "jsquad" / "valid-v1.3.json"
 # Pinned: the cache key promises "hashing-char-ngram-v1" vectors never change; a feature or hash change must bump
 # the model name, and this test is the reminder.
 PINNED_TEXT = "東京タワー tower"
@@ -146,23 +145,16 @@ def test_embeds_ten_thousand_bullets_in_one_matrix() -> None:
     assert np.allclose(norms[norms > 0], 1.0, atol=1e-5)
 
 
-def test_cosine_recalls_jsquad_paragraphs() -> None:
+def test_cosine_recalls_jsquad_paragraphs(jsquad_full: JsquadSet) -> None:
     """Cosine over the 1,145 JSQuAD paragraphs at dim 512: measured R@5 = 0.885 on this sample (chance: 0.004)."""
-    if not JSQUAD.exists():
-        pytest.skip(f"shared JSQuAD data not found at {JSQUAD}")
-    data = json.loads(JSQUAD.read_text(encoding="utf-8"))
-    paragraphs: list[str] = []
-    questions: list[tuple[str, int]] = []
-    for article in data["data"]:
-        for paragraph in article["paragraphs"]:
-            questions.extend((qa["question"], len(paragraphs)) for qa in paragraph["qas"])
-            paragraphs.append(paragraph["context"].replace(" [SEP] ", " "))
-    sample = random.Random(0).sample(questions, 200)
+    sample = random.Random(0).sample(jsquad_full.questions, 200)
 
     embedder = HashingEmbeddings(dim=512)
-    scores = embedder.embed_matrix([q for q, _ in sample]) @ embedder.embed_matrix(paragraphs).T
+    scores = (
+        embedder.embed_matrix([q.text for q in sample]) @ embedder.embed_matrix([c.text for c in jsquad_full.chunks]).T
+    )
     top5 = np.argsort(-scores, axis=1)[:, :5]
-    gold = np.array([g for _, g in sample])
+    gold = np.array([q.gold for q in sample])
     recall_at_5 = float(np.mean((top5 == gold[:, None]).any(axis=1)))
 
     assert recall_at_5 >= 0.85

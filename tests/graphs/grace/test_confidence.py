@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from contracts.grace import ConfidenceFactors, Thresholds
+from contracts.grace import ConfidenceFactors, StepAction, Thresholds
 from graphs.config_files import GraceConfig, load_grace_config
 from graphs.grace.confidence import ScoredText, decide, measure, normalize_factors, score_step, source_agreement
 from graphs.llm.config import ConfigError
@@ -124,10 +124,10 @@ GOOD = ConfidenceFactors(hit_count=3, max_score=0.9, mean_score=0.8, score_varia
     ],
 )
 def test_penalties_multiply_the_weighted_score(
-    step_type: str, factors: ConfidenceFactors, tool_failed: bool, penalties: list[str], multiplier: float
+    step_type: StepAction, factors: ConfidenceFactors, tool_failed: bool, penalties: list[str], multiplier: float
 ) -> None:
-    clean = score_step(factors, step_type, CONFIG, DEFAULT)  # type: ignore[arg-type]
-    scored = score_step(factors, step_type, CONFIG, DEFAULT, tool_failed=tool_failed)  # type: ignore[arg-type]
+    clean = score_step(factors, step_type, CONFIG, DEFAULT)
+    scored = score_step(factors, step_type, CONFIG, DEFAULT, tool_failed=tool_failed)
     assert [p.name for p in scored.penalties] == penalties
     base = sum(scored.weights[k] * scored.normalized[k] for k in scored.weights)
     assert scored.score == pytest.approx(round(base * multiplier, 4), abs=1e-4)

@@ -20,8 +20,10 @@ def run_advance(state: GraceState) -> dict[str, Any]:
 
 def test_the_next_step_is_the_first_unanswered_one() -> None:
     update = run_advance(session(PLAN, [ok(1)]))
-    assert update["cursor"].kind == "search"
-    assert update["cursor"].step.step_id == 2
+    cursor = update["cursor"]
+    assert cursor.kind == "search"
+    assert cursor.step is not None
+    assert cursor.step.step_id == 2
 
 
 def test_steps_whose_dependencies_did_not_succeed_are_skipped_in_a_cascade() -> None:

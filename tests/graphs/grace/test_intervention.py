@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.grace import Thresholds
+from contracts.grace import ActionDecision, Feedback, Thresholds
 from graphs.config_files import load_grace_config
 from graphs.grace.intervention import adjust_thresholds, bounds, initial_thresholds, needs_user, thresholds_problem
 
@@ -17,12 +17,12 @@ CONFIG = load_grace_config(Path(__file__).resolve().parents[3] / "config", {})
 
 @settings(max_examples=100)
 @given(st.lists(st.sampled_from(["correct", "incorrect"]), max_size=60))
-def test_any_feedback_sequence_keeps_the_order_and_the_bounds(feedback: list[str]) -> None:
+def test_any_feedback_sequence_keeps_the_order_and_the_bounds(feedback: list[Feedback]) -> None:
     low, high = bounds(CONFIG)
     thresholds = initial_thresholds(CONFIG)
     for verdict in feedback:
         before = thresholds
-        thresholds = adjust_thresholds(thresholds, verdict, CONFIG)  # type: ignore[arg-type]
+        thresholds = adjust_thresholds(thresholds, verdict, CONFIG)
         assert thresholds.confirm < thresholds.notify < thresholds.silent
         assert low - 1e-9 <= thresholds.confirm
         assert thresholds.silent <= high + 1e-9
@@ -42,11 +42,11 @@ def test_any_feedback_sequence_keeps_the_order_and_the_bounds(feedback: list[str
     ],
 )
 def test_feedback_moves_all_three_by_one_step_until_a_bound(
-    feedback: str, times: int, expected: tuple[float, float, float]
+    feedback: Feedback, times: int, expected: tuple[float, float, float]
 ) -> None:
     thresholds = initial_thresholds(CONFIG)
     for _ in range(times):
-        thresholds = adjust_thresholds(thresholds, feedback, CONFIG)  # type: ignore[arg-type]
+        thresholds = adjust_thresholds(thresholds, feedback, CONFIG)
     assert (thresholds.silent, thresholds.notify, thresholds.confirm) == pytest.approx(expected)
 
 
@@ -73,5 +73,5 @@ def test_thresholds_from_a_state_are_checked(thresholds: Thresholds, problem: st
 @pytest.mark.parametrize(
     ("decision", "stops"), [("SILENT", False), ("NOTIFY", False), ("CONFIRM", True), ("ESCALATE", True)]
 )
-def test_only_confirm_and_escalate_stop_for_the_user(decision: str, stops: bool) -> None:
-    assert needs_user(decision) is stops  # type: ignore[arg-type]
+def test_only_confirm_and_escalate_stop_for_the_user(decision: ActionDecision, stops: bool) -> None:
+    assert needs_user(decision) is stops

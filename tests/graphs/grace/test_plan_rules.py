@@ -7,20 +7,21 @@ invariants the executor relies on.
 from __future__ import annotations
 
 import itertools
+from typing import get_args
 
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.grace import PlanStep
+from contracts.grace import PlanStep, StepAction
 from graphs.grace.plan_rules import find_cycle, normalize_steps, plan_errors, renumber
 
 COLLECTIONS = {"wiki", "docs"}
 MAX_STEPS = 8
 
-actions = st.sampled_from(["rag_search", "reasoning", "ask_user"])
-fallbacks = st.none() | actions
+actions: st.SearchStrategy[StepAction] = st.sampled_from(get_args(StepAction))
+fallbacks: st.SearchStrategy[StepAction | None] = st.none() | actions
 
 
 @st.composite

@@ -5,20 +5,29 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from contracts.grace import Citation, ConfidenceFactors, ConfidenceScore, Evidence, GraceRequest, Pending, StepResult
+from contracts.grace import (
+    ActionDecision,
+    Citation,
+    ConfidenceFactors,
+    ConfidenceScore,
+    Evidence,
+    GraceRequest,
+    Pending,
+    StepResult,
+)
 from graphs.errors import InvalidInput
 from graphs.grace.protocol import check_request, check_state
 from tests.graphs.grace.test_replan import CONFIG, PLAN, ok, session
 
 
-def scored(step_id: int, decision: str) -> StepResult:
+def scored(step_id: int, decision: ActionDecision) -> StepResult:
     detail = ConfidenceScore(
         score=0.5,
         decision=decision,
         step_type="rag_search",
         factors=ConfidenceFactors(),
         normalized={},
-        weights={},  # type: ignore[arg-type]
+        weights={},
     )
     return StepResult(step_id=step_id, action="rag_search", status="success", detail=detail)
 

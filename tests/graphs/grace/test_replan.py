@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.grace import GraceState, PlanStep, SearchCollection, StepResult, Thresholds
+from contracts.grace import (
+    GraceState,
+    PlanStep,
+    ReplanTrigger,
+    SearchCollection,
+    StepAction,
+    StepResult,
+    StepStatus,
+    Thresholds,
+)
 from graphs.config_files import load_grace_config
 from graphs.grace.plan_rules import plan_errors
 from graphs.grace.planner import build_plan
@@ -22,8 +31,10 @@ TWO = [SearchCollection(name="wiki", description="百科事典"), SearchCollecti
 QUERY = "東京タワーとスカイツリーの高さの違いは？"
 
 
-def search(step_id: int, query: str = "東京タワーの高さ", collection: str = "wiki", **kw: object) -> PlanStep:
-    return PlanStep(step_id=step_id, action="rag_search", query=query, collection=collection, **kw)  # type: ignore[arg-type]
+def search(
+    step_id: int, query: str = "東京タワーの高さ", collection: str = "wiki", fallback: StepAction | None = None
+) -> PlanStep:
+    return PlanStep(step_id=step_id, action="rag_search", query=query, collection=collection, fallback=fallback)
 
 
 def session(steps: list[PlanStep], results: list[StepResult], collections: list[SearchCollection] = TWO) -> GraceState:
@@ -37,8 +48,8 @@ def session(steps: list[PlanStep], results: list[StepResult], collections: list[
     )
 
 
-def ok(step_id: int, action: str = "rag_search") -> StepResult:
-    return StepResult(step_id=step_id, action=action, status="success", output="out")  # type: ignore[arg-type]
+def ok(step_id: int, action: StepAction = "rag_search") -> StepResult:
+    return StepResult(step_id=step_id, action=action, status="success", output="out")
 
 
 PLAN = [
@@ -133,7 +144,7 @@ statuses = st.sampled_from(["success", "failed", "skipped", None])
     st.booleans(),
 )
 async def test_every_replan_is_a_valid_plan_with_fresh_ids(
-    outcome: list[str | None], index: int, kind: str, text: str | None, one_collection: bool
+    outcome: list[StepStatus | None], index: int, kind: ReplanTrigger, text: str | None, one_collection: bool
 ) -> None:
     collections = TWO[:1] if one_collection else TWO
     plan = [
@@ -142,12 +153,12 @@ async def test_every_replan_is_a_valid_plan_with_fresh_ids(
         PlanStep(step_id=3, action="reasoning", query=QUERY, depends_on=[1, 2]),
     ]
     results = [
-        StepResult(step_id=i + 1, action=plan[i].action, status=status)  # type: ignore[arg-type]
+        StepResult(step_id=i + 1, action=plan[i].action, status=status)
         for i, status in enumerate(outcome)
         if status is not None
     ]
     state = session(plan, results, collections)
-    done = await replan(CONTEXT, state, Trigger(kind, plan[index], user_input=text))  # type: ignore[arg-type]
+    done = await replan(CONTEXT, state, Trigger(kind, plan[index], user_input=text))
     names = {c.name for c in collections}
     assert plan_errors(done.plan.steps, collections=names, max_steps=CONFIG.planner.max_steps) == []
     old = {s.step_id for s in plan}

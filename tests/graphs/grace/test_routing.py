@@ -7,7 +7,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from contracts.grace import ConfidenceFactors, ConfidenceScore, GraceRequest, Pending, StepResult, UserInput
+from contracts.grace import (
+    ActionDecision,
+    ConfidenceFactors,
+    ConfidenceScore,
+    GraceRequest,
+    Pending,
+    StepResult,
+    UserInput,
+)
 from graphs.grace.replan import Trigger
 from graphs.grace.routing import (
     route_after_advance,
@@ -15,14 +23,14 @@ from graphs.grace.routing import (
     route_after_user_response,
     route_entry,
 )
-from graphs.grace.state import Cursor
+from graphs.grace.state import Cursor, CursorKind, GraceGraphState
 from tests.graphs.grace.test_replan import PLAN, session
 
 
-def result(decision: str) -> StepResult:
+def result(decision: ActionDecision) -> StepResult:
     detail = ConfidenceScore(
         score=0.5,
-        decision=decision,  # type: ignore[arg-type]
+        decision=decision,
         step_type="rag_search",
         factors=ConfidenceFactors(),
         normalized={},
@@ -60,17 +68,17 @@ def test_route_entry(pending: Pending | None, node: str) -> None:
         (None, "SILENT", "advance"),
     ],
 )
-def test_route_after_judge(trigger: Trigger | None, decision: str, node: str) -> None:
-    state = {"trigger": trigger, "result": result(decision), "session": session(PLAN, [])}
-    assert route_after_judge(state) == node  # type: ignore[arg-type]
+def test_route_after_judge(trigger: Trigger | None, decision: ActionDecision, node: str) -> None:
+    state: GraceGraphState = {"trigger": trigger, "result": result(decision), "session": session(PLAN, [])}
+    assert route_after_judge(state) == node
 
 
 @pytest.mark.parametrize("decision", ["ESCALATE", "CONFIRM"])
-def test_a_step_the_user_already_answered_is_not_asked_again(decision: str) -> None:
+def test_a_step_the_user_already_answered_is_not_asked_again(decision: ActionDecision) -> None:
     step_id = result(decision).step_id
     answered = msgspec.structs.replace(session(PLAN, []), user_inputs=[UserInput(step_id=step_id, text="続けて")])
-    state = {"trigger": None, "result": result(decision), "session": answered}
-    assert route_after_judge(state) == "advance"  # type: ignore[arg-type]
+    state: GraceGraphState = {"trigger": None, "result": result(decision), "session": answered}
+    assert route_after_judge(state) == "advance"
 
 
 @pytest.mark.parametrize(("decision", "node"), [("PROCEED", "advance"), ("MODIFY", "replan"), ("CANCEL", "finish")])
@@ -88,5 +96,5 @@ def test_route_after_user_response(decision: str, node: str) -> None:
         ("done", "finish"),
     ],
 )
-def test_route_after_advance(kind: str, node: str) -> None:
-    assert route_after_advance({"cursor": Cursor(kind=kind)}) == node  # type: ignore[arg-type]
+def test_route_after_advance(kind: CursorKind, node: str) -> None:
+    assert route_after_advance({"cursor": Cursor(kind=kind)}) == node

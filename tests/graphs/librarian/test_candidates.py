@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from contracts.librarian import SearchHit
 from graphs.librarian.candidates import build_pool
 from tests.graphs.librarian.helpers import hit, round_of
 
@@ -63,7 +64,7 @@ hits = st.builds(
 
 @settings(max_examples=100)
 @given(rounds=st.lists(st.lists(hits, max_size=8), min_size=1, max_size=3))
-def test_pool_only_holds_what_the_history_holds(rounds: list[list]) -> None:  # type: ignore[type-arg]
+def test_pool_only_holds_what_the_history_holds(rounds: list[list[SearchHit]]) -> None:
     history = [round_of(*r) for r in rounds]
     pool = build_pool(history, near_dup_threshold=0.8)
     seen = {(h.document_id, h.snippet) for r in history for h in r.results}

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
 from reference_orchestrator.__main__ import DEFAULT_QUESTION
-from reference_orchestrator.corpus import Corpus, jsquad_chunks
 from reference_orchestrator.loop import run_question
+from tests.support.asgi import asgi_client
+from tests.support.jsquad import JsquadSet
 
 THINK = "/agent/librarian/think"
-JSQUAD = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
 
 
 def _complete(client: TestClient[Litestar], question: str, results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -77,12 +75,10 @@ def test_coverage_notes_compare_terms_whatever_their_case(client: TestClient[Lit
     assert "Not found in the evidence: measure." in final["coverage_notes"]  # the one term it lacks
 
 
-async def test_the_demo_question_is_answered_from_its_gold_paragraph(app: Litestar) -> None:
+async def test_the_demo_question_is_answered_from_its_gold_paragraph(app: Litestar, jsquad_full: JsquadSet) -> None:
     """`make demo`'s default question (梅雨がみられるのはどの期間？): the answer (5月から7月) is on page 0."""
-    assert JSQUAD.is_file(), f"{JSQUAD} is missing: the demo and this test need ../shared/data"
-    corpus = Corpus([chunk for chunk, _ in jsquad_chunks(JSQUAD)])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://librarian") as client:  # type: ignore[arg-type]
-        result = await run_question(client, corpus, DEFAULT_QUESTION, request_id="demo", k=5, vector=False)
+    async with asgi_client(app, "http://librarian") as client:
+        result = await run_question(client, jsquad_full.corpus, DEFAULT_QUESTION, request_id="demo", k=5, vector=False)
     assert result.action == "COMPLETE", result.final
     returned = {(e["document_id"], p) for e in result.final["evidence"] for p in e["pages"]}
     assert ("梅雨", 0) in returned

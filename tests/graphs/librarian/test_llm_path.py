@@ -46,7 +46,8 @@ def first_then_second(client: TestClient[Litestar], results: list[dict[str, Any]
     assert first["action"] == "SEARCH", first
     round_ = {"queries_text": first["queries_text"], "queries_vector": first["queries_vector"], "results": results}
     second = {**body, "state": first["state"], "search_history": [round_]}
-    return client.post(THINK, json=second).json()
+    answer: dict[str, Any] = client.post(THINK, json=second).json()
+    return answer
 
 
 @pytest.mark.parametrize("provider", ["openai", "gemini"])

@@ -165,3 +165,26 @@ def test_follow_ups_try_every_key_term_before_running_out(question: str) -> None
 )
 def test_words_that_ask_are_not_key_terms(question: str, asking: str) -> None:
     assert asking not in profile_question(question).key_terms
+
+
+@pytest.mark.parametrize(
+    ("question", "term", "with_question_word"),
+    [
+        ("日本共産党に入党するには党員何人の推薦が必要でしょうか。", "党員", "党員何人"),
+        ("労働基本権は憲法何条か。", "憲法", "憲法何条"),
+        ("社会党が新人候補を立てたケースは東京何区？", "東京", "東京何区"),
+    ],
+)
+def test_a_question_word_inside_a_kanji_run_is_cut_out_of_the_key_terms(
+    question: str, term: str, with_question_word: str
+) -> None:
+    # 「党員何人」 as a key term is a term no passage contains: reported missing, it sends the loop searching again.
+    key_terms = profile_question(question).key_terms
+    assert term in key_terms
+    assert with_question_word not in key_terms
+
+
+def test_a_word_that_contains_nan_is_not_cut() -> None:
+    profile = profile_question("幾何学の起源は何？")
+    assert "幾何学" in profile.key_terms
+    assert "幾何学" in profile.stripped

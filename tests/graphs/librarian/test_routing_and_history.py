@@ -1,15 +1,21 @@
-"""Routing (pure functions) and the history continuation check that enforces max_loops."""
+"""Routing (pure functions), the loop limit and the history continuation check its count relies on."""
 
 from __future__ import annotations
+
+import typing
 
 import msgspec
 import pytest
 
-from contracts.librarian import LibrarianState
+from contracts.librarian import LibrarianState, SearchRound
 from graphs.errors import InvalidInput
 from graphs.librarian.assessment import Assessment
-from graphs.librarian.history_check import chain_digest, loop_limit, query_digest, verify_continuation
+from graphs.librarian.graph import build_graph
+from graphs.librarian.history_check import chain_digest, query_digest, verify_continuation
+from graphs.librarian.loop_limit import no_evidence_error, pinned_loop_limit
+from graphs.librarian.nodes import plan_queries
 from graphs.librarian.routing import route_after_evaluate
+from graphs.librarian.state import LibrarianGraphState
 from tests.graphs.librarian.helpers import hit, request, round_of
 
 
@@ -37,24 +43,24 @@ def _assessment(*, sufficient: bool, usable: bool) -> Assessment:
     ],
 )
 def test_route_after_evaluate(rounds: int, max_loops: int, sufficient: bool, usable: bool, expected: str) -> None:
-    state = {
+    state: LibrarianGraphState = {
         "request": request(search_history=[msgspec.to_builtins(round_of(hit("d", "x")))] * rounds),
-        "max_loops": max_loops,
+        "loop_limit": max_loops,
         "assessment": _assessment(sufficient=sufficient, usable=usable),
     }
-    assert route_after_evaluate(state) == expected  # type: ignore[arg-type]
+    assert route_after_evaluate(state) == expected
 
 
-def _state_after(history: list, **overrides: object) -> LibrarianState:  # type: ignore[type-arg]
+def _state_after(history: list[SearchRound], **overrides: object) -> LibrarianState:
     req = request()
-    fields = {
-        "rounds_seen": len(history),
-        "max_loops": 3,
-        "history_digest": chain_digest(history),
-        "query_digest": query_digest(req.user_query, req.subject_id),
-        "subject_id": req.subject_id,
-    }
-    return LibrarianState(**(fields | overrides))  # type: ignore[arg-type]
+    state = LibrarianState(
+        rounds_seen=len(history),
+        max_loops=3,
+        history_digest=chain_digest(history),
+        query_digest=query_digest(req.user_query, req.subject_id),
+        subject_id=req.subject_id,
+    )
+    return msgspec.structs.replace(state, **overrides)
 
 
 ROUNDS = [round_of(hit("a", "一"), queries=["x"]), round_of(hit("b", "二"), queries=["y"])]
@@ -75,14 +81,16 @@ def test_continuation_with_one_new_round_is_accepted() -> None:
         pytest.param(ROUNDS, {"query_digest": "0" * 64}, "another question", id="other-question"),
     ],
 )
-def test_broken_continuations_are_invalid_input(history: list, overrides: dict, message: str) -> None:  # type: ignore[type-arg]
+def test_broken_continuations_are_invalid_input(
+    history: list[SearchRound], overrides: dict[str, str], message: str
+) -> None:
     prior = _state_after(ROUNDS[:1], **overrides)
     with pytest.raises(InvalidInput, match=message):
         verify_continuation(request(search_history=[msgspec.to_builtins(r) for r in history]), prior)
 
 
 def test_digest_survives_reserialisation_but_not_edits() -> None:
-    again = msgspec.json.decode(msgspec.json.encode(ROUNDS), type=list[type(ROUNDS[0])])  # type: ignore[misc]
+    again = msgspec.json.decode(msgspec.json.encode(ROUNDS), type=list[SearchRound])
     assert chain_digest(again) == chain_digest(ROUNDS)
     assert chain_digest(list(reversed(ROUNDS))) != chain_digest(ROUNDS)
 
@@ -96,13 +104,33 @@ def test_the_loop_limit_is_the_first_calls_and_then_the_pinned_one(
 ) -> None:
     prior = None if pinned is None else _state_after([], max_loops=pinned)
     constraints = {} if asked is None else {"max_loops": asked}
-    assert loop_limit(request(constraints=constraints), prior) == expected
+    assert pinned_loop_limit(request(constraints=constraints), prior) == expected
 
 
 @pytest.mark.parametrize(("asked", "pinned"), [(10, 3), (2, 3), (3, 6)])
 def test_a_different_max_loops_after_the_first_call_is_422_naming_the_pinned_value(asked: int, pinned: int) -> None:
     with pytest.raises(InvalidInput) as caught:
-        loop_limit(request(constraints={"max_loops": asked}), _state_after([], max_loops=pinned))
+        pinned_loop_limit(request(constraints={"max_loops": asked}), _state_after([], max_loops=pinned))
     assert caught.value.status_code == 422
     assert caught.value.details[0].path == "$.constraints.max_loops"
     assert f"pinned to {pinned}" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("rounds", "limit", "error_type"), [(3, 3, "LOOP_LIMIT"), (4, 3, "LOOP_LIMIT"), (1, 3, "OTHER"), (0, 1, "OTHER")]
+)
+def test_ending_without_evidence_is_loop_limit_only_when_the_limit_is_reached(
+    rounds: int, limit: int, error_type: str
+) -> None:
+    found_type, message = no_evidence_error(rounds, limit)
+    assert found_type == error_type
+    assert f"after {rounds} search rounds" in message
+
+
+def test_plan_queries_destinations_declared_in_build_graph_are_the_ones_it_routes_to() -> None:
+    # The node routes itself with Command[Literal[...]]; build_graph declares the same destinations so the
+    # flow reads from build_graph alone. The two lists must not drift apart.
+    command = typing.get_type_hints(plan_queries)["return"]
+    routed = set(typing.get_args(typing.get_args(command)[0]))
+    declared = set(build_graph().builder.nodes["plan_queries"].ends)
+    assert declared == routed == {"__end__", "select_evidence", "fail"}

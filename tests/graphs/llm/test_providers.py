@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langchain_openai.chat_models.base import BaseChatOpenAI
 
 from graphs.llm.config import ConfigError, LLMConfig
 from graphs.llm.providers import aclose_chat_model, make_chat_model
@@ -107,12 +108,14 @@ async def test_openai_family_sends_over_aiohttp_and_keeps_idle_connections(
     # The SDK's default transport costs about 1 ms more CPU per call and polls its whole pool on each
     # request (bench/librarian_concurrency.py); idle connections are kept 60 s, not the SDK's 5 s.
     model = chat_model_factory(cfg)
-    transport = model.root_async_client._client._transport  # type: ignore[attr-defined]
+    assert isinstance(model, BaseChatOpenAI)
+    transport = model.root_async_client._client._transport
     assert type(transport).__name__ == "AiohttpTransport"
     assert transport.limits.max_connections >= 1000
     assert transport.limits.keepalive_expiry == 60
 
 
+@pytest.mark.slow  # fresh interpreters importing each provider's SDK
 def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     """One fresh interpreter: every graphs.llm module + heuristic, then Gemini, then OpenAI."""
     script = textwrap.dedent(

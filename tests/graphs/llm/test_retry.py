@@ -132,9 +132,10 @@ class Flaky:
         return "ok"
 
 
-async def _run(fn: Callable[[], Awaitable[str]], **kwargs: object) -> str:
-    options: dict[str, object] = {"max_retries": 3, "timeout_s": 1.0, "deadline": None, "backoff": FAST}
-    return await call_with_retries(fn, **(options | kwargs))  # type: ignore[arg-type]
+async def _run(
+    fn: Callable[[], Awaitable[str]], *, max_retries: int = 3, timeout_s: float = 1.0, deadline: float | None = None
+) -> str:
+    return await call_with_retries(fn, max_retries=max_retries, timeout_s=timeout_s, deadline=deadline, backoff=FAST)
 
 
 async def test_success_needs_one_call() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -23,7 +24,7 @@ from graphs.llm.config import ConfigError, EmbeddingConfig, LLMConfig
 from graphs.llm.structured_output import ainvoke_structured, inline_json_schema
 from tests.fakes.fixtures import ChatModelFactory
 from tests.fakes.llm_server import FakeLLMServer, _jwt_claims
-from tests.graphs.llm.test_structured_output_openai import GOOD, GOOD_PLAN, Plan
+from tests.graphs.llm.test_structured_output import GOOD, GOOD_PLAN, Plan
 from tests.support.live_service import LiveService
 
 pytestmark = pytest.mark.llm
@@ -63,17 +64,17 @@ def fixture_adc_file(tmp_path: Path, llm_server: FakeLLMServer, monkeypatch: pyt
 
 
 def vertex_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
-    fields: dict[str, object] = {
-        "provider": "vertex",
-        "model": "gemini-2.5-flash",
-        "project": PROJECT,
-        "location": LOCATION,
-        "base_url": server.gemini_url,
-        "timeout_s": 5.0,
-        "max_retries": 0,
-        "max_output_tokens": 321,
-    }
-    return LLMConfig(**(fields | overrides))  # type: ignore[arg-type]
+    config = LLMConfig(
+        provider="vertex",
+        model="gemini-2.5-flash",
+        project=PROJECT,
+        location=LOCATION,
+        base_url=server.gemini_url,
+        timeout_s=5.0,
+        max_retries=0,
+        max_output_tokens=321,
+    )
+    return msgspec.structs.replace(config, **overrides)
 
 
 @pytest.mark.usefixtures("adc_file")

@@ -9,7 +9,14 @@ import pytest
 
 from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ValidationResult
 from graphs.errors import InvalidInput
-from graphs.proposal_quality.board import MAX_BOARD_NODES, Board, BoardNode, board_from_dashboard
+from graphs.proposal_quality.board import (
+    MAX_BOARD_NODES,
+    Board,
+    BoardNode,
+    board_from_dashboard,
+    check_board_size,
+    has_node,
+)
 from graphs.proposal_quality.grounding import ground_report
 from graphs.proposal_quality.render import escape_markdown, render_advisor, render_organizer
 from graphs.proposal_quality.routing import route_after_check
@@ -92,6 +99,20 @@ def test_board_size_is_capped_with_a_path() -> None:
         board_from_dashboard(msgspec.convert(trays, Dashboard))
     assert caught.value.details[0].path == "$.dashboard.trays"
     assert caught.value.status_code == 422
+
+
+@pytest.mark.parametrize("listed", [False, True], ids=["named-trays", "listed-trays"])
+def test_the_pre_graph_checks_agree_with_the_flattened_board(listed: bool) -> None:
+    trays = {"todo": [{"id": "n1"}, {"id": "n2"}], "done": [{"id": "n2"}, {"id": "n3", "parentId": "n1"}]}
+    dashboard = msgspec.convert({"trays": list(trays.values()) if listed else trays}, Dashboard)
+    board = board_from_dashboard(dashboard)
+    for node_id in ("n1", "n2", "n3", "n4", "N1", "n"):
+        assert has_node(dashboard, node_id) is (board.get(node_id) is not None)
+    check_board_size(dashboard)
+    big = [[{"id": f"n{t}-{i}"} for i in range(MAX_BOARD_NODES // 4 + (t == 0))] for t in range(4)]
+    with pytest.raises(InvalidInput) as caught:
+        check_board_size(msgspec.convert({"trays": big}, Dashboard))
+    assert caught.value.details[0].path == "$.dashboard.trays"
 
 
 # --- grounding of rejected reports ----------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.proposal_quality import AdvisorReport, OrganizerReport
+from contracts.proposal_quality import AdvisorReport, OrganizerReport, ReportKind
 from graphs.proposal_quality.validator import (
     MAX_MESSAGES,
     validate_advisor_report,
@@ -43,7 +43,7 @@ def _drop(key: str) -> Mutation:
     return mutate
 
 
-def _summary(value: str, expected: str) -> Mutation:
+def _summary(value: object, expected: str) -> Mutation:
     def mutate(report: Report, sample: Sample) -> str:
         report["summary"] = value
         return expected
@@ -102,7 +102,7 @@ ORGANIZER_MUTATIONS: dict[str, Mutation] = {
     **{f"missing-{key}": _drop(key) for key in ORGANIZER_SAMPLES[0].report},
     "summary-empty": _summary("", "summary must be non-empty"),
     "summary-blank": _summary(" \n\t", "summary must be non-empty"),
-    "summary-not-string": _summary(5, "summary must be a string"),  # type: ignore[arg-type]
+    "summary-not-string": _summary(5, "summary must be a string"),
     "summary-beki": _summary("まず整理するべきです。", "summary " + FORBIDDEN_PHRASE.format(phrase="べき")),
     "summary-kudasai": _summary("まず確認してください。", "summary " + FORBIDDEN_PHRASE.format(phrase="してください")),
     "summary-hitsuyou": _summary("まず見直しが必要です。", "summary " + FORBIDDEN_PHRASE.format(phrase="が必要です")),
@@ -416,11 +416,11 @@ def test_null_optional_fields_count_as_absent() -> None:
         ),
     ],
 )
-def test_should_rules_warn_but_never_fail(kind: str, change: Callable[[Report], Any], warning: str) -> None:
+def test_should_rules_warn_but_never_fail(kind: ReportKind, change: Callable[[Report], Any], warning: str) -> None:
     sample = ORGANIZER_SAMPLES[2] if kind == "organizer" else ADVISOR_SAMPLES[2]
     report = sample.fresh_report()
     change(report)
-    result = validate_report(kind, report, sample.valid_ids)  # type: ignore[arg-type]
+    result = validate_report(kind, report, sample.valid_ids)
     assert result.ok
     assert result.errors == []
     assert result.warnings == [warning]
@@ -485,8 +485,8 @@ def _near_valid(samples: list[Sample]) -> st.SearchStrategy[tuple[Sample, Any]]:
 
 @settings(max_examples=100, deadline=None)
 @given(report=json_values, kind=st.sampled_from(["organizer", "advisor"]))
-def test_any_json_gives_a_result_never_an_exception(report: Any, kind: str) -> None:
-    result = validate_report(kind, report, ["n1"])  # type: ignore[arg-type]
+def test_any_json_gives_a_result_never_an_exception(report: Any, kind: ReportKind) -> None:
+    result = validate_report(kind, report, ["n1"])
     assert result.ok == (not result.errors)
 
 

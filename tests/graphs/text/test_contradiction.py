@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphs.text.contradiction import figure_conflicts, figures, find_contradiction
+from graphs.text.contradiction import BareUnits, figure_conflicts, figures, find_contradiction
 
 CONTRADICTING = [
     # polarity: negation
@@ -141,8 +141,8 @@ def test_figures_are_quantities_not_labels(text: str, expected: list[tuple[str, 
         ("(1) open (2) list (3) close", "1000 songs", "either", False),
     ],
 )
-def test_figure_conflicts_need_the_same_role(first: str, second: str, bare: str, conflicts: bool) -> None:
-    assert bool(figure_conflicts(figures(first), figures(second), bare=bare)) is conflicts  # type: ignore[arg-type]
+def test_figure_conflicts_need_the_same_role(first: str, second: str, bare: BareUnits, conflicts: bool) -> None:
+    assert bool(figure_conflicts(figures(first), figures(second), bare=bare)) is conflicts
 
 
 def test_every_cue_is_text() -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import random
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +12,9 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import content_tokens, is_function_token, terms, tokenize
+from graphs.text.tokenize import content_tokens, is_function_token, terms, terms_of_many, tokenize
+from tests.support.jsquad import JsquadSet
 
-JSQUAD = Path(__file__).parents[3] / ".." / "shared" / "data" / "jsquad" / "valid-v1.3.json"
 CJK = re.compile(r"[\u3005-\u3007\u303b\u3041-\u309f\u30a1-\u30ff\u31f0-\u31ff\u3400-\u9fff\uf900-\ufaff]")
 
 
@@ -143,31 +141,70 @@ def test_tokenize_is_stable_under_normalisation(text: str) -> None:
     assert tokenize(normalize(text)) == tokenize(text)
 
 
+# Texts built to sit on the boundaries terms_of_many relies on: newlines inside a text, combining marks and
+# half-width voiced marks at either end (they must not compose across the separator), full-width and
+# case-folded forms, every term class and the words terms drops.
+_BOUNDARY_ALPHABET = st.sampled_from(
+    [
+        "\n",
+        "\r\n",
+        " ",
+        "\u3000",
+        "\u0301",
+        "\u3099",
+        "ﾞ",
+        "ｶ",
+        "ﾃｽﾄ",
+        "東京",
+        "何県",
+        "ヶ",
+        "ー",
+        "すごーい",
+        "の",
+        "Ｔｏｋｙｏ",
+        "ß",
+        "the",
+        "3.14",
+        "2.5.1",
+        "a_b",
+        "\ud800",
+        "、",
+        "タワー",
+        "\u2028",
+        "\x85",
+    ]
+)
+_BOUNDARY_TEXT = st.lists(_BOUNDARY_ALPHABET, max_size=8).map("".join)
+
+
+@given(st.lists(st.one_of(st.text(), _BOUNDARY_TEXT), max_size=12))
+def test_terms_of_many_is_terms_text_by_text(texts: list[str]) -> None:
+    assert terms_of_many(texts) == [terms(text) for text in texts]
+
+
+def test_terms_of_many_keeps_texts_apart() -> None:
+    # A text ending in a kana and the next starting with a voiced mark stay two texts with their own terms.
+    expected = [["東京", "カ"], ["タワー", "高"], [], ["cache"]]
+    assert terms_of_many(["東京ｶ", "ﾞタワー\n高さ", "", "the cache"]) == expected
+    assert terms_of_many([]) == []
+
+
 def test_lone_surrogates_do_not_raise() -> None:
     # JSON may carry them ("\\ud800"); they are not word characters, so they split runs and vanish.
     assert tokenize("東\ud800京 a\udfffb") == ["東", "京", "a", "b"]
     assert terms("東京\ud800タワー") == ["東京", "タワー"]
 
 
-def test_bm25_over_tokenize_recalls_jsquad_paragraphs() -> None:
+def test_bm25_over_tokenize_recalls_jsquad_paragraphs(jsquad_full: JsquadSet) -> None:
     """One-shot BM25 over the 1,145 JSQuAD paragraphs; measured R@5 = 0.96 on this sample (reference: 0.95)."""
-    if not JSQUAD.exists():
-        pytest.skip(f"shared JSQuAD data not found at {JSQUAD}")
-    data = json.loads(JSQUAD.read_text(encoding="utf-8"))
-    paragraphs: list[str] = []
-    questions: list[tuple[str, int]] = []
-    for article in data["data"]:
-        for paragraph in article["paragraphs"]:
-            questions.extend((qa["question"], len(paragraphs)) for qa in paragraph["qas"])
-            paragraphs.append(paragraph["context"].replace(" [SEP] ", " "))
-    assert len(paragraphs) == 1145
-    sample = random.Random(0).sample(questions, 200)
+    assert len(jsquad_full.chunks) == 1145
+    sample = random.Random(0).sample(jsquad_full.questions, 200)
 
-    index = BM25Okapi([tokenize(p) for p in paragraphs])
+    index = BM25Okapi([tokenize(c.text) for c in jsquad_full.chunks])
     hits = 0
-    for question, gold in sample:
-        top5 = np.argsort(-index.get_scores(tokenize(question)))[:5]
-        hits += int(gold in top5)
+    for question in sample:
+        top5 = np.argsort(-index.get_scores(tokenize(question.text)))[:5]
+        hits += int(question.gold in top5)
 
     assert hits / len(sample) >= 0.93
 

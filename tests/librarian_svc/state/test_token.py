@@ -9,6 +9,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import pytest
@@ -76,7 +77,7 @@ def test_any_changed_character_is_refused(state: DemoState, position: int, char:
         _open(codec, edited)
 
 
-def _resigned_with_edit(token: str, key: bytes, edit: Callable[[dict[str, object]], None]) -> str:
+def _resigned_with_edit(token: str, key: bytes, edit: Callable[[dict[str, Any]], None]) -> str:
     """What an attacker without the key cannot do, done with the key: proves the checks after the signature."""
     payload = token.split(".")[1]
     contents = json.loads(zlib.decompress(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))
@@ -90,7 +91,7 @@ def _resigned_with_edit(token: str, key: bytes, edit: Callable[[dict[str, object
 def test_an_edited_payload_without_the_key_is_refused() -> None:
     codec = _codec()
     token = codec.seal(DemoState(counter=1, notes=[], scores={}), agent="demo", schema_version=1)
-    forged = _resigned_with_edit(token, b"z" * 32, lambda c: c["d"].update(counter=99))  # type: ignore[attr-defined]
+    forged = _resigned_with_edit(token, b"z" * 32, lambda c: c["d"].update(counter=99))
     with pytest.raises(InvalidInput, match="signature does not match"):
         _open(codec, forged)
 
@@ -122,7 +123,7 @@ def test_expired_tokens_are_refused() -> None:
         pytest.param(lambda c: c["d"].update(counter="seven"), "does not match", id="wrong-shape"),
     ],
 )
-def test_checks_after_the_signature(edit: Callable[[dict[str, object]], None], message: str) -> None:
+def test_checks_after_the_signature(edit: Callable[[dict[str, Any]], None], message: str) -> None:
     codec = _codec()
     token = codec.seal(DemoState(counter=1, notes=["a"], scores={"x": 0.5}), agent="demo", schema_version=1)
     with pytest.raises(InvalidInput, match=message):
@@ -150,7 +151,7 @@ def test_oversized_tokens_are_refused_before_any_work() -> None:
 def test_a_decompression_bomb_is_refused_even_when_signed() -> None:
     codec = _codec(max_state_bytes=32_768)
     token = codec.seal(DemoState(counter=1, notes=[], scores={}), agent="demo", schema_version=1)
-    bomb = _resigned_with_edit(token, KEY_A, lambda c: c["d"].update(notes=["x" * 10_000_000]))  # type: ignore[attr-defined]
+    bomb = _resigned_with_edit(token, KEY_A, lambda c: c["d"].update(notes=["x" * 10_000_000]))
     assert len(bomb) < 32_768
     with pytest.raises(InvalidInput, match="too large"):
         _open(codec, bomb)

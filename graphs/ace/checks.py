@@ -1,0 +1,169 @@
+"""Every check ACE makes on caller input, in one place: what msgspec cannot check alone.
+
+Counters, sizes and id syntax are contract constraints (a 422 from msgspec); these need the whole
+playbook, the request's other fields or the configuration, and end in a 400 INVALID_INPUT that lists
+every problem with its path: unique bullet ids and sections the dataset allows (requests, stored
+playbooks and imported text alike), section filters, evaluations and deltas naming bullets that exist,
+and a save into a playbook an operator stored. Each operation's one pre-graph check (`check_search` ...
+`check_workflow`, wired in `run.py`) is at the end; the graphs' nodes trust what passed.
+"""
+
+from __future__ import annotations
+
+from contracts.ace import (
+    AceCurateRequest,
+    AceGenerateRequest,
+    AceReflectRequest,
+    AceSearchRequest,
+    DeltaContextItem,
+    Playbook,
+    WorkflowRequest,
+)
+from contracts.common import ErrorDetail
+from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
+from graphs.ace.playbook.store import PlaybookStore
+from graphs.context import AgentContext
+from graphs.errors import InvalidInput
+
+MAX_DETAILS = 20
+"""Problems listed in one error body; the message says how many there were in all."""
+
+
+def playbook_problems(playbook: Playbook, rules: SectionRules, path: str = "$.playbook") -> list[ErrorDetail]:
+    """Duplicate ids and unknown sections, each with the JSON path of the offending bullet."""
+    problems: list[ErrorDetail] = []
+    first_seen: dict[str, int] = {}
+    for index, bullet in enumerate(playbook.bullets):
+        where = f"{path}.bullets[{index}]"
+        if bullet.id in first_seen:
+            problems.append(
+                ErrorDetail(
+                    path=f"{where}.id", message=f"duplicate id {bullet.id!r} (first at index {first_seen[bullet.id]})"
+                )
+            )
+        else:
+            first_seen[bullet.id] = index
+        if not rules.allows(bullet.section):
+            problems.append(ErrorDetail(path=f"{where}.section", message=_unknown_section(bullet.section, rules)))
+    return problems
+
+
+def _unknown_section(section: str, rules: SectionRules) -> str:
+    return f"unknown section {section!r} for dataset {rules.dataset!r}; allowed: {', '.join(rules.names)}"
+
+
+def raise_if_problems(problems: list[ErrorDetail], what: str) -> None:
+    """Raise `InvalidInput` naming the first problems, when there are any."""
+    if problems:
+        shown = problems[:MAX_DETAILS]
+        more = f" (and {len(problems) - len(shown)} more)" if len(problems) > len(shown) else ""
+        summary = "; ".join(f"{d.path}: {d.message}" for d in shown[:3])
+        raise InvalidInput(f"{what}: {len(problems)} problem(s){more}: {summary}", shown)
+
+
+def check_playbook(playbook: Playbook, rules: SectionRules, path: str = "$.playbook") -> None:
+    """Raise `InvalidInput` when the playbook has duplicate ids or sections its dataset does not allow."""
+    raise_if_problems(playbook_problems(playbook, rules, path), "invalid playbook")
+
+
+def check_sections(sections: list[str] | None, rules: SectionRules, path: str) -> None:
+    """Raise `InvalidInput` when a section filter names a section the dataset does not have."""
+    problems = [
+        ErrorDetail(path=f"{path}[{i}]", message=_unknown_section(name, rules))
+        for i, name in enumerate(sections or [])
+        if not rules.allows(name)
+    ]
+    raise_if_problems(problems, "invalid section filter")
+
+
+def evaluation_problems(request: AceCurateRequest) -> list[ErrorDetail]:
+    """Evaluations must name bullets of the playbook (and, given the trajectory, ones it used), once each."""
+    existing = {b.id for b in request.playbook.bullets}
+    used = set(request.trajectory.used_bullet_ids) if request.trajectory else None
+    problems: list[ErrorDetail] = []
+    seen: set[str] = set()
+    for i, evaluation in enumerate(request.reflection.bullet_evaluations):
+        path = f"$.reflection.bullet_evaluations[{i}].bullet_id"
+        if evaluation.bullet_id not in existing:
+            problems.append(ErrorDetail(path=path, message=f"no bullet {evaluation.bullet_id!r} in the playbook"))
+        elif used is not None and evaluation.bullet_id not in used:
+            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} was not used"))
+        elif evaluation.bullet_id in seen:
+            problems.append(ErrorDetail(path=path, message=f"bullet {evaluation.bullet_id!r} is evaluated twice"))
+        seen.add(evaluation.bullet_id)
+    return problems
+
+
+def delta_problems(
+    deltas: list[DeltaContextItem], playbook: Playbook, rules: SectionRules, path: str = "$.deltas"
+) -> list[ErrorDetail]:
+    """Why a caller's deltas cannot be applied to `playbook`, with JSON paths (empty when they can)."""
+    problems: list[ErrorDetail] = []
+    existing = {b.id for b in playbook.bullets}
+    deleted: set[str] = set()
+    for i, delta in enumerate(deltas):
+        where = f"{path}[{i}]"
+        if delta.type == "ADD":
+            if not rules.allows(delta.section):
+                problems.append(
+                    ErrorDetail(
+                        path=f"{where}.section", message=f"unknown section {delta.section!r} for {rules.dataset!r}"
+                    )
+                )
+            if not delta.content.strip():
+                problems.append(ErrorDetail(path=f"{where}.content", message="ADD needs content"))
+            continue
+        if delta.bullet_id is None:
+            problems.append(ErrorDetail(path=f"{where}.bullet_id", message=f"{delta.type} needs a bullet_id"))
+        elif delta.bullet_id not in existing:
+            problems.append(
+                ErrorDetail(path=f"{where}.bullet_id", message=f"no bullet {delta.bullet_id!r} in the playbook")
+            )
+        elif delta.bullet_id in deleted:
+            problems.append(
+                ErrorDetail(path=f"{where}.bullet_id", message=f"bullet {delta.bullet_id!r} is deleted earlier")
+            )
+        if delta.type == "UPDATE" and not delta.content.strip():
+            problems.append(ErrorDetail(path=f"{where}.content", message="UPDATE needs content"))
+        if delta.type == "DELETE" and delta.bullet_id is not None:
+            deleted.add(delta.bullet_id)
+    return problems
+
+
+# --- each operation's one pre-graph check (see run.py) ---------------------------------------------
+
+
+def check_search(request: AceSearchRequest, prior: None, context: AgentContext) -> None:
+    """The playbook's ids and sections, and the section filter, fit the dataset."""
+    rules = section_rules(context.sections, request.dataset)
+    check_playbook(request.playbook, rules)
+    check_sections(request.query.section_filter, rules, "$.query.section_filter")
+
+
+def check_generate(request: AceGenerateRequest, prior: None, context: AgentContext) -> None:
+    """The playbook's ids and sections, and the section filter, fit the dataset."""
+    rules = section_rules(context.sections, request.dataset)
+    check_playbook(request.playbook, rules)
+    check_sections(request.section_filter, rules, "$.section_filter")
+
+
+def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext) -> None:
+    """The playbook's ids and sections fit the dataset."""
+    check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
+
+
+def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) -> None:
+    """The playbook, every evaluation's bullet and the caller's deltas; every problem listed at once."""
+    rules = section_rules(context.sections, curate_dataset(request))
+    problems = playbook_problems(request.playbook, rules)
+    problems += evaluation_problems(request)
+    problems += delta_problems(request.deltas, request.playbook, rules)
+    raise_if_problems(problems, "invalid curate request")
+
+
+def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext) -> None:
+    """A save goes into a playbook an operator stored: requests update playbooks, never create files."""
+    store = PlaybookStore(context.ace.playbook_data_dir)
+    if request.save and not store.path_for(request.dataset).is_file():
+        message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"
+        raise InvalidInput(message, [ErrorDetail(path="$.save", message=message)])

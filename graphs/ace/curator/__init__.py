@@ -1,0 +1,1 @@
+"""The Curator: deltas from a reflection (`heuristic` or `llm`), applied by the deterministic `merge`."""

@@ -1,0 +1,1 @@
+"""Hybrid search over a playbook: BM25 postings and bullet vectors (the cached index) and their ranking."""

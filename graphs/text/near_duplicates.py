@@ -1,0 +1,345 @@
+"""Text near-duplicates, in one place: when two texts count as one, and how to find such pairs in bulk.
+
+The rule: two texts are near-duplicates when the exact Jaccard similarity of their character-shingle
+sets (`NEAR_DUP_SHINGLE_CHARS`-grams of the normalised text, hashed by `graphs.text.shingles.shingle_array`)
+is at least the caller's threshold (the Librarian's is `LIBRARIAN_NEAR_DUP_THRESHOLD`), and their MinHash
+estimate (`NEAR_DUP_SIGNATURE_LENGTH` values) is at least that threshold minus `NEAR_DUP_ESTIMATE_SLACK`.
+The estimate gate is how the Librarian has always pre-filtered; it stays part of the rule so decisions do
+not change with the search algorithm.
+
+Finding every such pair among n texts must not cost n² comparisons (a request can carry thousands of
+hits, and texts made of a shared base plus a unique tail pass any MinHash pre-filter and fail the exact
+check). `find_near_duplicates` therefore works in bulk, with numpy, in bounded chunks:
+
+1. All texts are shingled at once (one code-point array, one vectorised k-gram hash, one sort).
+2. Candidate pairs come from prefix filtering, an exact set-similarity join: order every set's shingles
+   rarest first (one global order); two sets with Jaccard ≥ t must share a shingle among the first
+   |x| − ⌈t·|x|⌉ + 1 of each. One sort of those prefix entries buckets them by shingle, so only texts
+   sharing a rare shingle meet. Unlike banded LSH this misses no pair at any threshold, and texts
+   that share a common base but differ in their own rare shingles rarely meet at all.
+3. Caps make the worst case linear: a shingle bucket pairs each text with at most
+   `NEAR_DUP_TOKEN_ANCHORS` earlier members, and each text is compared with at most
+   `NEAR_DUP_MAX_COMPARED` earlier texts (the earliest, which is where a first-seen-wins merge looks
+   first). Only inputs with more candidates than that for one text can decide differently from an
+   all-pairs search.
+4. MinHash signatures are computed for texts in candidate pairs only (one matrix), the estimate gate
+   and the exact Jaccard are vectorised over all pairs.
+
+Every step is a generator (`graphs.chunked`): it yields after each chunk of about `NEAR_DUP_CHUNK`
+shingles, so an async caller checks its deadline and lets the event loop run in between.
+
+ACE's grow-and-refine is a different notion on purpose (embedding cosine between lessons of one section,
+`ACE_DEDUP_THRESHOLD`): see `graphs/ace/curator/merge.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from graphs.chunked import Chunked, finish
+from graphs.text.normalize import normalize
+from graphs.text.shingles import _EMPTY, _permutations, jaccard_arrays, shingle_array
+
+NEAR_DUP_SHINGLE_CHARS = 3
+"""Shingle length in characters: 3 suits mixed Japanese/English snippets."""
+NEAR_DUP_SIGNATURE_LENGTH = 64
+"""MinHash values per text; the estimate's standard error is about sqrt(J(1-J)/64) ≈ 0.05 at J = 0.8."""
+NEAR_DUP_ESTIMATE_SLACK = 0.15
+"""A pair whose MinHash estimate is below threshold − slack is not a near-duplicate, whatever its exact Jaccard."""
+NEAR_DUP_MAX_COMPARED = 32
+"""Earlier texts one text is compared with, at most: the bound that keeps any input linear."""
+NEAR_DUP_TOKEN_ANCHORS = 8
+"""Earlier texts a shared rare shingle pairs a text with, at most (bounds the candidate generation)."""
+NEAR_DUP_CHUNK = 32_768
+"""Shingles (or shingle-pair operations) per chunk between pauses: a few milliseconds of numpy."""
+
+_POLY = np.uint64(1_000_003)
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_SHIFT = np.uint64(32)
+_FREQUENCY_BUCKETS = 1 << 16
+"""Shingle frequencies are counted per hash bucket: any consistent order is correct, rarer-first is fast."""
+_TOKEN_BITS = 40
+_TOKEN_MASK = np.uint64((1 << _TOKEN_BITS) - 1)
+_TEXT_BITS = 24
+_TEXT_MASK = np.uint64((1 << _TEXT_BITS) - 1)
+"""A sort key packs a 40-bit shingle key (8-bit frequency, 32-bit hash) and a 24-bit text index."""
+
+IntT = TypeVar("IntT", np.int64, np.uint64)
+Int64Array = npt.NDArray[np.int64]
+UInt64Array = npt.NDArray[np.uint64]
+
+
+@dataclass(frozen=True)
+class ShingleSets:
+    """Many texts' shingle sets in one array: text t owns `values[offsets[t]:offsets[t + 1]]` (sorted, distinct)."""
+
+    values: UInt64Array
+    offsets: Int64Array
+
+    @property
+    def sizes(self) -> Int64Array:
+        """How many distinct shingles each text has."""
+        return np.diff(self.offsets)
+
+    def row(self, index: int) -> UInt64Array:
+        """One text's shingles, equal to `shingle_array(text)`."""
+        return self.values[self.offsets[index] : self.offsets[index + 1]]
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
+@dataclass(frozen=True)
+class NearDuplicates:
+    """For every text, the earlier texts it is a near-duplicate of, and what finding them cost."""
+
+    earlier: list[list[int]]
+    """`earlier[j]`: indexes i < j of texts that are near-duplicates of text j, ascending."""
+    compared: int
+    """Pairs whose MinHash estimate was computed (at most `NEAR_DUP_MAX_COMPARED` per text)."""
+    verified: int
+    """Pairs whose exact Jaccard was computed (a subset of those compared)."""
+
+
+def is_near_duplicate(first: str, second: str, threshold: float) -> bool:
+    """Whether two texts are near-duplicates by exact shingle Jaccard (for a handful of texts, not in bulk)."""
+    return jaccard_arrays(shingle_array(normalize(first)), shingle_array(normalize(second))) >= threshold
+
+
+def near_duplicates(normalized: Sequence[str], threshold: float) -> NearDuplicates:
+    """`find_near_duplicates` run to the end at once (tests, small inputs, sync callers)."""
+    return finish(find_near_duplicates(normalized, threshold))
+
+
+def find_near_duplicates(normalized: Sequence[str], threshold: float) -> Chunked[NearDuplicates]:
+    """Every pair (i < j) of texts that are near-duplicates, found in bulk (see the module docstring).
+
+    Args:
+        normalized: Texts already passed through `normalize`, in the order that decides "earlier".
+        threshold: Exact shingle Jaccard at or above which two texts are near-duplicates.
+
+    Returns:
+        A chunked computation of the `NearDuplicates`.
+    """
+    n = len(normalized)
+    sets = yield from shingle_sets(normalized)
+    left, right = yield from _candidate_pairs(sets, threshold)
+    compared = len(left)
+    if compared:
+        left, right = yield from _estimate_gate(sets, left, right, threshold)
+    verified = len(left)
+    if verified:
+        similarity = yield from jaccard_of_pairs(sets, left, right)
+        keep = similarity >= threshold
+        left, right = left[keep], right[keep]
+    earlier: list[list[int]] = [[] for _ in range(n)]
+    for i, j in zip(left.tolist(), right.tolist(), strict=True):  # sorted by (j, i)
+        earlier[j].append(i)
+    return NearDuplicates(earlier=earlier, compared=compared, verified=verified)
+
+
+def shingle_sets(normalized: Sequence[str]) -> Chunked[ShingleSets]:
+    """The shingle sets of many normalised texts, hashed exactly as `shingle_array` hashes one, in chunks."""
+    values: list[UInt64Array] = []
+    sizes: list[Int64Array] = []
+    start = 0
+    while start < len(normalized):
+        end, chars = start, 0
+        while end < len(normalized) and (chars < NEAR_DUP_CHUNK or end == start):
+            chars += len(normalized[end])
+            end += 1
+        chunk_values, chunk_sizes = _shingle_chunk(normalized[start:end])
+        values.append(chunk_values)
+        sizes.append(chunk_sizes)
+        start = end
+        yield
+    all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
+    offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
+    np.cumsum(all_sizes, out=offsets[1:])
+    return ShingleSets(values=np.concatenate(values) if values else np.zeros(0, dtype=np.uint64), offsets=offsets)
+
+
+def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
+    """Sorted distinct shingle hashes of each text, concatenated, and how many each text has."""
+    k = NEAR_DUP_SHINGLE_CHARS
+    count = len(texts)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=count)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.uint64), np.zeros(count, dtype=np.int64)
+    joined = "".join(texts).encode("utf-32-le", "surrogatepass")
+    points = np.frombuffer(joined, dtype=np.uint32).astype(np.uint64)
+    starts = np.cumsum(lengths) - lengths
+    hashes: list[UInt64Array] = []
+    owners: list[Int64Array] = []
+    if total >= k:
+        # One k-gram hash per position of the joined text; keep those that do not cross into the next text.
+        positions = total - k + 1
+        hashed = np.zeros(positions, dtype=np.uint64)
+        for offset in range(k):
+            hashed = hashed * _POLY + points[offset : positions + offset]
+        owner = np.repeat(np.arange(count, dtype=np.int64), lengths)[:positions]
+        inside = np.arange(positions, dtype=np.int64) - starts[owner] <= lengths[owner] - k
+        hashes.append(hashed[inside])
+        owners.append(owner[inside])
+    for short in range(1, k):  # a text shorter than k is one shingle of its whole length
+        which = np.flatnonzero(lengths == short)
+        if len(which):
+            hashed = np.zeros(len(which), dtype=np.uint64)
+            for offset in range(short):
+                hashed = hashed * _POLY + points[starts[which] + offset]
+            hashes.append(hashed)
+            owners.append(which.astype(np.int64))
+    mixed = (np.concatenate(hashes) * _MIX) >> _SHIFT
+    keys = (np.concatenate(owners).astype(np.uint64) << _SHIFT) | mixed
+    keys = _sorted_distinct(keys)
+    sizes = np.bincount((keys >> _SHIFT).astype(np.intp), minlength=count).astype(np.int64)
+    return keys & _LOW32, sizes
+
+
+def _sorted_distinct(values: npt.NDArray[IntT]) -> npt.NDArray[IntT]:
+    """`np.unique` by sorting in place: numpy's hash-based unique is several times slower on these arrays."""
+    values.sort()
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
+
+
+def _gather(sets: ShingleSets, rows: Int64Array) -> tuple[UInt64Array, Int64Array]:
+    """The concatenated shingles of `rows` (in that order) and each row's count."""
+    lengths = sets.sizes[rows]
+    total = int(lengths.sum())
+    run_starts = np.cumsum(lengths) - lengths
+    flat = np.repeat(sets.offsets[rows] - run_starts, lengths) + np.arange(total, dtype=np.int64)
+    return sets.values[flat], lengths
+
+
+def _row_chunks(weights: Int64Array, budget: int) -> list[tuple[int, int]]:
+    """Consecutive [start, end) ranges whose weights sum to about `budget` (at least one item each)."""
+    if not len(weights):
+        return []
+    cumulative = np.cumsum(weights)
+    bounds = [0]
+    while bounds[-1] < len(weights):
+        start = bounds[-1]
+        before = int(cumulative[start - 1]) if start else 0
+        end = int(np.searchsorted(cumulative, before + budget, side="right"))
+        bounds.append(max(end, start + 1))
+    return list(pairwise(bounds))
+
+
+def minhash_rows(sets: ShingleSets, rows: Int64Array) -> Chunked[UInt64Array]:
+    """MinHash signatures of the given texts, one row each, equal to `shingles.minhash_signature` of each."""
+    a, b = _permutations(NEAR_DUP_SIGNATURE_LENGTH)
+    signatures = np.full((len(rows), NEAR_DUP_SIGNATURE_LENGTH), _EMPTY, dtype=np.uint64)
+    filled = np.flatnonzero(sets.sizes[rows] > 0)
+    for start, end in _row_chunks(sets.sizes[rows[filled]], NEAR_DUP_CHUNK // 8):
+        chunk = filled[start:end]
+        values, lengths = _gather(sets, rows[chunk])
+        hashed = a[:, None] * values[None, :]
+        hashed += b[:, None]
+        # The shift is monotone, so the minimum of the shifted values is the shifted minimum.
+        minima = np.minimum.reduceat(hashed, np.cumsum(lengths) - lengths, axis=1)
+        signatures[chunk] = (minima >> _SHIFT).T
+        yield
+    return signatures
+
+
+def jaccard_of_pairs(sets: ShingleSets, left: Int64Array, right: Int64Array) -> Chunked[npt.NDArray[np.float64]]:
+    """Exact Jaccard of each pair (left[p], right[p]), equal to `shingles.jaccard_arrays` of the two rows."""
+    result = np.zeros(len(left), dtype=np.float64)
+    for start, end in _row_chunks(sets.sizes[left] + sets.sizes[right], NEAR_DUP_CHUNK):
+        left_values, left_sizes = _gather(sets, left[start:end])
+        right_values, right_sizes = _gather(sets, right[start:end])
+        pair = np.arange(end - start, dtype=np.uint64)
+        keys = np.concatenate(
+            [
+                (np.repeat(pair, left_sizes) << _SHIFT) | left_values,
+                (np.repeat(pair, right_sizes) << _SHIFT) | right_values,
+            ]
+        )
+        keys.sort()
+        # Each set is distinct, so a key seen twice is a shingle the two texts share.
+        shared = keys[1:][keys[1:] == keys[:-1]] >> _SHIFT
+        intersection = np.bincount(shared.astype(np.intp), minlength=end - start)
+        union = left_sizes + right_sizes - intersection
+        result[start:end] = np.divide(intersection, union, out=np.ones(end - start), where=union > 0)
+        yield
+    return result
+
+
+def _candidate_pairs(sets: ShingleSets, threshold: float) -> Chunked[tuple[Int64Array, Int64Array]]:
+    """Pairs (i < j) that could reach `threshold`, sorted by (j, i), at most NEAR_DUP_MAX_COMPARED per j."""
+    n = len(sets)
+    sizes = sets.sizes
+    empty = np.zeros(0, dtype=np.int64)
+    if n < 2 or not len(sets.values):
+        return empty, empty
+    if n >= 1 << _TEXT_BITS:
+        raise ValueError(f"at most {(1 << _TEXT_BITS) - 1} texts at once, got {n}")
+    # One global order of shingles, rarest first (frequency capped at 255, ties by value): 40-bit token keys.
+    buckets = (sets.values & np.uint64(_FREQUENCY_BUCKETS - 1)).astype(np.intp)
+    frequency = np.minimum(np.bincount(buckets, minlength=_FREQUENCY_BUCKETS), 255).astype(np.uint64)
+    order_key = (frequency[buckets] << _SHIFT) | sets.values
+    # |x ∩ y| ≥ ⌈t·|x|⌉ for any y with J(x, y) ≥ t; rounding down the bound only lengthens the prefix.
+    needed = np.maximum(np.ceil(threshold * sizes - 1e-9).astype(np.int64), 1)
+    prefix = np.where(sizes > 0, sizes - needed + 1, 0)
+    entries: list[UInt64Array] = []
+    for start, end in _row_chunks(sizes, NEAR_DUP_CHUNK):
+        low, high = int(sets.offsets[start]), int(sets.offsets[end])
+        owner = np.repeat(np.arange(start, end, dtype=np.int64), sizes[start:end])
+        ordered = (owner.astype(np.uint64) << np.uint64(_TOKEN_BITS)) | order_key[low:high]
+        ordered.sort()  # by text, then rarest shingle first
+        rank = np.arange(high - low, dtype=np.int64) - (sets.offsets[owner] - low)
+        keep = rank < prefix[owner]
+        # Re-key the prefix entries as (token, text) so one sort buckets them by shingle.
+        entries.append(((ordered[keep] & _TOKEN_MASK) << np.uint64(_TEXT_BITS)) | owner[keep].astype(np.uint64))
+        yield
+    keyed = np.concatenate(entries)
+    keyed.sort()
+    token = keyed >> np.uint64(_TEXT_BITS)
+    text = (keyed & _TEXT_MASK).astype(np.int64)
+    position = np.arange(len(token), dtype=np.int64)
+    group_start = np.maximum.accumulate(np.where(np.r_[True, token[1:] != token[:-1]], position, 0))
+    anchors = np.minimum(position - group_start, NEAR_DUP_TOKEN_ANCHORS)
+    total = int(anchors.sum())
+    yield
+    if not total:
+        return empty, empty
+    later = np.repeat(text, anchors)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(anchors) - anchors, anchors)
+    earlier = text[np.repeat(group_start, anchors) + within]
+    pair_keys = _sorted_distinct(later * n + earlier)
+    later, earlier = pair_keys // n, pair_keys % n
+    yield
+    # Keep the first NEAR_DUP_MAX_COMPARED earlier texts of each text.
+    first_of_text = np.maximum.accumulate(
+        np.where(np.r_[True, later[1:] != later[:-1]], np.arange(len(later), dtype=np.int64), 0)
+    )
+    keep = np.arange(len(later), dtype=np.int64) - first_of_text < NEAR_DUP_MAX_COMPARED
+    # Jaccard cannot exceed the smaller set's size over the larger's.
+    small = np.minimum(sizes[earlier], sizes[later])
+    large = np.maximum(sizes[earlier], sizes[later])
+    keep &= small >= (threshold - 1e-9) * large
+    return earlier[keep], later[keep]
+
+
+def _estimate_gate(
+    sets: ShingleSets, left: Int64Array, right: Int64Array, threshold: float
+) -> Chunked[tuple[Int64Array, Int64Array]]:
+    """The pairs whose MinHash estimate reaches threshold − NEAR_DUP_ESTIMATE_SLACK."""
+    rows = _sorted_distinct(np.concatenate([left, right]))
+    signatures = yield from minhash_rows(sets, rows)
+    left_row, right_row = np.searchsorted(rows, left), np.searchsorted(rows, right)
+    keep = np.zeros(len(left), dtype=bool)
+    step = max(1, NEAR_DUP_CHUNK // NEAR_DUP_SIGNATURE_LENGTH)
+    for start in range(0, len(left), step):
+        agree = signatures[left_row[start : start + step]] == signatures[right_row[start : start + step]]
+        keep[start : start + step] = np.mean(agree, axis=1) >= threshold - NEAR_DUP_ESTIMATE_SLACK
+        yield
+    return left[keep], right[keep]

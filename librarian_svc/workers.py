@@ -1,0 +1,278 @@
+"""Serving on every vCPU: `WEB_CONCURRENCY` uvicorn worker processes behind one listening socket.
+
+A step's CPU work runs on one core per process (the GIL), so with `cpu: "2"` one process left a
+paid vCPU idle whenever steps were CPU-bound. uvicorn's supervisor binds the socket once and
+starts the workers with `spawn`: each imports the app afresh through `create_worker_app` (an
+import string, which is why uvicorn refused `WEB_CONCURRENCY=2` with an app object), builds its
+own model clients on its own event loop, and the kernel hands each new connection to whichever
+worker accepts first, so a worker busy on the CPU takes no new connections while the others do.
+
+Each worker does what the single process did: pause the collector while it builds (`startup_gc`),
+freeze the start-up heap, install the drain on SIGTERM (`drain`), apply the read timeout
+(`http_protocol`). The parent only supervises: it forwards SIGTERM to the workers, restarts one
+that dies, and stops (with the worker's status) when a worker cannot start, since every restart
+would fail the same way.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import secrets
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
+from uvicorn.supervisors.multiprocess import Process
+
+from librarian_svc import drain
+from librarian_svc.http_protocol import ReadTimeoutProtocol
+from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from litestar import Litestar
+    from litestar.types import ControllerRouterHandler
+
+    from librarian_svc.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+APP_FACTORY = "librarian_svc.workers:create_worker_app"
+"""What uvicorn imports and calls in each worker (an import string: worker processes are spawned)."""
+
+CONFIG_ERROR = 2
+"""Exit status for a configuration error, in the single process as in a worker."""
+
+SIGNAL_TICK_S = 0.1
+"""How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""
+
+WORKER_START_ALLOWANCE_S = 30.0
+"""How long a new worker may take to answer its first health ping (its interpreter starts first)."""
+
+_preloaded: list[Settings] = []
+
+
+def use_settings(settings: Settings) -> None:
+    """The settings the in-process worker uses (the single-process path has them already)."""
+    _preloaded[:] = [settings]
+
+
+def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = ()) -> Litestar:
+    """The app factory uvicorn calls: build the app with the collector paused, then get the process ready to serve.
+
+    A configuration error prints one line and exits with status 2; any other start-up failure
+    exits with uvicorn's start-up failure status (3). Either stops the supervisor instead of a
+    restart loop.
+    """
+    started = time.perf_counter()
+    collections = collections_so_far()
+    with collector_paused():
+        from librarian_svc.settings import ConfigError, load_settings
+
+        try:
+            settings = _preloaded[0] if _preloaded else load_settings()
+            from librarian_svc.app import create_app
+            from librarian_svc.http_protocol import configure
+            from librarian_svc.log_setup import configure_logging
+
+            configure_logging(settings.log_format, settings.log_level)
+            app = create_app(settings, extra_route_handlers=extra_route_handlers)
+        except ConfigError as exc:
+            print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
+            sys.exit(CONFIG_ERROR)
+        except Exception as exc:  # a bug: the traceback, and no restart loop
+            log.exception("worker failed to start", exc_info=exc)
+            sys.exit(STARTUP_FAILURE)
+        configure(settings.request_read_timeout_s)
+        drain.install_signal_handlers(settings.shutdown_grace_s)
+        prepare_collector_for_serving()
+    log.info(
+        "worker ready",
+        pid=os.getpid(),
+        start_up_ms=round((time.perf_counter() - started) * 1000),
+        gc_enabled=gc.isenabled(),
+        gc_frozen=gc.get_freeze_count(),
+        gc_threshold=list(gc.get_threshold()),
+        gc_collections_during_start_up=collections_so_far() - collections,
+    )
+    return app
+
+
+def uvicorn_config(settings: Settings, app_factory: str = APP_FACTORY) -> uvicorn.Config:
+    """The server configuration, the same for one worker or several (`app_factory`: tests add routes)."""
+    return uvicorn.Config(
+        app_factory,
+        factory=True,
+        workers=settings.web_concurrency,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        loop="auto",
+        http=ReadTimeoutProtocol,
+        timeout_graceful_shutdown=drain.uvicorn_grace_s(settings.shutdown_grace_s),
+        # Longer than clients keep idle connections (Go's default is 90 s), so the server never closes a
+        # pooled connection just as the client reuses it (the client would see a reset mid-request).
+        timeout_keep_alive=settings.keepalive_timeout_s,
+        server_header=False,
+    )
+
+
+def serve_in_process(config: uvicorn.Config) -> int:
+    """One worker: serve in this process; the exit status."""
+    server = uvicorn.Server(config)
+    server.run()
+    return 0 if server.started else STARTUP_FAILURE
+
+
+def share_ephemeral_key(settings: Settings) -> None:
+    """Without STATE_SIGNING_KEYS each worker would sign with its own key and refuse the others' tokens.
+
+    One key is made here and handed to every worker through the environment they inherit, so the
+    instance behaves as one process did (and says so, loudly, as that process did).
+    """
+    if settings.state.keys:
+        return
+    log.warning(
+        "STATE_SIGNING_KEYS is not set: state tokens are signed with an ephemeral key shared by this instance's "
+        "workers. Other instances (scale-out, a restart, a new revision) cannot read them and will refuse every "
+        "session in flight; set STATE_SIGNING_KEYS to a shared secret (cloudrun.yaml takes it from Secret Manager)",
+        state_keys="ephemeral",
+        workers=settings.web_concurrency,
+    )
+    os.environ["STATE_SIGNING_KEYS"] = secrets.token_hex(32)
+
+
+@dataclass
+class _Health:
+    """What the supervisor knows of one worker's liveness."""
+
+    answered_at: float
+    """When it last answered a ping (for a new worker: the last moment it may first answer)."""
+    pinged: bool = False
+    """A ping is outstanding."""
+
+
+class Supervisor(Multiprocess):
+    """uvicorn's worker supervisor, reacting to signals within 0.1 s and stopping on a worker's config error."""
+
+    failure: int | None = None
+    """The exit status of a worker that could not start (the supervisor then stops)."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]) -> None:
+        super().__init__(config, sockets)
+        self._health: dict[int, _Health] = {}
+
+    def run(self) -> None:
+        """Start the first worker, the others once it serves; keep them alive until SIGTERM/SIGINT; drain them.
+
+        The first worker starts alone: the instance is ready as soon as one worker is (it has the CPU
+        to itself meanwhile, so that is as soon as a single process would be), and a configuration
+        error is reported once, by one worker, and stops the start.
+        """
+        log.info("supervising workers", pid=os.getpid(), workers=self.processes_num)
+        first = Process(self.config, self.sockets)
+        first.start()
+        self.processes.append(first)
+        if self._until_serving(first):
+            for _ in range(self.processes_num - 1):
+                process = Process(self.config, self.sockets)
+                process.start()
+                self.processes.append(process)
+        while not self.should_exit.wait(SIGNAL_TICK_S):
+            self.handle_signals()
+            self.keep_subprocess_alive()
+        for sock in self.sockets:  # refuse new connections at once (the workers close their copies as they drain)
+            sock.close()
+        self.terminate_all()
+        self.join_all()
+        log.info("workers stopped", pid=os.getpid())
+
+    def _until_serving(self, process: Process) -> bool:
+        """Wait (handling signals) until `process` serves; False when it failed to start or a signal came first.
+
+        One health ping at a time: uvicorn's `wait_until_ready` pings every tick while the worker is
+        still importing, and the worker then answers every queued ping in turn, so the parent read
+        stale "not started" answers for seconds after the worker served.
+        """
+        awaiting_answer = False
+        while not self.should_exit.is_set():
+            self.handle_signals()
+            if not process.process.is_alive():
+                process.process.join()
+                status = process.exitcode
+                self.failure = status if status in (CONFIG_ERROR, STARTUP_FAILURE) else STARTUP_FAILURE
+                log.error("the first worker could not start: stopping", pid=process.pid, exit_status=status)
+                self.should_exit.set()
+                return False
+            if not awaiting_answer:
+                process.parent_conn.send(b"ping")
+                awaiting_answer = True
+            if process.parent_conn.poll(SIGNAL_TICK_S):
+                awaiting_answer = False
+                if process.parent_conn.recv():
+                    return True
+                time.sleep(SIGNAL_TICK_S)
+        return False
+
+    def keep_subprocess_alive(self) -> None:
+        """Replace a dead or hung worker, unless it could not start: then stop, keeping its status.
+
+        Never blocks: each tick reads the answers that came and sends one ping per worker that has
+        none outstanding. (uvicorn waits up to 5 s for each answer, and meanwhile does not look at
+        signals: a worker still importing under load delayed the SIGTERM relay by those 5 s.) A
+        worker is hung when it has not answered for `timeout_worker_healthcheck` seconds; a new one
+        gets `WORKER_START_ALLOWANCE_S` first, as it answers only once its interpreter is up.
+        """
+        if self.should_exit.is_set():
+            return
+        now = time.monotonic()
+        for index, process in enumerate(self.processes):
+            health = self._health.setdefault(id(process), _Health(answered_at=now + WORKER_START_ALLOWANCE_S))
+            if process.process.is_alive():
+                self._exchange_pings(process, health, now)
+                if now - health.answered_at < self.config.timeout_worker_healthcheck:
+                    continue
+                log.warning("a worker stopped answering: replacing it", pid=process.pid)
+            process.kill()
+            process.process.join()
+            self._health.pop(id(process), None)
+            if process.exitcode in (CONFIG_ERROR, STARTUP_FAILURE):
+                log.error("a worker could not start: stopping", pid=process.pid, exit_status=process.exitcode)
+                self.failure = process.exitcode
+                self.should_exit.set()
+                return
+            log.warning("a worker died: starting another", pid=process.pid, exit_status=process.exitcode)
+            replacement = Process(self.config, self.sockets)
+            replacement.start()
+            self.processes[index] = replacement
+
+    @staticmethod
+    def _exchange_pings(process: Process, health: _Health, now: float) -> None:
+        """Read the worker's answers so far, then ping it if no ping is outstanding."""
+        connection = process.parent_conn
+        try:
+            while connection.poll(0):
+                connection.recv()
+                health.answered_at, health.pinged = now, False
+            if not health.pinged:
+                connection.send(b"ping")
+                health.pinged = True
+        except (OSError, EOFError):  # the worker is going away: the next tick sees it dead
+            pass
+
+
+def supervise(config: uvicorn.Config) -> int:
+    """Several workers: bind once, run the supervisor until SIGTERM; the exit status."""
+    sock = config.bind_socket()
+    supervisor = Supervisor(config, sockets=[sock])
+    supervisor.run()
+    return supervisor.failure or 0

@@ -1,0 +1,207 @@
+"""The bounded merge decides exactly as the merge that re-embedded the whole section for every ADD did.
+
+`reference_merge.py` is that earlier merge, kept as the oracle: a table of grow-and-refine cases and a
+property over random playbooks and deltas (a small vocabulary, so identical, near-duplicate and
+contradicting ADDs are common) must give the same playbook, applied deltas, pruned ids and notes. The
+bounded merge must also hand control back between chunks and stop at the request's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from contracts.ace import Bullet, DeltaContextItem, Playbook, PlaybookMetadata
+from graphs.ace.curator.merge import MergeOutcome, merge
+from graphs.ace.playbook.sections import SectionRules
+from graphs.embeddings.cache import CachedEmbeddings
+from graphs.embeddings.hashing import HashingEmbeddings
+from graphs.errors import DeadlineExceeded
+from tests.graphs.ace.curator import reference_merge
+from tests.graphs.ace.helpers import bullet, playbook
+from tests.support.context import make_context
+
+EMBEDDINGS = CachedEmbeddings(HashingEmbeddings(dim=256), model="bounded-merge-test")
+PERMISSIVE = SectionRules(dataset="default", definitions=(), permissive=True)
+NOW = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+WORDS = ["always", "never", "paginate", "page_index", "loop", "until", "empty", "api", "check", "the", "balance"]
+WORDS += ["venmo", "before", "paying", "3", "5", "retries", "use", "not", "login", "first", "Always", "PAGE_INDEX"]
+SECTIONS = ["alpha", "beta", "gamma"]
+
+
+def both(
+    p: Playbook, deltas: list[DeltaContextItem], **options: Any
+) -> tuple[MergeOutcome, reference_merge.MergeOutcome]:
+    """The bounded merge's outcome and the reference's, for the same input."""
+    kwargs: dict[str, Any] = {"rules": PERMISSIVE, "embeddings": EMBEDDINGS, "dedup_threshold": 0.85, "now": NOW}
+    kwargs |= options
+    return asyncio.run(merge(p, deltas, **kwargs)), asyncio.run(reference_merge.merge(p, deltas, **kwargs))
+
+
+def assert_same(new: MergeOutcome, old: reference_merge.MergeOutcome) -> None:
+    assert new.playbook == old.playbook
+    assert new.applied == old.applied
+    assert new.pruned == old.pruned
+    assert new.notes == old.notes
+
+
+def add(content: str, section: str = "general") -> DeltaContextItem:
+    return DeltaContextItem(type="ADD", section=section, content=content, reasoning="r")
+
+
+PAGINATE = "Loop over page_index until a page is empty."
+BASE = playbook(
+    bullet("general-00001", PAGINATE),
+    bullet("tools-00002", "Use the login API first.", section="tools"),
+    bullet("general-00003", "Check the Venmo balance before paying."),
+    bullet("general-00004", PAGINATE),  # an exact copy: ties go to the earlier bullet
+    bullet("tools-00005", "Retry 3 times.", section="tools"),
+)
+CASES: dict[str, tuple[Playbook, list[DeltaContextItem], dict[str, Any]]] = {
+    "identical add dropped": (BASE, [add("loop over PAGE_INDEX until a page is empty. ")], {}),
+    "near-duplicate becomes update, tie to the earlier": (
+        BASE,
+        [add("Loop over page_index until the page is empty.")],
+        {"dedup_threshold": 0.5},
+    ),
+    "contradicting near-duplicate kept apart": (BASE, [add("Never loop over page_index until a page is empty.")], {}),
+    "figures differ": (BASE, [add("Retry 5 times.", "tools")], {"dedup_threshold": 0.3}),
+    "add after the section's last bullet": (BASE, [add("Say thanks.", "tools"), add("And bye.", "tools")], {}),
+    "new section goes to the end, then grows in place": (
+        BASE,
+        [add("A first other.", "others"), add("More tools.", "tools"), add("A second other.", "others")],
+        {},
+    ),
+    "add after the section's last bullet was deleted": (
+        BASE,
+        [DeltaContextItem(type="DELETE", section="tools", bullet_id="tools-00005"), add("Say thanks.", "tools")],
+        {},
+    ),
+    "an updated bullet is compared by its new content": (
+        BASE,
+        [
+            DeltaContextItem(type="UPDATE", section="tools", bullet_id="tools-00005", content="Check the balance."),
+            add("Check the balance first.", "tools"),
+        ],
+        {"dedup_threshold": 0.5},
+    ),
+    "an added bullet is a near-duplicate for the next add": (
+        BASE,
+        [add("Cache the token once per session.", "tools"), add("Cache the token once per sessions.", "tools")],
+        {"dedup_threshold": 0.5},
+    ),
+    "a deleted bullet is no near-duplicate": (
+        BASE,
+        [
+            DeltaContextItem(type="DELETE", section="general", bullet_id="general-00001"),
+            DeltaContextItem(type="DELETE", section="general", bullet_id="general-00004"),
+            add(PAGINATE),
+        ],
+        {},
+    ),
+    "budget prunes after the merge": (
+        BASE,
+        [add("One more.", "tools"), add("And more.", "general")],
+        {"max_bullets": 4},
+    ),
+    "empty playbook": (playbook(), [add("First."), add("first."), add("Second.")], {}),
+    "unknown update and delete skipped": (
+        BASE,
+        [
+            DeltaContextItem(type="UPDATE", section="general", bullet_id="general-09999", content="x"),
+            DeltaContextItem(type="DELETE", section="general", bullet_id="general-09998"),
+        ],
+        {},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_bounded_merge_decides_as_before(name: str) -> None:
+    p, deltas, options = CASES[name]
+    new, old = both(p, deltas, **options)
+    assert_same(new, old)
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6)))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Playbook, list[DeltaContextItem], float, int | None]:
+    size = draw(st.integers(min_value=0, max_value=12))
+    bullets = [
+        Bullet(id=f"b-{i + 1:05d}", section=draw(st.sampled_from(SECTIONS)), content=draw(texts())) for i in range(size)
+    ]
+    p = Playbook(metadata=PlaybookMetadata(last_bullet_number=size), bullets=bullets)
+    targets = st.sampled_from([b.id for b in bullets] or ["b-00001"])
+    one = st.one_of(
+        st.builds(DeltaContextItem, type=st.just("ADD"), section=st.sampled_from(SECTIONS), content=texts()),
+        st.builds(
+            DeltaContextItem, type=st.just("UPDATE"), section=st.just("alpha"), bullet_id=targets, content=texts()
+        ),
+        st.builds(DeltaContextItem, type=st.just("DELETE"), section=st.just("alpha"), bullet_id=targets),
+    )
+    deltas = draw(st.lists(one, max_size=10))
+    threshold = draw(st.sampled_from([0.2, 0.5, 0.7, 0.85, 0.95, 1.0]))
+    budget = draw(st.none() | st.integers(min_value=1, max_value=15))
+    return p, deltas, threshold, budget
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=cases())
+def test_the_bounded_merge_matches_the_reference_on_random_input(
+    case: tuple[Playbook, list[DeltaContextItem], float, int | None],
+) -> None:
+    p, deltas, threshold, budget = case
+    new, old = both(p, deltas, dedup_threshold=threshold, max_bullets=budget)
+    assert_same(new, old)
+
+
+def big_playbook(size: int) -> Playbook:
+    bullets = [
+        bullet(f"general-{i:05d}", f"lesson {i} about api {i % 97} and page {i % 13}") for i in range(1, size + 1)
+    ]
+    return Playbook(metadata=PlaybookMetadata(last_bullet_number=size), bullets=bullets)
+
+
+def test_the_merge_yields_between_chunks() -> None:
+    calls = 0
+
+    async def counting() -> None:
+        nonlocal calls
+        calls += 1
+
+    deltas = [add(f"new lesson {i} about retries") for i in range(100)]
+    asyncio.run(
+        merge(
+            big_playbook(3_000),
+            deltas,
+            rules=PERMISSIVE,
+            embeddings=EMBEDDINGS,
+            dedup_threshold=0.85,
+            checkpoint=counting,
+        )
+    )
+    assert calls >= 3_000 // 1_000 + 100  # the section's embedding chunks and every delta at least
+
+
+def test_the_merge_stops_at_the_requests_deadline() -> None:
+    context = make_context().for_request(timeout_s=0.0)
+    with pytest.raises(DeadlineExceeded):
+        asyncio.run(
+            merge(
+                big_playbook(2_000),
+                [add("a lesson")],
+                rules=PERMISSIVE,
+                embeddings=EMBEDDINGS,
+                dedup_threshold=0.85,
+                checkpoint=context.checkpoint,
+            )
+        )

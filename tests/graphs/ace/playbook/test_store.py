@@ -1,0 +1,124 @@
+"""PlaybookStore: seed 000 property 3 (save → load round trip), atomic writes, corrupt and missing files, names."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+
+from contracts.ace import Playbook
+from graphs.ace.playbook.ids import high_water
+from graphs.ace.playbook.store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
+from tests.graphs.ace.helpers import bullet, playbook, real_playbook
+from tests.graphs.ace.strategies import playbooks
+
+
+# Feature: self-reflection-system, Property 3: a saved playbook loads back equal (except updated_at)
+@settings(max_examples=100, deadline=None)
+@given(playbooks())
+def test_saved_playbooks_load_back_equal(original: Playbook) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        store = PlaybookStore(directory)
+        saved = store.save("ds", original)
+        loaded = store.load("ds")
+    assert loaded == saved
+    assert loaded.bullets == original.bullets
+    assert loaded.metadata.created_at == original.metadata.created_at
+    assert loaded.metadata.last_bullet_number == high_water(original)  # never below an id it holds
+    assert loaded.metadata.updated_at >= original.metadata.updated_at
+
+
+def test_a_missing_playbook_is_empty(tmp_path: Path) -> None:
+    assert PlaybookStore(tmp_path / "nowhere").load("appworld").bullets == []
+
+
+def test_the_real_playbook_survives_the_store(tmp_path: Path) -> None:
+    original = real_playbook()
+    store = PlaybookStore(tmp_path)
+    store.save("appworld", original)
+    assert store.load("appworld").bullets == original.bullets
+    text = (tmp_path / "appworld.json").read_text(encoding="utf-8")
+    assert json.loads(text)["bullets"][0]["confidence_score"] == 0.5  # readable JSON, derived field included
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"{not json", "malformed"),
+        (b'{"bullets": [{"id": "x-1", "section": "s", "content": "c", "helpful": -2}]}', "bullets[0].helpful"),
+        (b'{"bullets": "none"}', "bullets"),
+        (
+            b'{"bullets": [{"id": "x-1", "section": "s", "content": "a"},'
+            b' {"id": "x-1", "section": "s", "content": "b"}]}',
+            "duplicate",
+        ),
+        (b"\xff\xfe", ""),
+    ],
+)
+def test_a_corrupt_file_is_a_clear_error(tmp_path: Path, content: bytes, reason: str) -> None:
+    (tmp_path / "appworld.json").write_bytes(content)
+    with pytest.raises(PlaybookCorrupt) as raised:
+        PlaybookStore(tmp_path).load("appworld")
+    message = str(raised.value)
+    assert "appworld" in message
+    assert "corrupt" in message
+    assert reason.lower() in message.lower()
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "..", ".hidden", "", "a" * 65, "name.json", "-x", "a b", "名前"])
+def test_dataset_names_cannot_leave_the_directory(tmp_path: Path, name: str) -> None:
+    store = PlaybookStore(tmp_path)
+    with pytest.raises(InvalidDatasetName):
+        store.load(name)
+    with pytest.raises(InvalidDatasetName):
+        store.save(name, Playbook())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_crash_during_save_leaves_the_old_playbook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = PlaybookStore(tmp_path)
+    store.save("ds", playbook(bullet("a-00001", "old")))
+
+    def crash(source: str, target: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(PlaybookStoreError, match="No space left"):
+        store.save("ds", playbook(bullet("a-00001", "new")))
+    monkeypatch.undo()
+    assert [b.content for b in store.load("ds").bullets] == ["old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".ds.lock", "ds.json"]  # no temp file left behind
+
+
+def test_saving_refuses_duplicate_ids(tmp_path: Path) -> None:
+    store = PlaybookStore(tmp_path)
+    with pytest.raises(PlaybookStoreError, match="duplicate"):
+        store.save("ds", playbook(bullet("a-00001", "x"), bullet("a-00001", "y")))
+    assert not (tmp_path / "ds.json").exists()
+
+
+def test_save_is_write_then_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The target is only ever replaced by a complete file written and fsynced in the same directory."""
+    store = PlaybookStore(tmp_path)
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync")
+        real_fsync(fd)
+
+    def replace(source: str, target: str) -> None:
+        events.append("replace")
+        assert Path(source).parent == Path(target).parent
+        assert msgspec.json.decode(Path(source).read_bytes(), type=Playbook).bullets[0].content == "x"
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    store.save("ds", playbook(bullet("a-00001", "x")))
+    assert events == ["fsync", "replace", "fsync"]  # data, rename, directory

@@ -1,0 +1,95 @@
+"""Building the pool stops at the request's deadline and lets the event loop run between chunks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+import graphs.librarian.candidates as candidates
+from contracts.librarian import SearchRound
+from graphs.errors import DeadlineExceeded
+from graphs.librarian.candidates import build_pool, build_pool_async
+from graphs.text.normalize import normalize
+from tests.graphs.librarian.helpers import hit, round_of
+from tests.support.context import make_context
+
+THINK = "/agent/librarian/think"
+
+
+def large_history(rounds: int = 10, hits: int = 500) -> list[SearchRound]:
+    """5,000 distinct hits of ~120 characters: hundreds of milliseconds of work, many chunks."""
+    return [
+        round_of(
+            *(
+                hit(f"d{r}-{i}", f"第{r}章第{i}節。東京タワーは港区にある電波塔で、高さは{i + r}メートル。" * 3, page=i)
+                for i in range(hits)
+            )
+        )
+        for r in range(rounds)
+    ]
+
+
+def test_a_tiny_budget_on_a_large_pool_raises_deadline_exceeded() -> None:
+    history = large_history()
+    context = make_context().for_request(timeout_s=0.001)
+    with pytest.raises(DeadlineExceeded):
+        asyncio.run(build_pool_async(history, near_dup_threshold=0.8, checkpoint=context.checkpoint))
+
+
+def test_other_tasks_run_while_a_large_pool_is_built() -> None:
+    history = large_history()
+    context = make_context().for_request(timeout_s=60.0)
+
+    async def both() -> tuple[int, int]:
+        ticks = 0
+        done = False
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        pool = await build_pool_async(history, near_dup_threshold=0.8, checkpoint=context.checkpoint)
+        done = True
+        await task
+        return ticks, len(pool.candidates)
+
+    ticks, size = asyncio.run(both())
+    assert size == len(build_pool(history, near_dup_threshold=0.8).candidates)
+    assert ticks > 10  # the loop ran the other task between chunks, not only once at the end
+
+
+def test_the_think_endpoint_answers_timeout_within_its_budget_while_ingesting(
+    client: TestClient[Litestar], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Make every hit slow to fold (2 ms) and chunks small: 400 hits would take 0.8 s, the budget is 0.1 s.
+
+    def slow_normalize(text: str) -> str:
+        time.sleep(0.002)
+        return normalize(text)
+
+    monkeypatch.setattr(candidates, "normalize", slow_normalize)
+    monkeypatch.setattr(candidates, "_HITS_PER_CHUNK", 8)
+    results = [
+        {"document_id": f"d{i}", "page": i, "snippet": f"東京タワーの高さは{i}メートル。", "score": 1.0}
+        for i in range(400)
+    ]
+    body = {
+        "request_id": "deadline",
+        "user_query": "東京タワーの高さは何メートルですか",
+        "subject_id": "s",
+        "search_history": [{"queries_text": ["東京タワー 高さ"], "results": results}],
+        "constraints": {"timeout_ms": 100},
+    }
+    started = time.monotonic()
+    answer = client.post(THINK, json=body).json()
+    elapsed = time.monotonic() - started
+    assert answer["action"] == "ERROR", answer
+    assert answer["error_type"] == "TIMEOUT"
+    assert elapsed < 0.1 + 0.5

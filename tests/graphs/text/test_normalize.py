@@ -1,0 +1,40 @@
+"""`normalize` is exactly NFKC, case folding, NFKC again and collapsed whitespace, however it is computed."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphs.text.normalize import normalize
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def definition(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return _WHITESPACE.sub(" ", folded).strip()
+
+
+# Full- and half-width forms, half-width katakana with their sound marks, combining marks, letterlike
+# symbols, Latin-1 and ordinary Japanese: the characters the fast path rewrites, and their neighbours.
+TRICKY = "（）％℃：！＝～…２Ａａｶﾞﾟｰ･\u3000\xa0\u00bd\u00e9e\u0301\u0308\u3099\u309aカが東京タワーßİﬁ①ⅻ㍉ABCabc 。、\t\n"
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=TRICKY, max_size=40))
+def test_normalize_equals_its_definition_on_tricky_text(text: str) -> None:
+    assert normalize(text) == definition(text)
+
+
+@given(st.text(max_size=40))
+def test_normalize_equals_its_definition_on_any_text(text: str) -> None:
+    assert normalize(text) == definition(text)
+
+
+def test_every_rewritten_character_alone_and_before_a_combining_mark() -> None:
+    for code in [*range(0xA0, 0x100), *range(0x2000, 0x2190), 0x3000, *range(0xFF00, 0xFFF0)]:
+        for text in (chr(code), f"a{chr(code)}\u0301\u3099", f"{chr(code)}{chr(code)}"):
+            assert normalize(text) == definition(text), hex(code)

@@ -1,0 +1,106 @@
+"""Several worker processes (`WEB_CONCURRENCY`), started as Cloud Run starts the image: `python -m librarian_svc`.
+
+Each worker builds the app itself (the collector paused, the start-up heap frozen), answers `/ready`,
+and accepts the others' state tokens, also when no signing key is configured: the supervisor makes one
+ephemeral key for the whole instance. A worker that dies is replaced. Shutdown with several workers
+is in test_shutdown.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.live_service import LiveService
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+READY_TIMEOUT_S = 90.0
+
+
+def log_lines(service: LiveService) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in service.logs().splitlines() if line.startswith("{")]
+
+
+def ready_workers(service: LiveService) -> dict[int, dict[str, Any]]:
+    return {line["pid"]: line for line in log_lines(service) if line.get("message") == "worker ready"}
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def fresh_connection_post(url: str, body: dict[str, Any]) -> httpx.Response:
+    """One request on its own connection, so the kernel picks a worker for it anew."""
+    with httpx.Client(timeout=15.0) as client:
+        return client.post(url, json=body, headers={"Connection": "close"})
+
+
+HITS = [
+    {
+        "document_id": f"doc-{i}",
+        "page": 1,
+        "chunk_id": f"doc-{i}#0",
+        "snippet": f"富士山の標高は3776メートルである。資料 {i}。",
+        "score": 1.0 - i / 10,
+    }
+    for i in range(5)
+]
+
+
+def test_two_workers_each_build_with_the_collector_paused_and_share_state_tokens(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    service = start_live_service(
+        {"WEB_CONCURRENCY": "2", "STATE_SIGNING_KEYS": ""},  # no key: the instance's ephemeral one
+        ready_timeout=READY_TIMEOUT_S,
+    )
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    for worker in ready_workers(service).values():
+        assert worker["pid"] != service.process.pid
+        assert worker["gc_enabled"] is True
+        assert worker["gc_collections_during_start_up"] == 0
+        assert worker["gc_frozen"] > 50_000  # the app and its graphs, not a bare interpreter
+        assert worker["gc_threshold"] == [10_000, 10, 10]
+
+    url = f"{service.base_url}/agent/grace/step"
+    first = fresh_connection_post(url, {"request_id": "workers-0", "query": "富士山の標高は?"}).json()
+    assert first["action"] == "SEARCH", first
+    replay = {"state": first["state"], "tool_result": {"step_id": first["step_id"], "hits": HITS}}
+    served_by: set[int] = set()
+    for index in range(40):
+        response = fresh_connection_post(url, {"request_id": f"workers-{index + 1}", **replay})
+        assert response.status_code == 200, response.text
+        assert response.json()["action"] != "ERROR", response.json()  # the token verified, whichever worker
+        time.sleep(0.02)
+        served_by = {
+            line["pid"] for line in log_lines(service) if line.get("path") == "/agent/grace/step" and "pid" in line
+        }
+        if len(served_by) == 2 and index >= 10:
+            break
+    assert served_by == set(ready_workers(service)), "both workers must have served (and verified) a step"
+    warnings = [line for line in log_lines(service) if line.get("state_keys") == "ephemeral"]
+    assert len(warnings) == 1  # said once, by the supervisor, not by each worker
+
+
+def test_a_worker_that_dies_is_replaced(start_live_service: Callable[..., LiveService]) -> None:
+    service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    victim = min(ready_workers(service))
+    os.kill(victim, signal.SIGKILL)
+    assert wait_until(lambda: len(ready_workers(service)) == 3, READY_TIMEOUT_S), service.logs()
+    assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200
+    assert any(line.get("message") == "a worker died: starting another" for line in log_lines(service))
+    assert service.stop() == 0
