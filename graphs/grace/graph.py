@@ -22,11 +22,6 @@ from graphs.grace.routing import route_entry
 from graphs.grace.state import GraceGraphState
 
 
-async def _entry(state: GraceGraphState) -> Any:
-    """`route_entry` as a coroutine: LangGraph would run a sync router in a thread pool, a hop per request."""
-    return route_entry(state)
-
-
 def build_graph() -> Any:
     """(make_plan | take_tool_result | take_user_response) → reason / replan / ask ... → one action → END.
 
@@ -41,7 +36,7 @@ def build_graph() -> Any:
     onward = ("emit_search", "ask_question", "reason", "finish")  # routing.route_after_advance
     judged = ("replan", "ask_intervention", *onward)  # routing.route_after_judge, then on
     graph = StateGraph(GraceGraphState, context_schema=AgentContext)
-    graph.add_conditional_edges(START, _entry, ["make_plan", "take_tool_result", "take_user_response"])
+    graph.add_conditional_edges(START, route_entry, ["make_plan", "take_tool_result", "take_user_response"])
     graph.add_node("make_plan", make_plan, destinations=onward)
     graph.add_node("take_tool_result", take_tool_result, destinations=judged)
     graph.add_node("take_user_response", take_user_response, destinations=("replan", *onward))

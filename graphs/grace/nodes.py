@@ -25,6 +25,7 @@ from langgraph.types import Command
 
 from contracts.grace import (
     Citation,
+    Feedback,
     GraceEvent,
     GraceState,
     PlanStep,
@@ -144,24 +145,10 @@ async def take_user_response(
             step_id=pending.step_id,
         )
     ]
-    thresholds = session.thresholds
     if response.feedback is not None and kind in ("CONFIRM", "ESCALATE"):
-        thresholds = adjust_thresholds(thresholds, response.feedback, runtime.context.grace)
-    if thresholds != session.thresholds:  # feedback at a bound moves nothing, and then nothing is reported
-        events.append(
-            event(
-                "thresholds_adjusted",
-                say(
-                    "ev_thresholds_adjusted",
-                    session.query,
-                    feedback=response.feedback,
-                    silent=figure(thresholds.silent, exact=True),
-                    notify=figure(thresholds.notify, exact=True),
-                    confirm=figure(thresholds.confirm, exact=True),
-                ),
-            )
-        )
-    session = msgspec.structs.replace(session, thresholds=thresholds, pending=None)
+        session, adjusted = _apply_feedback(session, response.feedback, runtime.context)
+        events += adjusted
+    session = msgspec.structs.replace(session, pending=None)
     text = (response.input or "").strip()
     update: GraceGraphState = {"events": events, "trigger": None}
     if response.decision == "PROCEED":
@@ -177,6 +164,18 @@ async def take_user_response(
         update, goto = _advance(state, update)
         return Command(update=update, goto=goto)
     return Command(update=update, goto=route)
+
+
+def _apply_feedback(
+    session: GraceState, feedback: Feedback, context: AgentContext
+) -> tuple[GraceState, list[GraceEvent]]:
+    """The thresholds moved by the user's feedback, and the event saying so (none when at a bound nothing moved)."""
+    thresholds = adjust_thresholds(session.thresholds, feedback, context.grace)
+    if thresholds == session.thresholds:
+        return session, []
+    levels = {name: figure(getattr(thresholds, name), exact=True) for name in ("silent", "notify", "confirm")}
+    message = say("ev_thresholds_adjusted", session.query, feedback=feedback, **levels)
+    return msgspec.structs.replace(session, thresholds=thresholds), [event("thresholds_adjusted", message)]
 
 
 # --- executor loop --------------------------------------------------------------------------------

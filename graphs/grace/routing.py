@@ -14,7 +14,7 @@ from graphs.grace.intervention import needs_user
 from graphs.grace.state import GraceGraphState
 
 
-def route_entry(state: GraceGraphState) -> Literal["make_plan", "take_tool_result", "take_user_response"]:
+async def route_entry(state: GraceGraphState) -> Literal["make_plan", "take_tool_result", "take_user_response"]:
     """A first call plans; a later one resumes at what its state is waiting for."""
     prior = state.get("prior")
     if prior is None:
