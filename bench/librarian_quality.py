@@ -221,7 +221,7 @@ async def evaluate(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sample", type=int, default=1000)
+    parser.add_argument("--sample", type=int, help="questions sampled with --seed (default 1000), or a slice's cap")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--offset", type=int, default=0, help="skip this many sampled questions (held-out slices)")
     parser.add_argument("--k", type=int, default=5)
@@ -250,9 +250,11 @@ def main() -> None:
     args = parser.parse_args()
     backends = args.backend or ["bm25"]
     slice_ = "held-out" if args.held_out else args.slice
+    # A slice is measured whole unless --sample caps it; a seeded sample defaults to 1,000 questions.
+    sample = args.sample if args.sample is not None else (1_000_000 if slice_ is not None else 1000)
     missed: list[dict[str, object]] | None = [] if args.misses is not None else None
     report = asyncio.run(
-        evaluate(args.sample, args.seed, args.vector, args.k, args.offset, backends, args.pg_bindir, slice_, missed)
+        evaluate(sample, args.seed, args.vector, args.k, args.offset, backends, args.pg_bindir, slice_, missed)
     )
     if args.misses is not None and missed is not None:
         args.misses.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in missed), encoding="utf-8")
