@@ -27,8 +27,11 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_concurrency": ["bench.librarian_concurrency"],
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
     "ace_search": ["bench.ace_search"],
+    "ace_curate": ["bench.ace_curate"],
     "grace_throughput": ["bench.grace_throughput"],
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
+    "workers": ["bench.workers", "--runs", "2"],
+    "hostile": ["bench.hostile"],
 }
 
 

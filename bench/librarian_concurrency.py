@@ -1,19 +1,20 @@
 """Concurrency with a slow model (issue 7 item 1): does one worker overlap model waits?
 
-One service process (one uvicorn worker) whose provider is the loopback fake OpenAI-compatible
-server answering every call after `--model-ms` (500 ms). N concurrent Librarian sessions each loop
-SEARCH → COMPLETE (two think steps, one model call each). If nothing blocks the event loop, N
+One service (one uvicorn worker, or `--workers N`: `WEB_CONCURRENCY=N` worker processes behind one
+socket) whose provider is the loopback fake OpenAI-compatible server answering every call after
+`--model-ms` (500 ms). N concurrent Librarian sessions each loop SEARCH → COMPLETE (two think
+steps, one model call each). If nothing blocks the event loop, N
 sessions complete N / model latency think steps per second: that is the bound. Sessions ramp up
 over one model latency, run `--warm-up` seconds, then a `--seconds` window is measured: steps that
-complete inside it, their latency, and the service's CPU time per step (from /proc), which says
-how much of its one core the worker needs at that rate. The service logs at its default level, as
-deployed: one access line per request is part of that CPU.
+complete inside it, their latency, and the service's CPU time per step (from /proc, summed over
+the service's processes), which says how much of its cores the workers need at that rate. The
+service logs at its default level, as deployed: one access line per request is part of that CPU.
 
 Reported: throughput / bound, p50 and p99 of a think step / model latency. The contrast run
 (`--blocking`) serves the same traffic with the model called synchronously on the event loop (as a
 naive `model.invoke` inside an async handler would), which serialises every call.
 
-    python -m bench.librarian_concurrency [--concurrency 80 256] [--model-ms 500] [--seconds 20]
+    python -m bench.librarian_concurrency [--concurrency 80 256] [--model-ms 500] [--seconds 20] [--workers 1]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import aiohttp
 import httpx
 
 from bench.tools import PROJECT_ROOT, cpu_seconds
+from bench.workers import children
 from tests.support.live_service import free_port, start_service
 
 # The scripted model behaves like a competent one: with no candidates it plans a search; once the
@@ -104,6 +106,14 @@ def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.05)
     process.kill()
     raise RuntimeError("fake model server did not start")
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU time of a process and all its descendants (the uvicorn supervisor and its workers); None off Linux."""
+    own = cpu_seconds(pid)
+    if own is None:
+        return None
+    return own + sum(tree_cpu_seconds(child) or 0.0 for child in children(pid))
 
 
 @dataclass
@@ -183,9 +193,9 @@ async def drive(
         sessions = [session(client, i, window, i * model_s / concurrency) for i in range(concurrency)]
         runs = asyncio.gather(*sessions)
         await asyncio.sleep(max(0.0, window.start - time.monotonic()))
-        cpu_before, own_before = cpu_seconds(service_pid), time.process_time()
+        cpu_before, own_before = tree_cpu_seconds(service_pid), time.process_time()
         await asyncio.sleep(max(0.0, window.stop - time.monotonic()))
-        cpu_after, own_after = cpu_seconds(service_pid), time.process_time()
+        cpu_after, own_after = tree_cpu_seconds(service_pid), time.process_time()
         await runs
     steps = len(window.latencies)
     if not steps:
@@ -206,7 +216,14 @@ async def drive(
 
 
 def run(
-    concurrency: int, model_ms: float, seconds: float, warm_up_s: float, *, blocking: bool, log_dir: Path
+    concurrency: int,
+    model_ms: float,
+    seconds: float,
+    warm_up_s: float,
+    *,
+    blocking: bool,
+    log_dir: Path,
+    workers: int = 1,
 ) -> dict[str, Any]:
     model, model_url = start_fake_model(model_ms)
     env = {
@@ -215,6 +232,7 @@ def run(
         "LLM_MODEL": "fake",
         "LLM_TIMEOUT_MS": "30000",
         "REQUEST_TIMEOUT_MS": "60000",
+        "WEB_CONCURRENCY": str(workers),
     }
     extra = ["--blocking-model"] if blocking else []
     module = "bench.blocking_variant" if blocking else None
@@ -230,6 +248,7 @@ def run(
     bound = concurrency / (model_ms / 1000)
     figures |= {
         "concurrency": concurrency,
+        "workers": workers,
         "bound_steps_per_s": round(bound, 1),
         "ratio_throughput_over_bound": round(figures["steps_per_s"] / bound, 3),
         "ratio_p50_over_model_latency": round(figures["p50_s"] / (model_ms / 1000), 3),
@@ -245,10 +264,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="length of the measured window")
     parser.add_argument("--warm-up", type=float, default=3, help="seconds of load before the window opens")
     parser.add_argument("--blocking-concurrency", type=int, default=8, help="concurrency of the blocking contrast")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="service worker processes (WEB_CONCURRENCY) for the measured runs"
+    )
     args = parser.parse_args()
     log_dir = PROJECT_ROOT / "bench" / "results" / "logs"
     runs = [
-        run(c, args.model_ms, args.seconds, args.warm_up, blocking=False, log_dir=log_dir) for c in args.concurrency
+        run(c, args.model_ms, args.seconds, args.warm_up, blocking=False, log_dir=log_dir, workers=args.workers)
+        for c in args.concurrency
     ]
     contrast = run(
         args.blocking_concurrency, args.model_ms, min(args.seconds, 10), args.warm_up, blocking=True, log_dir=log_dir

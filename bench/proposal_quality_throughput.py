@@ -27,7 +27,7 @@ from bench.tools import WrkSettings, emit, log, ratio, shown_wrk_command
 from bench.wrk_compare import Target, arguments, measure, report, running, service, wrk_settings
 from contracts.proposal_quality import Dashboard, ProposalRunRequest, ProposalValidateRequest
 from graphs.proposal_quality.board import MAX_BOARD_NODES, board_from_dashboard
-from graphs.proposal_quality.organizer_heuristic import organizer_report
+from graphs.proposal_quality.drafting.organizer import organizer_report
 from graphs.proposal_quality.validator import validate_organizer_report
 
 MODULE = "bench.proposal_quality_throughput"

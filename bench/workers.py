@@ -30,7 +30,7 @@ from typing import Any
 
 import httpx
 
-from bench.tools import PROJECT_ROOT, child_env, emit, free_port, log, machine_info
+from bench.tools import PROJECT_ROOT, child_env, emit, free_port, log, machine_info, ratio
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 MODULE = "bench.workers"
@@ -188,6 +188,10 @@ def main(argv: list[str] | None = None) -> None:
             "cpus_available": len(os.sched_getaffinity(0)),
             "median_ready_s": {w: median(w, "ready_s") for w in args.workers},
             "median_all_workers_ready_s": {w: median(w, "all_workers_ready_s") for w in args.workers},
+            # the probe's wait with several workers against one worker's, same run
+            "ratio_ready_s_over_one_worker": {
+                w: ratio(median(w, "ready_s") or 0.0, median(args.workers[0], "ready_s") or 0.0) for w in args.workers
+            },
             "runs": runs,
             "machine": machine_info(),
         },

@@ -17,19 +17,26 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from contracts.base import RequestId, WireStruct
+from contracts.base import RequestId, WireStruct, anchored
 from contracts.common import EngineName, ErrorResponse, Usage
+from contracts.limits import ACE
 
-MAX_BULLETS = 20_000
+MAX_BULLETS = ACE.bullets
 """Most bullets a playbook may hold on the wire (the real AppWorld playbooks hold 8 to 359)."""
-MAX_CONTENT_CHARS = 20_000
-MAX_TEXT_CHARS = 100_000
-MAX_USED_BULLETS = 1_000
+MAX_CONTENT_CHARS = ACE.bullet_chars
+MAX_TEXT_CHARS = ACE.text_chars
+MAX_USED_BULLETS = ACE.used_bullets
+
+_PRINTABLE = r"[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?"
+"""No control characters anywhere, and no whitespace at either end (`"general "` is not `"general"`)."""
+SECTION_NAME_PATTERN = anchored(_PRINTABLE)
+DATASET_NAME_PATTERN = anchored(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""Also the stored playbooks' file names (`graphs/ace/playbook_store.py`)."""
 
 BulletId = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        pattern=anchored(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}"),
         description="`<section-prefix>-<nnnnn>` for bullets the curator creates, e.g. `shr-00001`.",
     ),
 ]
@@ -38,24 +45,25 @@ SectionName = Annotated[
     msgspec.Meta(
         min_length=1,
         max_length=120,
-        pattern=r"^[^\x00-\x1f\x7f]+$",
+        pattern=SECTION_NAME_PATTERN,
         description="A section of `config/sections.yaml` for the dataset (snake_case of the ACE heading).",
     ),
 ]
 DatasetName = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$",
+        pattern=DATASET_NAME_PATTERN,
         description="Selects the section definitions, prompt overrides and (for /workflow/run) the stored playbook.",
     ),
 ]
-SectionTitle = Annotated[str, msgspec.Meta(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")]
+SectionTitle = Annotated[str, msgspec.Meta(max_length=200, pattern=anchored(rf"(?:{_PRINTABLE})?"))]
 Counter = Annotated[int, msgspec.Meta(ge=0, le=1_000_000_000)]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS)]
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_CONTENT_CHARS)]
 LongText = Annotated[str, msgspec.Meta(max_length=MAX_TEXT_CHARS)]
+ReportText = Annotated[str, msgspec.Meta(max_length=ACE.report_chars)]
 Keyword = Annotated[str, msgspec.Meta(max_length=200)]
-QueryText = Annotated[str, msgspec.Meta(min_length=1, max_length=8_000)]
+QueryText = Annotated[str, msgspec.Meta(min_length=1, max_length=ACE.query_chars)]
 Score = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 TopK = Annotated[int, msgspec.Meta(ge=1, le=200)]
 BulletTag = Literal["helpful", "harmful", "neutral"]
@@ -116,7 +124,7 @@ class PlaybookMetadata(WireStruct):
 
 
 class Playbook(WireStruct):
-    """The bullets of one dataset, in order. At most 20,000 bullets (MAX_BULLETS)."""
+    """The bullets of one dataset, in order; at most `maxItems` (the ACE `bullets` limit of `contracts/limits.py`)."""
 
     metadata: PlaybookMetadata = msgspec.field(default_factory=PlaybookMetadata)
     bullets: Annotated[list[Bullet], msgspec.Meta(max_length=MAX_BULLETS)] = msgspec.field(default_factory=list)
@@ -160,7 +168,9 @@ class Trajectory(WireStruct):
     query: QueryText
     dataset: DatasetName = "default"
     generated_answer: LongText = ""
-    reasoning_steps: Annotated[list[ShortText], msgspec.Meta(max_length=200)] = msgspec.field(default_factory=list)
+    reasoning_steps: Annotated[list[ShortText], msgspec.Meta(max_length=ACE.reasoning_steps)] = msgspec.field(
+        default_factory=list
+    )
     used_bullet_ids: Annotated[
         list[Annotated[str, msgspec.Meta(max_length=200)]], msgspec.Meta(max_length=MAX_USED_BULLETS)
     ] = msgspec.field(default_factory=list)
@@ -187,9 +197,9 @@ class BulletEvaluation(WireStruct):
 class ReflectionResult(WireStruct):
     """Seed 001: the reflector's output for one trajectory."""
 
-    insights: Annotated[list[Insight], msgspec.Meta(max_length=50)]
+    insights: Annotated[list[Insight], msgspec.Meta(max_length=ACE.insights)]
     bullet_evaluations: Annotated[list[BulletEvaluation], msgspec.Meta(max_length=MAX_USED_BULLETS)]
-    trajectory_query: Annotated[str, msgspec.Meta(max_length=8_000)]
+    trajectory_query: Annotated[str, msgspec.Meta(max_length=ACE.query_chars)]
     trajectory_dataset: DatasetName
     iteration_count: Annotated[int, msgspec.Meta(ge=0, le=100)] = 1
 
@@ -237,8 +247,8 @@ class AceReflectRequest(WireStruct):
 
     trajectory: Trajectory
     playbook: Playbook
-    ground_truth: LongText = ""
-    test_report: LongText = ""
+    ground_truth: ReportText = ""
+    test_report: ReportText = ""
     dataset: DatasetName | None = None
     max_iterations: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
     request_id: RequestId | None = None
@@ -257,10 +267,13 @@ class AceCurateRequest(WireStruct):
     playbook: Playbook
     dataset: DatasetName | None = None
     trajectory: Trajectory | None = None
-    deltas: Annotated[list[DeltaContextItem], msgspec.Meta(max_length=500)] = msgspec.field(default_factory=list)
+    deltas: Annotated[list[DeltaContextItem], msgspec.Meta(max_length=ACE.deltas)] = msgspec.field(default_factory=list)
     max_bullets: (
         Annotated[
-            int, msgspec.Meta(ge=1, le=MAX_BULLETS, description="size budget, default 20000; prunes lowest confidence")
+            int,
+            msgspec.Meta(
+                ge=1, le=MAX_BULLETS, description=f"size budget, default {MAX_BULLETS}; prunes lowest confidence"
+            ),
         ]
         | None
     ) = None
@@ -281,8 +294,8 @@ class WorkflowRequest(WireStruct):
 
     query: QueryText
     dataset: DatasetName = "appworld"
-    ground_truth: LongText | None = None
-    test_report: LongText | None = None
+    ground_truth: ReportText | None = None
+    test_report: ReportText | None = None
     save: bool = False
     request_id: RequestId | None = None
     constraints: AceConstraints = msgspec.field(default_factory=AceConstraints)

@@ -6,6 +6,19 @@ from typing import Annotated
 
 import msgspec
 
+
+def anchored(body: str) -> str:
+    r"""`^body$` as a pattern that refuses a trailing newline too.
+
+    msgspec checks patterns with Python's `re.search`, where `$` also matches before a final "\n", so
+    `^[a-z]+$` accepts `"appworld\n"`. `\Z` would fix that for Python but is not ECMA-262, the regex
+    dialect of the JSON Schemas and the OpenAPI document generated from these types. The leading
+    lookahead (no newline anywhere) reads the same in both, so every reader of the contract and the
+    service agree on what matches.
+    """
+    return rf"^(?!.*\n){body}$"
+
+
 RequestId = Annotated[
     str,
     msgspec.Meta(

@@ -17,18 +17,19 @@ import msgspec
 from contracts.base import RequestId, WireStruct
 from contracts.common import ErrorResponse, Usage
 from contracts.librarian import SearchHit
+from contracts.limits import GRACE
 from contracts.state import StateToken
 
 GRACE_STATE_VERSION = 1
 
-MAX_PLAN_STEPS = 32
+MAX_PLAN_STEPS = GRACE.plan_steps
 """Hard cap of the contract; `planner.max_steps` in config/grace_config.yml is the working limit."""
-MAX_HITS = 200
-MAX_COLLECTIONS = 50
+MAX_HITS = GRACE.hits
+MAX_COLLECTIONS = GRACE.collections
 
 StepId = Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="A step's id, unique within a session.")]
-MAX_QUERY_CHARS = 8_000
-Text = Annotated[str, msgspec.Meta(max_length=10_000)]
+MAX_QUERY_CHARS = GRACE.query_chars
+Text = Annotated[str, msgspec.Meta(max_length=GRACE.text_chars)]
 """Plan and result text: room for a question of the request's maximum length plus the planner's wording."""
 Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
 Turn = Annotated[
@@ -176,7 +177,7 @@ class InterventionResponse(WireStruct):
     """The user's answer to an ASK_USER (seed 002 §8.4)."""
 
     decision: InterventionDecision
-    input: Annotated[str, msgspec.Meta(max_length=8_000)] | None = None
+    input: Annotated[str, msgspec.Meta(max_length=GRACE.user_input_chars)] | None = None
     feedback: Feedback | None = None
     step_id: StepId | None = None
     turn: Turn | None = None

@@ -12,14 +12,17 @@ import msgspec
 
 from contracts.base import RequestId, WireStruct
 from contracts.common import ErrorResponse, Usage
+from contracts.limits import LIBRARIAN
 from contracts.state import StateToken
 
 LIBRARIAN_STATE_VERSION = 1
 DEFAULT_MAX_LOOPS = 3
 
 NonEmptyStr = Annotated[str, msgspec.Meta(min_length=1)]
-Query = Annotated[str, msgspec.Meta(max_length=2_000)]
-Snippet = Annotated[str, msgspec.Meta(max_length=200_000, description="The Markdown fragment the search returned.")]
+Query = Annotated[str, msgspec.Meta(max_length=LIBRARIAN.query_chars)]
+Snippet = Annotated[
+    str, msgspec.Meta(max_length=LIBRARIAN.snippet_chars, description="The Markdown fragment the search returned.")
+]
 Score = Annotated[float, msgspec.Meta(ge=-1e9, le=1e9)]
 Page = Annotated[int, msgspec.Meta(ge=0, le=10_000_000)]
 
@@ -31,7 +34,7 @@ class ConversationTurn(WireStruct):
     """A previous turn of the conversation, for context only."""
 
     role: Literal["user", "assistant", "system"]
-    content: Annotated[str, msgspec.Meta(max_length=20_000)]
+    content: Annotated[str, msgspec.Meta(max_length=LIBRARIAN.turn_chars)]
 
 
 class SearchHit(WireStruct):
@@ -43,15 +46,23 @@ class SearchHit(WireStruct):
     chunk_id: Annotated[str, msgspec.Meta(max_length=512)] | None = None
     score: Score | None = None
     retrieval: Literal["text", "vector"] | None = None
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], msgspec.Meta(max_length=LIBRARIAN.metadata_keys)] = msgspec.field(
+        default_factory=dict
+    )
 
 
 class SearchRound(WireStruct):
     """One SEARCH the caller executed: the queries it ran and what came back, oldest round first."""
 
-    queries_text: Annotated[list[Query], msgspec.Meta(max_length=64)] = msgspec.field(default_factory=list)
-    queries_vector: Annotated[list[Query], msgspec.Meta(max_length=64)] = msgspec.field(default_factory=list)
-    results: Annotated[list[SearchHit], msgspec.Meta(max_length=2_000)] = msgspec.field(default_factory=list)
+    queries_text: Annotated[list[Query], msgspec.Meta(max_length=LIBRARIAN.queries_per_round)] = msgspec.field(
+        default_factory=list
+    )
+    queries_vector: Annotated[list[Query], msgspec.Meta(max_length=LIBRARIAN.queries_per_round)] = msgspec.field(
+        default_factory=list
+    )
+    results: Annotated[list[SearchHit], msgspec.Meta(max_length=LIBRARIAN.hits_per_round)] = msgspec.field(
+        default_factory=list
+    )
 
 
 class LibrarianConstraints(WireStruct):
@@ -62,7 +73,7 @@ class LibrarianConstraints(WireStruct):
             int,
             msgspec.Meta(
                 ge=1,
-                le=10,
+                le=LIBRARIAN.rounds,
                 description="SEARCH rounds allowed (default 3). Pinned by the first call: later calls may omit it "
                 "(the pinned value holds) or repeat it; a different value is 422.",
             ),
@@ -78,10 +89,14 @@ class LibrarianRequest(WireStruct):
     """`POST /agent/librarian/think` body."""
 
     request_id: RequestId
-    user_query: Annotated[str, msgspec.Meta(min_length=1, max_length=8_000)]
+    user_query: Annotated[str, msgspec.Meta(min_length=1, max_length=LIBRARIAN.user_query_chars)]
     subject_id: Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-    conversation: Annotated[list[ConversationTurn], msgspec.Meta(max_length=200)] = msgspec.field(default_factory=list)
-    search_history: Annotated[list[SearchRound], msgspec.Meta(max_length=20)] = msgspec.field(default_factory=list)
+    conversation: Annotated[list[ConversationTurn], msgspec.Meta(max_length=LIBRARIAN.conversation_turns)] = (
+        msgspec.field(default_factory=list)
+    )
+    search_history: Annotated[list[SearchRound], msgspec.Meta(max_length=LIBRARIAN.rounds)] = msgspec.field(
+        default_factory=list
+    )
     state: StateToken | None = None
     constraints: LibrarianConstraints = msgspec.field(default_factory=LibrarianConstraints)
 
@@ -90,7 +105,7 @@ class MissingElement(WireStruct):
     """Something the evidence does not cover yet, and the query meant to find it."""
 
     category: MissingCategory
-    description: str
+    description: Annotated[str, msgspec.Meta(max_length=LIBRARIAN.text_chars)]
 
 
 class LibrarianAction(WireStruct, tag_field="action"):

@@ -17,16 +17,17 @@ import msgspec
 
 from contracts.base import RequestId, WireStruct
 from contracts.common import Usage
+from contracts.limits import PROPOSAL
 
 ReportKind = Literal["organizer", "advisor"]
 """Which report a request is about: the Organizer's tidy-up proposals or the Advisor's options."""
 
 NodeId = Annotated[str, msgspec.Meta(min_length=1, max_length=256, description="A dashboard node id.")]
-ShortText = Annotated[str, msgspec.Meta(max_length=2_000)]
+ShortText = Annotated[str, msgspec.Meta(max_length=PROPOSAL.note_chars)]
 
-MAX_TRAYS = 200
-MAX_NODES_PER_TRAY = 5_000
-MAX_VALID_IDS = 10_000
+MAX_TRAYS = PROPOSAL.trays
+MAX_NODES_PER_TRAY = PROPOSAL.nodes_per_tray
+MAX_VALID_IDS = PROPOSAL.valid_ids
 MAX_CORRECTIONS = 2
 """Re-asks after the first generation (seed 004 §4.1: 最大 2 回まで再生成)."""
 
@@ -134,7 +135,7 @@ class DashboardNode(WireStruct, forbid_unknown_fields=False):
     """
 
     id: NodeId
-    title: Annotated[str, msgspec.Meta(max_length=2_000)] = ""
+    title: Annotated[str, msgspec.Meta(max_length=PROPOSAL.title_chars)] = ""
     status: Annotated[str, msgspec.Meta(max_length=200)] = ""
     parent_id: (
         Annotated[str, msgspec.Meta(max_length=256, description="The node this one is a child of, if any.")] | None
@@ -193,7 +194,7 @@ class ProposalRunConstraints(WireStruct):
     ] = MAX_CORRECTIONS
     notes: Annotated[
         list[ShortText],
-        msgspec.Meta(max_length=20, description="Free-text constraints the proposals should respect."),
+        msgspec.Meta(max_length=PROPOSAL.notes, description="Free-text constraints the proposals should respect."),
     ] = msgspec.field(default_factory=list)
 
 
@@ -203,7 +204,9 @@ class ProposalRunRequest(WireStruct, kw_only=True):
     request_id: RequestId | None = None
     dashboard: Dashboard
     focus_node_id: NodeId | None = msgspec.field(default=None, name="focusNodeId")
-    user_intent: Annotated[str, msgspec.Meta(max_length=4_000)] | None = msgspec.field(default=None, name="userIntent")
+    user_intent: Annotated[str, msgspec.Meta(max_length=PROPOSAL.user_intent_chars)] | None = msgspec.field(
+        default=None, name="userIntent"
+    )
     constraints: ProposalRunConstraints = msgspec.field(default_factory=ProposalRunConstraints)
 
 

@@ -14,7 +14,9 @@ from typing import Annotated
 
 import msgspec
 
-STATE_TOKEN_PATTERN = r"^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"  # noqa: S105 - a format, not a secret
+from contracts.base import anchored
+
+STATE_TOKEN_PATTERN = anchored(r"v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 StateToken = Annotated[
     str,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from graphs.grace.complexity import cue_table
 from graphs.grace.wording import messages
 from graphs.librarian.question import answer_type_cues, asking_words, element_cues
-from graphs.proposal_quality.advisor_heuristic import advisor_texts
+from graphs.proposal_quality.drafting.advisor import advisor_texts
 from graphs.text.tokenize import stoplists
 
 LOADERS: tuple[Callable[[], object], ...] = (

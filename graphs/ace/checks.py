@@ -20,6 +20,7 @@ from contracts.ace import (
     WorkflowRequest,
 )
 from contracts.common import ErrorDetail
+from graphs import request_limits
 from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.playbook.store import PlaybookStore
 from graphs.context import AgentContext
@@ -134,26 +135,33 @@ def delta_problems(
 
 
 def check_search(request: AceSearchRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections, and the section filter, fit the dataset."""
+    """The playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
     check_sections(request.query.section_filter, rules, "$.query.section_filter")
 
 
 def check_generate(request: AceGenerateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections, and the section filter, fit the dataset."""
+    """The playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
     check_sections(request.section_filter, rules, "$.section_filter")
 
 
 def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's ids and sections fit the dataset."""
+    """The sizes of the playbook and the trajectory; the playbook's ids and sections fit the dataset."""
+    request_limits.check_playbook(request.playbook)
+    request_limits.check_trajectory(request.trajectory)
     check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
 
 
 def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook, every evaluation's bullet and the caller's deltas; every problem listed at once."""
+    """The sizes; then the playbook, every evaluation's bullet and the caller's deltas, every problem at once."""
+    request_limits.check_playbook(request.playbook)
+    request_limits.check_trajectory(request.trajectory)
+    request_limits.check_changes(len(request.deltas), request.reflection)
     rules = section_rules(context.sections, curate_dataset(request))
     problems = playbook_problems(request.playbook, rules)
     problems += evaluation_problems(request)

@@ -31,6 +31,7 @@ from contracts.ace import (
     WorkflowRunResponse,
 )
 from contracts.common import Usage
+from graphs import request_limits
 from graphs.ace.checks import check_curate, check_generate, check_reflect, check_search, check_workflow
 from graphs.ace.playbook.import_export import astore_replacing, export_text, parse_import
 from graphs.ace.playbook.sections import section_rules
@@ -62,6 +63,7 @@ async def import_playbook(
     """Parse and check the text as the command line does, then replace the stored playbook under its lock."""
     rules = section_rules(context.sections, request.dataset)
     playbook = await asyncio.to_thread(parse_import, request.text, rules, allow_empty=request.allow_empty)
+    request_limits.check_playbook(playbook, "$")  # a parsed text never went through the wire type's limits
     saved, replaced = await astore_replacing(_store(context), request.dataset, playbook, deadline=context.deadline)
     return PlaybookStoredAction(
         request_id=context.request_id,

@@ -1,7 +1,7 @@
 """The actions a GRACE step answers with, built in one place (seed 002 §5: SEARCH, ASK_USER, COMPLETE; ERROR).
 
 Each builder returns the session as it must be sealed (waiting for exactly the answer the action asks
-for, or done) and a `Reply`: the action with every field but the three only `respond` knows — the
+for, or done) and a `Reply`: the action with every field but the three known only at the end (`nodes._respond`) — the
 step's numbered `events`, the request's `usage` and the next `state` token — which `finalize` adds.
 """
 

@@ -1,12 +1,15 @@
 """GRACE's nodes: plain functions from the graph state (and run context) to an update, or a `Command` that also routes.
 
 Each node does one thing of seed 002 §8: plan, take the caller's search results or the user's answer,
-judge a result's confidence, replan, pick the next step, reason, and end the request with an action.
-The domain work lives in the modules named for it (`planner`, `search_results`, `intervention`,
-`replan`, `reasoning`, `final_answer`, `actions`); a node reads the state, calls them, reports
-progress records in `events` (numbered later, in `respond`) and says where to go. Nodes that both
-update and route return `Command[Literal[...]]` with the choice made by a pure router (`routing`);
-`build_graph` declares those destinations, so the whole flow reads there.
+reason, replan, or end the request with an action (SEARCH, ASK_USER, COMPLETE). The domain work lives
+in the modules named for it (`planner`, `search_results`, `intervention`, `replan`, `reasoning`,
+`executor`, `final_answer`, `actions`); a node reads the state, calls them, reports progress records
+in `events` and says where to go: `Command[Literal[...]]`, with the choice made by a pure router
+(`routing`), and `build_graph` declares each node's destinations, so the whole flow reads there.
+
+Three jobs are helpers here rather than nodes (each costs less than a graph step): `_judged` (a fresh
+result's confidence events, replan trigger and route), `_advance` (on to the plan's next step) and
+`_respond` (number the step's events, seal the state, build the action).
 
 Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
 thread pool, and a thread hop per node costs more than these steps do.
@@ -14,7 +17,6 @@ thread pool, and a thread hop per node costs more than these steps do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Literal, TypeVar
 
 import msgspec
@@ -23,7 +25,7 @@ from langgraph.types import Command
 
 from contracts.grace import (
     Citation,
-    EventType,
+    Feedback,
     GraceEvent,
     GraceState,
     PlanStep,
@@ -32,6 +34,8 @@ from contracts.grace import (
 )
 from graphs.context import AgentContext
 from graphs.grace import actions
+from graphs.grace.events import event, step_started
+from graphs.grace.executor import next_step
 from graphs.grace.final_answer import final_answer
 from graphs.grace.intervention import adjust_thresholds, initial_thresholds, proceed
 from graphs.grace.llm_reasoning import answer_with_llm
@@ -41,32 +45,42 @@ from graphs.grace.reasoning import Answer, answer_confidence, extractive_answer,
 from graphs.grace.replan import Trigger, replan, trigger_for
 from graphs.grace.routing import route_after_advance, route_after_judge, route_after_user_response
 from graphs.grace.search_results import search_result
-from graphs.grace.state import Cursor, CursorKind, GraceGraphState
+from graphs.grace.state import GraceGraphState
 from graphs.grace.wording import figure, levels, say
 
-_CURSOR_FOR_ACTION: dict[str, CursorKind] = {"rag_search": "search", "ask_user": "question", "reasoning": "reason"}
-
 Node = TypeVar("Node", bound=str)
-
-
-def _event(kind: EventType, message: str, **fields: object) -> GraceEvent:
-    """A progress record; `index` is assigned when the step's events are collected (`respond`)."""
-    return GraceEvent(index=0, type=kind, message=message, **fields)  # type: ignore[arg-type]
 
 
 def _step(session: GraceState, step_id: int | None) -> PlanStep:
     return next(s for s in session.plan.steps if s.step_id == step_id)
 
 
-def _routed(state: GraceGraphState, update: GraceGraphState, route: Callable[[GraceGraphState], Node]) -> Command[Node]:
-    """The update, and where `route` sends the state once the update is applied."""
-    return Command(update=update, goto=route({**state, **update}))
+NextStep = Literal["emit_search", "ask_question", "reason", "finish"]
+"""Where the executor goes once it knows the next step: `routing.route_after_advance`."""
+Judged = Literal["replan", "ask_intervention", NextStep]
+"""Where a fresh result leads once judged: `routing.route_after_judge`, then on to the next step."""
+
+
+def _advance(state: GraceGraphState, update: GraceGraphState) -> tuple[GraceGraphState, NextStep]:
+    """The update with the plan's next step found (`executor.next_step`) and its events added; where to go.
+
+    Every node after which the plan goes on ends with this instead of routing to a node of its own:
+    finding the next step needs no I/O, and a graph step costs more than finding it does.
+    """
+    session, cursor, events = next_step(update["session"] if "session" in update else state["session"])
+    advanced: GraceGraphState = {
+        **update,
+        "session": session,
+        "cursor": cursor,
+        "events": [*update.get("events", []), *events],
+    }
+    return advanced, route_after_advance(advanced)
 
 
 # --- entry nodes ----------------------------------------------------------------------------------
 
 
-async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
+async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[NextStep]:
     """First call: choose the collections, plan (seed 002 §8.1) and open the session."""
     context = runtime.context
     request = state["request"]
@@ -86,15 +100,14 @@ async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> G
     )
     complexity = figure(plan.complexity, (context.grace.planner.complexity_threshold,))
     message = say("ev_plan_created", query, count=len(plan.steps), complexity=complexity)
-    events = [_event("plan_created", f"{message} [{planned.source}]")]
+    events = [event("plan_created", f"{message} [{planned.source}]")]
     if planned.fallback is not None:
-        events.insert(0, _event("plan_fallback", say("ev_plan_fallback", query, reason=planned.fallback)))
-    return {"session": session, "events": events}
+        events.insert(0, event("plan_fallback", say("ev_plan_fallback", query, reason=planned.fallback)))
+    update, goto = _advance(state, {"session": session, "events": events})
+    return Command(update=update, goto=goto)
 
 
-async def take_tool_result(
-    state: GraceGraphState, runtime: Runtime[AgentContext]
-) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+async def take_tool_result(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Judged]:
     """The caller ran the pending SEARCH: record the step's result, keep its evidence, score and judge it."""
     session = state["session"]
     tool_result = state["request"].tool_result
@@ -105,7 +118,7 @@ async def take_tool_result(
     session = msgspec.structs.replace(
         session, results=[*session.results, result], evidence=[*session.evidence, *evidence], pending=None
     )
-    finished = _event(
+    finished = event(
         "step_finished",
         say("ev_step_finished", session.query, step_id=step.step_id, status=result.status),
         step_id=step.step_id,
@@ -117,7 +130,7 @@ async def take_tool_result(
 
 async def take_user_response(
     state: GraceGraphState, runtime: Runtime[AgentContext]
-) -> Command[Literal["advance", "replan", "finish"]]:
+) -> Command[Literal["replan", NextStep]]:
     """The user answered the pending ASK_USER: apply feedback, then PROCEED / MODIFY / CANCEL (seed 002 §8.4)."""
     session = state["session"]
     response = state["request"].user_response
@@ -126,30 +139,16 @@ async def take_user_response(
     assert pending is not None
     kind = pending.ask_kind
     events = [
-        _event(
+        event(
             "user_response",
             say("ev_user_response", session.query, decision=response.decision),
             step_id=pending.step_id,
         )
     ]
-    thresholds = session.thresholds
     if response.feedback is not None and kind in ("CONFIRM", "ESCALATE"):
-        thresholds = adjust_thresholds(thresholds, response.feedback, runtime.context.grace)
-    if thresholds != session.thresholds:  # feedback at a bound moves nothing, and then nothing is reported
-        events.append(
-            _event(
-                "thresholds_adjusted",
-                say(
-                    "ev_thresholds_adjusted",
-                    session.query,
-                    feedback=response.feedback,
-                    silent=figure(thresholds.silent, exact=True),
-                    notify=figure(thresholds.notify, exact=True),
-                    confirm=figure(thresholds.confirm, exact=True),
-                ),
-            )
-        )
-    session = msgspec.structs.replace(session, thresholds=thresholds, pending=None)
+        session, adjusted = _apply_feedback(session, response.feedback, runtime.context)
+        events += adjusted
+    session = msgspec.structs.replace(session, pending=None)
     text = (response.input or "").strip()
     update: GraceGraphState = {"events": events, "trigger": None}
     if response.decision == "PROCEED":
@@ -160,7 +159,23 @@ async def take_user_response(
     else:
         update["finish"] = "cancelled"
     update["session"] = session
-    return _routed(state, update, route_after_user_response)
+    route = route_after_user_response(state)
+    if route == "advance":
+        update, goto = _advance(state, update)
+        return Command(update=update, goto=goto)
+    return Command(update=update, goto=route)
+
+
+def _apply_feedback(
+    session: GraceState, feedback: Feedback, context: AgentContext
+) -> tuple[GraceState, list[GraceEvent]]:
+    """The thresholds moved by the user's feedback, and the event saying so (none when at a bound nothing moved)."""
+    thresholds = adjust_thresholds(session.thresholds, feedback, context.grace)
+    if thresholds == session.thresholds:
+        return session, []
+    levels = {name: figure(getattr(thresholds, name), exact=True) for name in ("silent", "notify", "confirm")}
+    message = say("ev_thresholds_adjusted", session.query, feedback=feedback, **levels)
+    return msgspec.structs.replace(session, thresholds=thresholds), [event("thresholds_adjusted", message)]
 
 
 # --- executor loop --------------------------------------------------------------------------------
@@ -168,7 +183,7 @@ async def take_user_response(
 
 def _judged(
     state: GraceGraphState, session: GraceState, result: StepResult, events: list[GraceEvent]
-) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+) -> Command[Judged]:
     """After a fresh result: report its confidence and decision, name a replan trigger if it calls for one, route.
 
     Shared by the two nodes that produce a result (`take_tool_result`, `reason`) rather than a node of
@@ -181,13 +196,13 @@ def _judged(
     shown = figure(detail.score, levels(session.thresholds))
     events = [
         *events,
-        _event(
+        event(
             "confidence",
             say("ev_confidence", session.query, step_id=step.step_id, score=shown),
             step_id=step.step_id,
             confidence=detail.score,
         ),
-        _event(
+        event(
             "decision",
             say("ev_decision", session.query, step_id=step.step_id, decision=detail.decision),
             step_id=step.step_id,
@@ -196,7 +211,7 @@ def _judged(
     ]
     if detail.decision == "NOTIFY":
         events.append(
-            _event(
+            event(
                 "notify",
                 say("ev_notify", session.query, step_id=step.step_id, score=shown),
                 step_id=step.step_id,
@@ -206,57 +221,14 @@ def _judged(
         )
     trigger = trigger_for(result, step, replans_left=replans_left)
     update: GraceGraphState = {"session": session, "result": result, "trigger": trigger, "events": events}
-    return _routed(state, update, route_after_judge)
+    route = route_after_judge({**state, **update})
+    if route == "advance":
+        update, goto = _advance(state, update)
+        return Command(update=update, goto=goto)
+    return Command(update=update, goto=route)
 
 
-async def advance(
-    state: GraceGraphState, runtime: Runtime[AgentContext]
-) -> Command[Literal["emit_search", "ask_question", "reason", "finish"]]:
-    """Find the next step in dependency order, skipping (and recording) steps whose dependencies did not succeed."""
-    session = state["session"]
-    plan = session.plan
-    if plan.requires_confirmation and not session.plan_confirmed:
-        return _routed(state, {"cursor": Cursor(kind="plan")}, route_after_advance)
-    answered = {r.step_id for r in session.results}
-    succeeded = {r.step_id for r in session.results if r.status == "success"}
-    skipped: list[StepResult] = []
-    events: list[GraceEvent] = []
-    cursor = Cursor(kind="done")
-    for step in plan.steps:
-        if step.step_id in answered:
-            continue
-        missing = [d for d in step.depends_on if d not in succeeded]
-        if missing:
-            skipped.append(StepResult(step_id=step.step_id, action=step.action, status="skipped"))
-            answered.add(step.step_id)
-            events.append(
-                _event(
-                    "step_skipped",
-                    say("ev_step_skipped", session.query, step_id=step.step_id, missing=missing[0]),
-                    step_id=step.step_id,
-                    status="skipped",
-                )
-            )
-            continue
-        cursor = Cursor(kind=_CURSOR_FOR_ACTION[step.action], step=step)
-        if cursor.kind == "reason":  # announced here, before the (possibly slow) model call, so a stream shows it
-            events.append(_started(session, step))
-        break
-    session = msgspec.structs.replace(session, results=[*session.results, *skipped])
-    return _routed(state, {"session": session, "cursor": cursor, "events": events}, route_after_advance)
-
-
-def _started(session: GraceState, step: PlanStep) -> GraceEvent:
-    return _event(
-        "step_started",
-        say("ev_step_started", session.query, step_id=step.step_id, description=step.description or step.query),
-        step_id=step.step_id,
-    )
-
-
-async def reason(
-    state: GraceGraphState, runtime: Runtime[AgentContext]
-) -> Command[Literal["replan", "ask_intervention", "advance"]]:
+async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Judged]:
     """Run a `reasoning` step (seed 002 §8.6 ReasoningTool): the model's cited answer or the extractive one."""
     context = runtime.context
     session = state["session"]
@@ -268,7 +240,7 @@ async def reason(
     if context.llm is not None and (material.evidence or material.user_inputs):
         answer = await answer_with_llm(context, session.query, step, material)
         if answer is None:
-            events.append(_event("fallback_answer", say("ev_fallback_answer", session.query), step_id=step.step_id))
+            events.append(event("fallback_answer", say("ev_fallback_answer", session.query), step_id=step.step_id))
     if answer is None:
         answer = await extractive_answer(
             session.query,
@@ -291,7 +263,7 @@ async def reason(
         session, results=[*session.results, result], citations=[*session.citations, citation]
     )
     events.append(
-        _event(
+        event(
             "step_finished",
             say("ev_step_finished", session.query, step_id=step.step_id, status="success"),
             step_id=step.step_id,
@@ -302,7 +274,7 @@ async def reason(
     return _judged(state, session, result, events)
 
 
-async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Literal["advance", "finish"]]:
+async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[NextStep]:
     """Replace the plan after a trigger (seed 002 §8.5) and run it; at the replan limit, finish instead."""
     session = state["session"]
     trigger = state["trigger"]
@@ -310,7 +282,7 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     limit = state["max_replans"]
     if len(session.replans) >= limit:
         message = say("ev_replan_limit", session.query, limit=limit)
-        return Command(update={"finish": "replan_limit", "events": [_event("replan_limit", message)]}, goto="finish")
+        return Command(update={"finish": "replan_limit", "events": [event("replan_limit", message)]}, goto="finish")
     replanned = await replan(runtime.context, session, trigger)
     plan = replanned.plan
     record = ReplanRecord(
@@ -331,9 +303,10 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     update: GraceGraphState = {
         "session": session,
         "trigger": None,
-        "events": [_event("replanned", message, strategy=replanned.strategy, step_id=record.step_id)],
+        "events": [event("replanned", message, strategy=replanned.strategy, step_id=record.step_id)],
     }
-    return Command(update=update, goto="advance")
+    update, goto = _advance(state, update)
+    return Command(update=update, goto=goto)
 
 
 # --- nodes that end the request -------------------------------------------------------------------
@@ -347,7 +320,7 @@ async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     session, reply = actions.search(
         state["session"], step, request_id=context.request_id, top_k=context.grace.executor.top_k
     )
-    return _respond(state, runtime, session, reply, [_started(session, step)])
+    return _respond(state, runtime, session, reply, [step_started(session, step)])
 
 
 async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -361,7 +334,7 @@ async def ask_question(state: GraceGraphState, runtime: Runtime[AgentContext]) -
         return _respond(state, runtime, session, reply, [])
     question = step.description or step.query
     session, reply = actions.ask_user(session, request_id=request_id, kind="QUESTION", question=question, step=step)
-    return _respond(state, runtime, session, reply, [_started(session, step)])
+    return _respond(state, runtime, session, reply, [step_started(session, step)])
 
 
 async def ask_intervention(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -395,12 +368,12 @@ async def finish(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Grac
         session, reply = actions.loop_limit(session, request_id=context.request_id, max_replans=state["max_replans"])
         return _respond(state, runtime, session, reply, [])
     if final.status == "cancelled":
-        event = _event("cancelled", say("ev_cancelled", session.query))
+        ended = event("cancelled", say("ev_cancelled", session.query))
     else:
         shown = figure(final.confidence, levels(session.thresholds))
-        event = _event("completed", say("ev_completed", session.query, score=shown), confidence=final.confidence)
+        ended = event("completed", say("ev_completed", session.query, score=shown), confidence=final.confidence)
     session, reply = actions.complete(session, final, request_id=context.request_id)
-    return _respond(state, runtime, session, reply, [event])
+    return _respond(state, runtime, session, reply, [ended])
 
 
 def _respond(

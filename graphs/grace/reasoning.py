@@ -23,13 +23,17 @@ from graphs.grace.complexity import is_japanese
 from graphs.grace.confidence import ScoredText, measure, score_step
 from graphs.grace.search_results import as_scored
 from graphs.grace.wording import say
+from graphs.text.near_duplicates import is_near_duplicate
 from graphs.text.normalize import normalize
-from graphs.text.shingles import jaccard, shingles
 from graphs.text.tokenize import is_function_token, terms, tokenize, tokenize_normalized
 
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 4
-NEAR_DUPLICATE = 0.8
+ANSWER_NEAR_DUP_THRESHOLD = 0.8
+"""Two answer sentences at or above this shingle Jaccard say the same thing: only the first is kept.
+
+The rule is `graphs.text.near_duplicates` (the one definition of text near-duplicates); this is GRACE's threshold.
+"""
 SUPPORT_SHARE = 0.5
 """A source that covers this share of the question's term weight corroborates the answer."""
 CHUNK_CHARS = 20_000
@@ -206,13 +210,6 @@ async def extractive_answer(
 
     chosen: list[_Sentence] = []
     covered: set[str] = set()
-    shingled: dict[int, set[int]] = {}
-
-    def shingles_of(sentence: _Sentence) -> set[int]:
-        key = id(sentence)
-        if key not in shingled:
-            shingled[key] = shingles(sentence.text)
-        return shingled[key]
 
     async def take(pool: Sequence[_Sentence]) -> bool:
         """Choose the pool's best sentence that adds coverage and repeats no chosen one; False when none does."""
@@ -221,7 +218,7 @@ async def extractive_answer(
             if gain(sentence, covered) <= 0:
                 return False
             await pacer.tick(len(sentence.text) * (1 + len(chosen)))
-            if all(jaccard(shingles_of(sentence), shingles_of(c)) < NEAR_DUPLICATE for c in chosen):
+            if not any(is_near_duplicate(sentence.text, c.text, ANSWER_NEAR_DUP_THRESHOLD) for c in chosen):
                 chosen.append(sentence)
                 covered.update(sentence.mentions)
                 return True

@@ -137,8 +137,7 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     all_text = "\n".join(normalized)
     covered_terms = [t for t in profile.key_terms if normalize(t) in all_text]
     missing = _missing(profile, covered_terms, scored)
-    best = scored[0] if scored else None
-    sufficient = best is not None and best.coverage >= COVERAGE_SUFFICIENT and not missing
+    sufficient = bool(scored) and scored[0].coverage >= COVERAGE_SUFFICIENT and not missing
     return Assessment(
         ranked=scored, sufficient=sufficient, missing=missing, covered_terms=covered_terms, token_weights=weights
     )

@@ -10,7 +10,6 @@ from graphs.context import AgentContext
 from graphs.librarian.nodes import evaluate, fail, ingest, plan_queries, select_evidence, validate
 from graphs.librarian.routing import route_after_evaluate
 from graphs.librarian.state import LibrarianGraphState
-from graphs.on_loop import on_loop
 
 
 def build_graph() -> Any:
@@ -30,7 +29,7 @@ def build_graph() -> Any:
     graph.add_edge(START, "validate")
     graph.add_edge("validate", "ingest")
     graph.add_edge("ingest", "evaluate")
-    graph.add_conditional_edges("evaluate", on_loop(route_after_evaluate))
+    graph.add_conditional_edges("evaluate", route_after_evaluate)
     graph.add_edge("select_evidence", END)
     graph.add_edge("fail", END)
     return graph.compile(name="librarian")

@@ -15,6 +15,7 @@ from typing import Annotated
 import msgspec
 
 from contracts.librarian import MissingElement
+from contracts.limits import LIBRARIAN
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment
 from graphs.librarian.question import QuestionProfile
@@ -27,23 +28,34 @@ SNIPPET_CHARS = 700
 """Characters of each snippet shown to the model."""
 
 
+Note = Annotated[str, msgspec.Meta(max_length=LIBRARIAN.text_chars)]
+WrittenQuery = Annotated[str, msgspec.Meta(max_length=LIBRARIAN.written_query_chars)]
+Queries = Annotated[list[WrittenQuery], msgspec.Meta(max_length=LIBRARIAN.queries_per_round)]
+
+
 class LLMSelected(msgspec.Struct, kw_only=True):
     """A candidate the model chose, by pool id."""
 
     id: str
-    why_relevant: Annotated[str, msgspec.Meta(min_length=1)]
+    why_relevant: Annotated[str, msgspec.Meta(min_length=1, max_length=LIBRARIAN.text_chars)]
 
 
 class LLMDecision(msgspec.Struct, kw_only=True):
-    """What the model decided in one call."""
+    """What the model decided in one call.
+
+    The lengths are what the request contract accepts back (the SEARCH's queries return in
+    `search_history`, the missing elements in state): a longer reply is clipped to them, not refused.
+    """
 
     sufficient: bool
-    missing: list[MissingElement] = msgspec.field(default_factory=list)
+    missing: Annotated[list[MissingElement], msgspec.Meta(max_length=LIBRARIAN.missing_items)] = msgspec.field(
+        default_factory=list
+    )
     selected: list[LLMSelected] = msgspec.field(default_factory=list)
-    queries_text: list[str] = msgspec.field(default_factory=list)
-    queries_vector: list[str] = msgspec.field(default_factory=list)
-    rationale: str = ""
-    coverage_notes: str = ""
+    queries_text: Queries = msgspec.field(default_factory=list)
+    queries_vector: Queries = msgspec.field(default_factory=list)
+    rationale: Note = ""
+    coverage_notes: Note = ""
 
 
 def _render_candidates(assessment: Assessment) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
 import structlog
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -16,8 +17,10 @@ from contracts.common import ErrorResponse
 from contracts.librarian import (
     CompleteAction,
     LibrarianState,
+    MissingElement,
     SearchAction,
 )
+from contracts.limits import LIBRARIAN
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
 from graphs.librarian.candidates import build_pool_async
@@ -35,6 +38,7 @@ from graphs.librarian.query_planning import (
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import coverage_notes, group_evidence, select_minimal
 from graphs.librarian.state import LibrarianGraphState
+from graphs.request_limits import clip_each
 from graphs.text.normalize import normalize
 
 log = structlog.get_logger(__name__)
@@ -101,6 +105,14 @@ async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
     return {"assessment": assessment, "decision": decision}
 
 
+def _bounded(missing: list[MissingElement]) -> list[MissingElement]:
+    """The missing elements as the contract takes them back in state: a bounded number, each description cut."""
+    return [
+        msgspec.structs.replace(m, description=m.description[: LIBRARIAN.text_chars])
+        for m in missing[: LIBRARIAN.missing_items]
+    ]
+
+
 def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianState:
     request = state["request"]
     return LibrarianState(
@@ -110,7 +122,7 @@ def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianSt
         query_digest=query_digest(request.user_query, request.subject_id),
         subject_id=request.subject_id,
         issued_queries=issued[-200:],
-        missing=state["assessment"].missing[:20],
+        missing=_bounded(state["assessment"].missing),
         covered=state["assessment"].covered_terms[:50],
     )
 
@@ -159,14 +171,18 @@ async def plan_queries(
     top_docs = list(dict.fromkeys(s.candidate.document_id for s in state["assessment"].usable[:3]))
     if top_docs:
         hints["prefer_documents"] = top_docs
-    issued = [*state["issued"], *(normalize(q) for q in (*plan.queries_text, *plan.queries_vector))]
+    # What the caller sends back (queries in search_history, the rest in state) must fit the request
+    # contract: a query written from a long question is cut, never a reason for the next call's 422.
+    queries_text = clip_each(plan.queries_text, LIBRARIAN.written_query_chars)
+    queries_vector = clip_each(plan.queries_vector, LIBRARIAN.written_query_chars)
+    issued = [*state["issued"], *(normalize(q) for q in (*queries_text, *queries_vector))]
     outcome = SearchAction(
         request_id=request.request_id,
-        queries_text=plan.queries_text,
-        queries_vector=plan.queries_vector,
+        queries_text=queries_text,
+        queries_vector=queries_vector,
         filters_hint=hints,
-        rationale=plan.rationale,
-        missing=state["assessment"].missing,
+        rationale=plan.rationale[: LIBRARIAN.text_chars],
+        missing=_bounded(state["assessment"].missing),
         state=runtime.context.seal(_next_state(state, issued=issued)),
         usage=runtime.context.usage,
     )

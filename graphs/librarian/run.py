@@ -9,10 +9,12 @@ from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
 from graphs.librarian.history_check import verify_continuation
 from graphs.librarian.loop_limit import pinned_loop_limit
+from graphs.request_limits import check_librarian
 
 
 def check(request: LibrarianRequest, prior: LibrarianState | None, context: AgentContext) -> None:
-    """The history continues the state exactly, and the loop limit is the one the session pinned."""
+    """Within the request limits; the history continues the state exactly; the loop limit is the pinned one."""
+    check_librarian(request)
     verify_continuation(request, prior)
     pinned_loop_limit(request, prior)
 

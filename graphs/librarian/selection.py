@@ -57,8 +57,17 @@ def select_minimal(profile: QuestionProfile, assessment: Assessment, *, max_evid
             selected.append(scored)
             covered |= scored.covered_tokens
             elements |= scored.elements
-    # A strong source that contradicts the chosen ones is kept beside them (and named in the notes):
-    # the caller must see that its sources disagree, not get one side silently.
+    return _with_disagreeing(selected, usable, max_evidence=max_evidence)
+
+
+def _with_disagreeing(
+    selected: list[ScoredCandidate], usable: list[ScoredCandidate], *, max_evidence: int
+) -> list[ScoredCandidate]:
+    """`selected` plus each strong source that contradicts it, while there is room.
+
+    The caller must see that its sources disagree (the notes name them), not get one side silently.
+    """
+    best = usable[0]
     for scored in usable[1:]:
         if len(selected) >= max_evidence:
             break

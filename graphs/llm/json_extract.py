@@ -7,6 +7,7 @@ the JSON is *valid* (and repairing it when it is not) happens afterwards.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Literal
 
 import msgspec
@@ -15,16 +16,22 @@ JsonKind = Literal["object", "array"]
 
 _OPENERS: dict[JsonKind | None, str] = {"object": "{", "array": "[", None: "{["}
 _CLOSER = {"{": "}", "[": "]"}
-_FENCE = re.compile(r"\A```[ \t]*(?:json5?|jsonc|JSON)?[ \t]*\n?(?P<body>.*?)\n?[ \t]*```\Z", re.DOTALL)
+_FENCE = "```"
+_FENCE_HEAD = re.compile(r"[ \t]*(?:json5?|jsonc|JSON)?[ \t]*\n?")
 _FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
 
 
 def _fenced_body(reply: str) -> str | None:
-    """The body of a ```json fence that wraps the whole (stripped) reply, else None."""
-    match = _FENCE.match(reply)
-    if match is None:
+    """The body of a ```json fence that wraps the whole (stripped) reply, else None.
+
+    Read without a regex spanning the body: `.*?` followed by an anchored tail backtracks over every
+    position, which made 20,000 spaces after a fence take seconds.
+    """
+    if len(reply) < 2 * len(_FENCE) or not (reply.startswith(_FENCE) and reply.endswith(_FENCE)):
         return None
-    body = match.group("body")
+    inner = reply[len(_FENCE) : -len(_FENCE)]
+    head = _FENCE_HEAD.match(inner)
+    body = inner[head.end() :] if head is not None else inner
     # Two fenced blocks also start and end with a fence; a raw line starting with ``` cannot be
     # inside a JSON string (newlines there are escaped), so it means the fence does not wrap it all.
     if _FENCE_LINE.search(body):
@@ -32,22 +39,41 @@ def _fenced_body(reply: str) -> str | None:
     return body.strip()
 
 
-_MISMATCHED = -1
-_UNTERMINATED = -2
+class _Group:
+    """A bracket opened outside any JSON string and not closed yet, during `_candidates`' scan."""
+
+    __slots__ = ("closer", "start")
+
+    def __init__(self, closer: str, start: int) -> None:
+        self.closer = closer
+        self.start = start
 
 
-def _balanced_end(text: str, start: int) -> int:
-    """Index just past the bracket that closes `text[start]`, or why there is none.
+def _candidates(text: str, openers: str) -> Iterator[tuple[int, int]]:
+    """`(start, end)` of each balanced candidate, in the order the search tries them; one pass over `text`.
 
-    String-aware: brackets inside JSON strings (including after escaped quotes) do not count.
-    Returns `_MISMATCHED` for a wrong closer (`{ ]`: this opener does not start a JSON value) and
-    `_UNTERMINATED` when the text ends first (everything after `start` is inside an unclosed value).
+    A candidate is a bracketed span opened by one of `openers` and closed by its matching bracket
+    (brackets inside JSON strings, escaped quotes included, do not count). The order is the order of
+    the candidates' starts, and a candidate is never one nested inside an earlier candidate:
+
+    - a span closed at the top level is tried as soon as it closes; a bracket that is not one of
+      `openers` (an object when an array is wanted) is followed too, so its strings are read as
+      strings, and the outermost candidates inside it are tried when it closes;
+    - when a closer does not match (`{ ]`), every bracket still open is no JSON value; what was closed
+      inside them is tried instead (the outermost such spans, in order), and the scan goes on after
+      the closer with nothing open. Each character is read once, so a reply of 16,000 `{` then `]`
+      costs one pass, not one pass per brace;
+    - when the text ends with one of `openers` still open, the search ends there: what follows it is
+      inside a value cut off mid-way, not top level.
     """
-    stack: list[str] = []
-    in_string = False
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
+    open_groups: list[_Group] = []
+    closed: list[tuple[int, int]] = []  # candidates closed inside the open groups, in closing order
+    in_string = escaped = False
+    for i, ch in enumerate(text):
+        if not open_groups:
+            if ch in _CLOSER:
+                open_groups.append(_Group(_CLOSER[ch], i))
+            continue
         if in_string:
             if escaped:
                 escaped = False
@@ -58,13 +84,35 @@ def _balanced_end(text: str, start: int) -> int:
         elif ch == '"':
             in_string = True
         elif ch in _CLOSER:
-            stack.append(_CLOSER[ch])
+            open_groups.append(_Group(_CLOSER[ch], i))
         elif ch in "}]":
-            if not stack or stack.pop() != ch:
-                return _MISMATCHED
-            if not stack:
-                return i + 1
-    return _UNTERMINATED
+            group = open_groups.pop()
+            wanted = text[group.start] in openers
+            if group.closer != ch:
+                yield from _outermost(closed)
+                open_groups.clear()
+                closed.clear()
+            elif open_groups:
+                if wanted:
+                    closed.append((group.start, i + 1))
+            elif wanted:
+                closed.clear()
+                yield group.start, i + 1
+            else:
+                yield from _outermost(closed)
+                closed.clear()
+    cut_off = next((g.start for g in open_groups if text[g.start] in openers), len(text))
+    yield from (span for span in _outermost(closed) if span[0] < cut_off)
+
+
+def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans not nested in another, by position; `spans` are in closing order (inner before outer)."""
+    kept: list[tuple[int, int]] = []
+    for start, end in reversed(spans):
+        if not kept or start < kept[-1][0]:
+            kept.append((start, end))
+    kept.reverse()
+    return kept
 
 
 def _is_json(text: str) -> bool:
@@ -103,23 +151,13 @@ def extract_json_text(reply: str, *, want: JsonKind | None = None) -> str | None
     body = _fenced_body(text)
     if body is not None:
         return body or None
-    openers = _OPENERS[want]
     first_balanced: str | None = None
-    resume_at = 0
-    for start, ch in enumerate(text):
-        if start < resume_at or ch not in openers:
-            continue
-        end = _balanced_end(text, start)
-        if end == _UNTERMINATED:
-            break
-        if end == _MISMATCHED:
-            continue
+    for start, end in _candidates(text, _OPENERS[want]):
         candidate = text[start:end]
         if _is_json(candidate):
             return candidate
         if first_balanced is None:
             first_balanced = candidate
-        resume_at = end
     return first_balanced
 
 

@@ -25,6 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from contracts.common import Usage
 from graphs.llm.config import LLMConfig
 from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json_tail
+from graphs.llm.reply_bounds import clip_to_schema, echo_of, reply_too_long
 from graphs.llm.retry import call_with_retries
 from graphs.llm.usage import UsageMeter, usage_from_message
 from graphs.llm.validation import collect_errors, type_info
@@ -124,7 +125,7 @@ async def ainvoke_structured(
                 raw_text=text,
                 attempts=attempt,
             )
-        history += [AIMessage(content=text), HumanMessage(content=reask_message(parsed.errors))]
+        history += [AIMessage(content=echo_of(text)), HumanMessage(content=reask_message(parsed.errors))]
 
 
 async def call_model(
@@ -171,12 +172,20 @@ def reask_message(errors: list[str]) -> str:
 
 
 def parse_reply(text: str, schema: type[T], check: Callable[[T], list[str]] | None = None) -> ParsedReply[T]:
-    """Turn one reply's text into a value of `schema`, or into the list of everything wrong with it."""
+    """Turn one reply's text into a value of `schema`, or into the list of everything wrong with it.
+
+    A reply over the size limit is refused unread; a decoded one has its strings and lists clipped to
+    the lengths `schema` declares (`reply_bounds`), so only its shape and content are judged.
+    """
     if not text.strip():
         return ParsedReply(value=None, errors=[EMPTY_REPLY_ERROR], warnings=[])
+    too_long = reply_too_long(text)
+    if too_long is not None:
+        return ParsedReply(value=None, errors=[too_long], warnings=[])
     obj, errors, warnings = _decode_json(text, _json_kind(schema))
     if errors:
         return ParsedReply(value=None, errors=errors, warnings=warnings)
+    obj = clip_to_schema(obj, schema)
     try:
         value = msgspec.convert(obj, schema)
     except msgspec.ValidationError:

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 import msgspec
 
 from contracts.common import ErrorDetail
+from contracts.limits import PROPOSAL
 from contracts.proposal_quality import Dashboard, DashboardNode
 from graphs.errors import InvalidInput
 
-MAX_BOARD_NODES = 10_000
+MAX_BOARD_NODES = PROPOSAL.nodes_total
 """Nodes in one dashboard at most (after flattening); a bigger board is INVALID_INPUT."""
 
 
@@ -92,12 +93,12 @@ def check_board_size(dashboard: Dashboard, *, path: str = "$.dashboard") -> None
     """Refuse a dashboard of more than `MAX_BOARD_NODES` nodes, without flattening it.
 
     Raises:
-        InvalidInput: HTTP 422, path `<path>.trays`.
+        InvalidInput: HTTP 413, path `<path>.trays`: a total, as in `graphs/request_limits.py`.
     """
     trays = dashboard.trays
     if sum(map(len, trays.values() if isinstance(trays, dict) else trays)) > MAX_BOARD_NODES:
-        message = f"the dashboard has more than {MAX_BOARD_NODES} nodes"
-        raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=422)
+        message = f"the dashboard has more than {MAX_BOARD_NODES:,} nodes (proposal nodes_total)"
+        raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=413)
 
 
 def has_node(dashboard: Dashboard, node_id: str) -> bool:
@@ -110,7 +111,7 @@ def board_from_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> 
     """Flatten the trays into a `Board`.
 
     Raises:
-        InvalidInput: More than `MAX_BOARD_NODES` nodes (HTTP 422, path `<path>.trays`).
+        InvalidInput: More than `MAX_BOARD_NODES` nodes (`check_board_size`).
     """
     check_board_size(dashboard, path=path)
     nodes: list[BoardNode] = []

@@ -7,7 +7,6 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from graphs.context import AgentContext
-from graphs.on_loop import on_loop
 from graphs.proposal_quality.nodes import check, generate, reject, render
 from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.state import ProposalGraphState
@@ -25,7 +24,7 @@ def build_graph() -> Any:
     graph.add_node("reject", reject)
     graph.add_edge(START, "generate")
     graph.add_edge("generate", "check")
-    graph.add_conditional_edges("check", on_loop(route_after_check))
+    graph.add_conditional_edges("check", route_after_check)
     graph.add_edge("render", END)
     graph.add_edge("reject", END)
     return graph.compile(name="proposal_quality")

@@ -25,10 +25,10 @@ from contracts.proposal_quality import (
     ValidationResult,
 )
 from graphs.context import AgentContext
-from graphs.proposal_quality.advisor_heuristic import advisor_report
+from graphs.proposal_quality.drafting.advisor import advisor_report
+from graphs.proposal_quality.drafting.llm import copied_text_problems, draft_report, generation_prompt, prompt_ids
+from graphs.proposal_quality.drafting.organizer import organizer_report
 from graphs.proposal_quality.grounding import ground_report
-from graphs.proposal_quality.llm_draft import copied_text_problems, draft_report, generation_prompt, prompt_ids
-from graphs.proposal_quality.organizer_heuristic import organizer_report
 from graphs.proposal_quality.render import render_advisor, render_organizer
 from graphs.proposal_quality.self_correction import build_correction_prompt
 from graphs.proposal_quality.state import ProposalGraphState

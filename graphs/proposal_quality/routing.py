@@ -7,7 +7,7 @@ from typing import Literal
 from graphs.proposal_quality.state import ProposalGraphState
 
 
-def route_after_check(state: ProposalGraphState) -> Literal["render", "generate", "reject"]:
+async def route_after_check(state: ProposalGraphState) -> Literal["render", "generate", "reject"]:
     """Render a report without errors; re-ask while attempts remain; otherwise reject with the last errors.
 
     Warnings alone never cause a re-ask: they are information, not a gate (seed 004 §1, §2.3).

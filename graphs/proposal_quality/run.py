@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from contracts.common import ErrorDetail, ErrorResponse, Usage
+from contracts.limits import PROPOSAL
 from contracts.proposal_quality import (
     ProposalRunRequest,
     ProposalRunResponse,
@@ -25,9 +26,9 @@ from graphs.proposal_quality.board import board_from_dashboard, check_board_size
 from graphs.proposal_quality.state import ProposalGraphState
 from graphs.proposal_quality.validator import validate_report
 
-MAX_REPORT_BYTES = 256 * 1024
+MAX_REPORT_BYTES = PROPOSAL.report_bytes
 """A report to validate is at most this big as JSON; a real report is a few kilobytes."""
-MAX_REPORT_DEPTH = 32
+MAX_REPORT_DEPTH = PROPOSAL.report_depth
 """A report to validate nests at most this deep; the report types need five levels."""
 
 

@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from contracts.proposal_quality import ReportKind, ValidationResult
-from graphs.proposal_quality.phrases import comparable, forbidden_in
+from graphs.proposal_quality.forbidden_phrases import comparable, forbidden_in
 
 ORGANIZER_FORBIDDEN = ("べき", "してください", "が必要です")
 """Organizer: assertive phrases not allowed in `summary` or any `reason` (seed 004 §3.1), in any spelling
-(`phrases.forbidden_in`: spacing, width, kana and kanji variants); messages quote them as written here."""
+(`forbidden_phrases.forbidden_in`: spacing, width, kana and kanji variants); messages quote them as written here."""
 ADVISOR_FORBIDDEN = ("ベスト", "推奨", "正解", "すべき")
 """Advisor: recommending or asserting words not allowed anywhere in the output (seed 004 §3.3), in any spelling."""
 LABEL_MARKERS = ("案", "パターン", "候補")

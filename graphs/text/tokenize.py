@@ -44,8 +44,8 @@ _TERM_RUNS = re.compile(
     rf"(?P<kanji>{_KANJI_RUN})|(?P<katakana>{_KATAKANA_RUN})|(?P<hiragana>[{_HIRAGANA}]+)|(?P<word>{_WORD})"
 )
 # `terms_of_many`: the same runs as positional groups (`findall` builds the tuples in C), hiragana runs
-# matched but not captured (they are dropped), and a newline group that marks where the next text starts.
-_TERM_RUNS_MANY = re.compile(rf"(\n)|({_KANJI_RUN})|({_KATAKANA_RUN})|[{_HIRAGANA}]+|({_WORD})")
+# matched but not captured (they are dropped).
+_TERM_RUNS_FOUND = re.compile(rf"({_KANJI_RUN})|({_KATAKANA_RUN})|[{_HIRAGANA}]+|({_WORD})")
 _HIRAGANA_ONLY = re.compile(f"[{_HIRAGANA}]+")
 
 
@@ -139,13 +139,14 @@ def terms(text: str) -> list[str]:
 
 
 def terms_of_many(texts: Sequence[str]) -> list[list[str]]:
-    """`[terms(text) for text in texts]`, with the texts normalised together and scanned in one pass.
+    """`[terms(text) for text in texts]`, with the texts normalised together.
 
     For callers that need the terms of hundreds of short texts at once (every node title of a dashboard):
-    the per-text normalisation and regex set-up is what costs there. Equivalent to `terms` text by text
-    because whitespace never belongs to a term (so a newline can separate the texts: `normalize` neither
-    makes nor removes one, and no character composes with it), and NFKC and case folding work
-    character by character up to such a separator.
+    per text, normalising and walking match objects is what costs there. Equivalent to `terms` text by
+    text because whitespace never belongs to a term, so a newline can separate the texts (`normalize`
+    neither makes nor removes one, and no character composes with it; NFKC and case folding work
+    character by character up to such a separator). Each text is then scanned on its own, so the
+    matches of a 10,000-title board never sit in one list (that many young tuples set off collections).
 
     Args:
         texts: Questions, statements or titles.
@@ -153,25 +154,25 @@ def terms_of_many(texts: Sequence[str]) -> list[list[str]]:
     Returns:
         One list per text, as `terms` returns it.
     """
+    if not texts:
+        return []
     stopwords, question_words = stoplists()
     joined = "\n".join(text.replace("\n", " ") for text in texts)
     normalized = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", joined).casefold())
     out: list[list[str]] = []
-    found: dict[str, None] = {}
-    for newline, kanji, katakana, word in _TERM_RUNS_MANY.findall(normalized):
-        if newline:
-            out.append(list(found))
-            found = {}
-        elif word:
-            if word not in stopwords:
-                found[word] = None
-        elif kanji:
-            if kanji not in question_words and not (len(kanji) == 2 and kanji[0] == "何"):
-                found[kanji] = None
-        elif katakana and katakana not in question_words:
-            found[katakana] = None
-    out.append(list(found))
-    return out if texts else []
+    for piece in normalized.split("\n"):
+        found: dict[str, None] = {}
+        for kanji, katakana, word in _TERM_RUNS_FOUND.findall(piece):
+            if word:
+                if word not in stopwords:
+                    found[word] = None
+            elif kanji:
+                if kanji not in question_words and not (len(kanji) == 2 and kanji[0] == "何"):
+                    found[kanji] = None
+            elif katakana and katakana not in question_words:
+                found[katakana] = None
+        out.append(list(found))
+    return out
 
 
 def is_function_token(token: str) -> bool:

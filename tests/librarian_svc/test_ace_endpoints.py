@@ -14,6 +14,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.limits import ACE
 from graphs.ace.playbook.store import PlaybookStore
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
 
@@ -333,10 +334,10 @@ def test_bad_input_is_invalid_input_with_the_path(
 
 
 def test_a_playbook_over_the_cap_is_refused(client: TestClient[Litestar]) -> None:
-    bullets = [{"id": f"b-{i}", "section": "s", "content": "x"} for i in range(20_001)]
+    bullets = [{"id": f"b-{i}", "section": "s", "content": "x"} for i in range(ACE.bullets + 1)]
     answer = post(client, SEARCH, {"query": {"query_text": "x"}, "playbook": {"bullets": bullets}}, 422)
     assert answer["details"][0]["path"] == "$.playbook.bullets"
-    assert "20000" in answer["details"][0]["message"]
+    assert str(ACE.bullets) in answer["details"][0]["message"]
 
 
 def test_malformed_json_is_400(client: TestClient[Litestar]) -> None:
@@ -412,13 +413,10 @@ def test_workflow_never_creates_a_stored_playbook(store_client: tuple[TestClient
 
 
 def test_curate_keeps_the_playbook_within_the_contract(client: TestClient[Litestar]) -> None:
-    full = {
-        "bullets": [
-            {"id": f"general-{i:05d}", "section": "general", "content": f"lesson number {i}"} for i in range(20_000)
-        ]
-    }
+    lessons = range(ACE.bullets)
+    full = {"bullets": [{"id": f"general-{i:05d}", "section": "general", "content": f"lesson {i}"} for i in lessons]}
     reflection = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "default"}
     deltas = [{"type": "ADD", "section": "general", "content": "one more lesson about venmo"}]
     answer = post(client, CURATE, {"reflection": reflection, "playbook": full, "deltas": deltas})
-    assert len(answer["playbook"]["bullets"]) == 20_000  # the default budget is the contract's cap
+    assert len(answer["playbook"]["bullets"]) == ACE.bullets  # the default budget is the contract's cap
     assert answer["pruned_bullet_ids"] == ["general-00000"]  # equal confidence: the oldest untouched goes

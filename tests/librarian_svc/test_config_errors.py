@@ -124,7 +124,7 @@ CASES = {
     ),
     "advisor-texts-wrong-type": Breakage(
         "source",
-        "graphs/proposal_quality/advisor_options.yaml",
+        "graphs/proposal_quality/drafting/advisor_options.yaml",
         content("kinds: {default: {cues: [], info: x}}\nfirst_steps: []\n"),
         mentions="advisor_options.yaml",
     ),

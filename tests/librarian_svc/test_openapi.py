@@ -10,6 +10,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.ace import DATASET_NAME_PATTERN
 from contracts.common import ErrorResponse
 from graphs.agent_spec import AgentSpec
 from librarian_svc.request_runner import SPEC_KEY
@@ -100,7 +101,7 @@ def test_the_text_operations_document_text_bodies_and_their_parameters(document:
     assert put["requestBody"]["content"]["text/plain"]["schema"]["type"] == "string"
     parameters = {p["name"]: p for p in put["parameters"]}
     assert (parameters["dataset"]["in"], parameters["dataset"]["required"]) == ("path", True)
-    assert parameters["dataset"]["schema"]["pattern"] == "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+    assert parameters["dataset"]["schema"]["pattern"] == DATASET_NAME_PATTERN
     assert (parameters["allow_empty"]["in"], parameters["allow_empty"]["schema"]["type"]) == ("query", "boolean")
     export = document["paths"]["/playbooks/{dataset}"]["get"]
     assert "requestBody" not in export

@@ -1508,7 +1508,8 @@ type DeltaContextItem struct {
 	Type    DeltaContextItemType `json:"type"`
 }
 
-// The bullets of one dataset, in order. At most 20,000 bullets (MAX_BULLETS).
+// The bullets of one dataset, in order; at most `maxItems` (the ACE `bullets` limit of
+// `contracts/limits.py`).
 type Playbook struct {
 	Bullets  []Bullet          `json:"bullets,omitempty"`
 	Metadata *PlaybookMetadata `json:"metadata,omitempty"`

@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from typing import cast
+from typing import Any
 
 import msgspec
-from langgraph.runtime import Runtime
 
 from contracts.grace import Evidence, GraceState, PlanStep, StepResult, UserInput
-from graphs.grace.nodes import advance
+from graphs.grace.executor import next_step
 from graphs.grace.reasoning import ancestors, extractive_answer, gather
-from graphs.grace.state import GraceGraphState
-from tests.graphs.grace.test_replan import CONTEXT, PLAN, QUERY, ok, search, session
+from tests.graphs.grace.test_replan import PLAN, QUERY, ok, search, session
 
 
-def run_advance(state: GraceState) -> GraceGraphState:
-    command = asyncio.run(advance({"session": state}, Runtime(context=CONTEXT)))
-    update = command.update  # the node returns a Command; its update is the partial state
-    assert update is not None
-    return cast("GraceGraphState", update)
+def run_advance(state: GraceState) -> dict[str, Any]:
+    session, cursor, events = next_step(state)
+    return {"session": session, "cursor": cursor, "events": events}
 
 
 def test_the_next_step_is_the_first_unanswered_one() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -54,7 +55,7 @@ def request(**fields: Any) -> GraceRequest:
 )
 def test_route_entry(pending: Pending | None, node: str) -> None:
     prior = None if pending is None else msgspec.structs.replace(session(PLAN, []), pending=pending)
-    assert route_entry({"prior": prior}) == node
+    assert asyncio.run(route_entry({"prior": prior})) == node
 
 
 @pytest.mark.parametrize(

@@ -194,7 +194,7 @@ hits = st.builds(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(
     rounds=st.lists(st.lists(hits, max_size=10), min_size=1, max_size=3),
     threshold=st.sampled_from([0.3, 0.5, 0.8, 0.95]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import typing
 
 import msgspec
@@ -48,7 +49,7 @@ def test_route_after_evaluate(rounds: int, max_loops: int, sufficient: bool, usa
         "loop_limit": max_loops,
         "assessment": _assessment(sufficient=sufficient, usable=usable),
     }
-    assert route_after_evaluate(state) == expected
+    assert asyncio.run(route_after_evaluate(state)) == expected
 
 
 def _state_after(history: list[SearchRound], **overrides: object) -> LibrarianState:

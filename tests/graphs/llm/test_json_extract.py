@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from graphs.llm import json_extract
+
+if TYPE_CHECKING:
+    from _typeshed import TraceFunction
 from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json_tail
 
 
@@ -91,3 +101,167 @@ def test_fenced_object_is_found(obj: dict[str, object], lang: str) -> None:
 )
 def test_never_returns_a_fragment_of_a_malformed_object(reply: str, expected: str) -> None:
     assert extract_json_text(reply) == expected
+
+
+# --- linear time: the search reads each character a bounded number of times ---------------------------
+
+
+def _work(reply: str, want: JsonKind | None = None) -> int:
+    """Lines executed inside `graphs.llm.json_extract` plus characters handed to the JSON decoder: the work done.
+
+    Counted, not timed, so the test means the same on a loaded machine.
+    """
+    module_file = json_extract.__file__
+    lines = 0
+    decoded = 0
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> TraceFunction | None:
+        nonlocal lines
+        if frame.f_code.co_filename != module_file:
+            return None
+        if event == "line":
+            lines += 1
+        return tracer
+
+    real_is_json = json_extract._is_json
+
+    def counting_is_json(text: str) -> bool:
+        nonlocal decoded
+        decoded += len(text)
+        return real_is_json(text)
+
+    previous = sys.gettrace()
+    json_extract._is_json = counting_is_json
+    sys.settrace(tracer)
+    try:
+        extract_json_text(reply, want=want)
+    finally:
+        sys.settrace(previous)
+        json_extract._is_json = real_is_json
+    return lines + decoded
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        pytest.param(lambda n: "{" * n + "]", id="openers-then-a-wrong-closer"),
+        pytest.param(lambda n: "{[" * n + "}", id="alternating-openers"),
+        pytest.param(lambda n: "{ {} " * n + "]", id="closed-groups-inside-a-mismatch"),
+        pytest.param(lambda n: '{"a": 1,}' * n, id="many-malformed-candidates"),
+        pytest.param(lambda n: "```json\n" + " " * n + "x", id="fence-then-spaces"),
+        pytest.param(lambda n: "[" * n + "{}" * n + "]" * n + "]", id="objects-deep-in-arrays"),
+    ],
+)
+def test_work_grows_linearly_with_the_reply(hostile: Callable[[int], str]) -> None:
+    small, large = _work(hostile(500), "object"), _work(hostile(4_000), "object")
+    assert large <= 8 * small * 1.25, f"8x the input cost {large / small:.1f}x the work"
+
+
+# The search before it was made linear (it restarted at every opening bracket after a mismatch), kept
+# as the reference the linear one must agree with on well-formed replies.
+
+
+def _reference_balanced_end(text: str, start: int) -> int:
+    stack: list[str] = []
+    in_string = escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return -1
+            if not stack:
+                return i + 1
+    return -2
+
+
+def _reference_extract(reply: str, want: JsonKind | None) -> str | None:
+    text = reply.strip()
+    if not text:
+        return None
+    fenced = re.match(r"\A```[ \t]*(?:json5?|jsonc|JSON)?[ \t]*\n?(?P<body>.*?)\n?[ \t]*```\Z", text, re.DOTALL)
+    if fenced is not None and not re.search(r"^[ \t]*```", fenced.group("body"), re.MULTILINE):
+        return fenced.group("body").strip() or None
+    openers = {"object": "{", "array": "[", None: "{["}[want]
+    first_balanced: str | None = None
+    resume_at = 0
+    for start, ch in enumerate(text):
+        if start < resume_at or ch not in openers:
+            continue
+        end = _reference_balanced_end(text, start)
+        if end == -2:
+            break
+        if end == -1:
+            continue
+        candidate = text[start:end]
+        try:
+            msgspec.json.decode(candidate)
+        except msgspec.DecodeError:
+            if first_balanced is None:
+                first_balanced = candidate
+            resume_at = end
+            continue
+        return candidate
+    return first_balanced
+
+
+# Prose may hold brackets (balanced or not, e.g. `[1]` citations or a stray `{ ]`), but no quotes: a
+# quote in prose starts a "string" that no scan can tell from a real one.
+_bracketed_prose = st.text(alphabet=st.sampled_from("ab :,\n{}[]"), max_size=30)
+
+
+def _replies(values: st.SearchStrategy[object]) -> st.SearchStrategy[str]:
+    """Prose and JSON values, some pretty-printed, some followed by a comma (a malformed neighbour)."""
+    pieces = st.one_of(
+        _bracketed_prose,
+        values.map(json.dumps),
+        values.map(lambda value: json.dumps(value, indent=2)),
+        values.map(lambda value: json.dumps(value) + ","),
+    )
+    return st.lists(pieces, min_size=1, max_size=5).map("".join)
+
+
+def _values(text: st.SearchStrategy[str]) -> st.SearchStrategy[object]:
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | text,
+        lambda children: st.lists(children, max_size=4) | st.dictionaries(text, children, max_size=4),
+        max_leaves=12,
+    )
+
+
+@given(reply=_replies(_values(st.text(max_size=8))))
+def test_finds_the_same_json_as_the_restarting_search(reply: str) -> None:
+    assert extract_json_text(reply) == _reference_extract(reply, None)
+
+
+@given(
+    reply=_replies(_values(st.text(alphabet=st.characters(blacklist_characters="[]{}"), max_size=8))),
+    want=st.sampled_from(["object", "array"]),
+)
+def test_finds_the_same_json_of_the_wanted_kind_as_the_restarting_search(reply: str, want: JsonKind) -> None:
+    assert extract_json_text(reply, want=want) == _reference_extract(reply, want)
+
+
+def test_a_bracket_inside_a_string_of_the_other_kind_is_read_as_text() -> None:
+    """The one intended difference: the restarting search began a scan at the `[` inside `"["`, out of phase."""
+    reply = '{"[": [1]}'
+    assert _reference_extract(reply, "array") is None
+    assert extract_json_text(reply, want="array") == "[1]"
+
+
+@given(
+    obj=_json_objects, lang=st.sampled_from(["json", "JSON", "jsonc", ""]), pad=st.sampled_from(["", " ", "\n", " \t"])
+)
+def test_fences_are_read_as_before(obj: dict[str, object], lang: str, pad: str) -> None:
+    reply = f"```{pad}{lang}{pad}\n{json.dumps(obj, indent=2)}{pad}\n{pad}```"
+    assert extract_json_text(reply) == _reference_extract(reply, None)

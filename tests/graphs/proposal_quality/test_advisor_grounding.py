@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from graphs.proposal_quality.advisor_heuristic import advisor_report
 from graphs.proposal_quality.board import Board, BoardNode
+from graphs.proposal_quality.drafting.advisor import advisor_report
 from graphs.proposal_quality.validator import validate_advisor_report
 
 

@@ -8,17 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.proposal_quality import Dashboard
-from graphs.proposal_quality.advisor_heuristic import advisor_report
 from graphs.proposal_quality.board import Board, BoardNode, board_from_dashboard
-from graphs.proposal_quality.organizer_heuristic import asks_for_decomposition, organizer_report
-from graphs.proposal_quality.phrases import forbidden_in
+from graphs.proposal_quality.drafting.advisor import advisor_report
+from graphs.proposal_quality.drafting.organizer import asks_for_decomposition, organizer_report
+from graphs.proposal_quality.drafting.wording import neutral, status_category
+from graphs.proposal_quality.forbidden_phrases import forbidden_in
 from graphs.proposal_quality.validator import (
     ADVISOR_FORBIDDEN,
     ORGANIZER_FORBIDDEN,
     validate_advisor_report,
     validate_organizer_report,
 )
-from graphs.proposal_quality.wording import neutral, status_category
 from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES, Sample
 
 

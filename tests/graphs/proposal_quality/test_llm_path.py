@@ -16,7 +16,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from graphs.proposal_quality.llm_draft import TOO_DEEP_ERROR
+from graphs.proposal_quality.drafting.llm import TOO_DEEP_ERROR
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES
 

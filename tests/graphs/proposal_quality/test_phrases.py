@@ -13,17 +13,17 @@ from typing import Any
 
 import pytest
 
-from graphs.proposal_quality.advisor_heuristic import advisor_report
 from graphs.proposal_quality.board import Board, BoardNode
-from graphs.proposal_quality.organizer_heuristic import organizer_report
-from graphs.proposal_quality.phrases import KANJI_READINGS, comparable, find_forbidden, forbidden_in
+from graphs.proposal_quality.drafting.advisor import advisor_report
+from graphs.proposal_quality.drafting.organizer import organizer_report
+from graphs.proposal_quality.drafting.wording import FORBIDDEN, REPHRASE, neutral
+from graphs.proposal_quality.forbidden_phrases import KANJI_READINGS, comparable, find_forbidden, forbidden_in
 from graphs.proposal_quality.validator import (
     ADVISOR_FORBIDDEN,
     ORGANIZER_FORBIDDEN,
     validate_advisor_report,
     validate_organizer_report,
 )
-from graphs.proposal_quality.wording import FORBIDDEN, REPHRASE, neutral
 from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES
 
 SPACES = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import msgspec
@@ -73,7 +74,7 @@ def _state(ok: bool, attempts: int, max_attempts: int, warnings: list[str] | Non
     ],
 )
 def test_route_after_check(state: ProposalGraphState, route: str) -> None:
-    assert route_after_check(state) == route
+    assert asyncio.run(route_after_check(state)) == route
 
 
 # --- the board --------------------------------------------------------------------------------------
@@ -98,7 +99,7 @@ def test_board_size_is_capped_with_a_path() -> None:
     with pytest.raises(InvalidInput) as caught:
         board_from_dashboard(msgspec.convert(trays, Dashboard))
     assert caught.value.details[0].path == "$.dashboard.trays"
-    assert caught.value.status_code == 422
+    assert caught.value.status_code == 413
 
 
 @pytest.mark.parametrize("listed", [False, True], ids=["named-trays", "listed-trays"])

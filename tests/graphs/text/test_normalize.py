@@ -23,12 +23,13 @@ def definition(text: str) -> str:
 TRICKY = "（）％℃：！＝～…２Ａａｶﾞﾟｰ･\u3000\xa0\u00bd\u00e9e\u0301\u0308\u3099\u309aカが東京タワーßİﬁ①ⅻ㍉ABCabc 。、\t\n"
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.text(alphabet=TRICKY, max_size=40))
 def test_normalize_equals_its_definition_on_tricky_text(text: str) -> None:
     assert normalize(text) == definition(text)
 
 
+@settings(deadline=None)  # a loaded machine must not fail it on time
 @given(st.text(max_size=40))
 def test_normalize_equals_its_definition_on_any_text(text: str) -> None:
     assert normalize(text) == definition(text)

@@ -11,7 +11,7 @@ from graphs.text.tokenize import tokenize, tokenize_normalized, tokens_present
 ALPHABET = "東京タワー高さ富士山のはがヶ年月ABCabc 0123.,。、・ー"
 
 
-@settings(max_examples=400)
+@settings(max_examples=400, deadline=None)
 @given(st.text(alphabet=ALPHABET, max_size=40), st.text(alphabet=ALPHABET, max_size=20))
 def test_tokens_present_equals_the_intersection_with_the_tokens(text: str, question: str) -> None:
     normalized = normalize(text)

@@ -4,7 +4,7 @@ The heuristic reports quote node titles, statuses and the user's intent. Those c
 may contain exactly the phrases the validator forbids (a node called 「推奨設定の見直し」), which
 would make the engine's own report fail its gate. `neutral` rephrases them (推奨 → 推薦,
 すべき → する, ...) and bounds their length. It finds them with the validator's own matcher
-(`phrases.find_forbidden`), so every spelling the gate objects to — 推　奨, して下さい, ﾍﾞｽﾄ — is
+(`forbidden_phrases.find_forbidden`), so every spelling the gate objects to — 推　奨, して下さい, ﾍﾞｽﾄ — is
 rephrased where it stands, and nothing else is touched.
 """
 
@@ -15,7 +15,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Literal
 
-from graphs.proposal_quality.phrases import find_forbidden
+from graphs.proposal_quality.forbidden_phrases import find_forbidden
 from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN
 from graphs.text.normalize import normalize
 

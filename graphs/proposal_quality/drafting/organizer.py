@@ -25,7 +25,7 @@ from contracts.proposal_quality import (
     OrganizerReportChild,
 )
 from graphs.proposal_quality.board import Board, BoardNode
-from graphs.proposal_quality.wording import neutral, status_category
+from graphs.proposal_quality.drafting.wording import neutral, status_category
 from graphs.text.tokenize import terms, terms_of_many
 
 MAX_TERM_GROUPS = 3

@@ -1,4 +1,4 @@
-"""Graph functions registered through `on_loop` run on the event loop, and the graphs take no thread hop."""
+"""Graph nodes and routers are `async def`, so a step never hops to LangGraph's thread pool."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ from typing import Any, Literal, TypedDict
 import msgspec
 import pytest
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import Runtime
 
 from contracts.librarian import LibrarianRequest, SearchAction
 from contracts.proposal_quality import ProposalRunRequest
 from graphs.context import AgentContext
 from graphs.librarian import graph as librarian_graph
 from graphs.librarian.run import think
-from graphs.on_loop import on_loop
 from graphs.proposal_quality import graph as proposal_graph
 from graphs.proposal_quality.run import run_advisor, run_organizer
 from tests.support.context import make_context
@@ -24,37 +22,29 @@ from tests.support.context import make_context
 
 class _State(TypedDict, total=False):
     value: int
-    runtime_seen: bool
-    threads: list[str]
 
 
-def _route(state: _State) -> Literal["left", "right"]:
-    return "left" if state["value"] > 0 else "right"
+async def test_langgraph_runs_a_sync_router_on_a_thread() -> None:
+    """Why the rule (README layout: graph nodes and routers are `async def`) exists: a sync one hops threads."""
+    seen: list[str] = []
 
+    def route(state: _State) -> Literal["end"]:
+        seen.append(threading.current_thread().name)
+        return "end"
 
-def _node(state: _State, runtime: Runtime[AgentContext]) -> _State:
-    return {"runtime_seen": isinstance(runtime.context, AgentContext), "threads": [threading.current_thread().name]}
-
-
-def _router_graph() -> Any:
-    graph = StateGraph(_State, context_schema=AgentContext)
-    graph.add_node("start", on_loop(_node))
-    graph.add_node("left", lambda state: {"value": 1})
-    graph.add_node("right", lambda state: {"value": -1})
+    graph = StateGraph(_State)
+    graph.add_node("start", _noop)
+    graph.add_node("end", _noop)
     graph.add_edge(START, "start")
-    graph.add_conditional_edges("start", on_loop(_route))
-    graph.add_edge("left", END)
-    graph.add_edge("right", END)
-    return graph.compile()
+    graph.add_conditional_edges("start", route)
+    graph.add_edge("end", END)
+    await graph.compile().ainvoke({"value": 1})
+    assert seen
+    assert seen[0] != threading.main_thread().name
 
 
-async def test_wrapped_functions_keep_their_signature_and_return_type() -> None:
-    compiled = _router_graph()
-    edges = {(edge.source, edge.target) for edge in compiled.get_graph().edges}
-    assert {("start", "left"), ("start", "right")} <= edges  # the router's Literal return type still names its ends
-    result = await compiled.ainvoke({"value": 5}, context=make_context())
-    assert result["runtime_seen"] is True  # `runtime` still injected by parameter name
-    assert result["threads"] == [threading.main_thread().name]
+async def _noop(state: _State) -> _State:
+    return {}
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ import msgspec
 from contracts.proposal_quality import AdvisorCriterion, AdvisorOption, AdvisorReport
 from graphs.config_files import read_typed
 from graphs.proposal_quality.board import Board, BoardNode
-from graphs.proposal_quality.wording import StatusCategory, neutral, status_category
+from graphs.proposal_quality.drafting.wording import StatusCategory, neutral, status_category
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import terms, terms_of_many
 
@@ -70,7 +70,7 @@ class _FirstStep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class AdvisorTexts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """graphs/proposal_quality/advisor_options.yaml."""
+    """graphs/proposal_quality/drafting/advisor_options.yaml."""
 
     kinds: dict[str, Kind]
     first_steps: list[_FirstStep]
