@@ -54,16 +54,7 @@ def _ace_search() -> dict[str, Any]:
 
 
 CASES = [
-    pytest.param(
-        "/agent/librarian/think",
-        _librarian,
-        id="librarian",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="issue 15.1: the candidate pool is built on the event loop, quadratic and deaf to the deadline "
-            "(the ingest branch makes it linear and chunked; remove this mark when it merges)",
-        ),
-    ),
+    pytest.param("/agent/librarian/think", _librarian, id="librarian"),
     pytest.param("/agent/ace/search", _ace_search, id="ace-search"),
 ]
 
