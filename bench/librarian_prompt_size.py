@@ -1,8 +1,9 @@
 """Prompt size the Librarian sends to a model as the history grows (issue 3: bounded at 1, 3 and 10 rounds).
 
 The service runs in-process with its provider pointed at the loopback fake OpenAI-compatible
-server; each history round holds 100 hits of ~1.2 KB. The figure is the prompt the model actually
-received (characters), against the size of the history it summarises.
+server; each history round holds a tenth of the request limits' hits (`contracts/limits.py`: 30 hits of
+~200 characters), so 10 rounds are the most history a request may carry. The figure is the prompt the
+model actually received (characters), against the size of the history it summarises.
 
     python -m bench.librarian_prompt_size
 """
@@ -15,10 +16,14 @@ import platform
 import msgspec
 from litestar.testing import TestClient
 
+from contracts.limits import LIBRARIAN
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
+
+HITS_PER_ROUND = LIBRARIAN.hits_total // 10
+SNIPPET_CHARS = LIBRARIAN.snippet_chars_total // LIBRARIAN.hits_total
 
 DECISION = json.dumps(
     {"sufficient": True, "missing": [], "selected": [], "queries_text": [], "queries_vector": [], "rationale": ""}
@@ -33,10 +38,10 @@ def history(rounds: int) -> list[dict[str, object]]:
                 {
                     "document_id": f"doc-{r}-{i}",
                     "page": i,
-                    "snippet": f"東京タワー {r}-{i}。" + "電波塔の資料本文が続く。" * 50,
+                    "snippet": (f"東京タワー {r}-{i}。" + "電波塔の資料本文が続く。" * 50)[:SNIPPET_CHARS],
                     "score": 10.0 - i / 10,
                 }
-                for i in range(100)
+                for i in range(HITS_PER_ROUND)
             ],
         }
         for r in range(rounds)

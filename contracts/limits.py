@@ -39,7 +39,7 @@ class LibrarianLimits:
     hits_per_round: int = _limit(300, "hits in one round's `results`")
     hits_total: int = _limit(300, "hits across every round of `search_history`", total=True)
     snippet_chars: int = _limit(8_000, "characters of one hit's `snippet`")
-    snippet_chars_total: int = _limit(60_000, "characters of every snippet across `search_history`", total=True)
+    snippet_chars_total: int = _limit(100_000, "characters of every snippet across `search_history`", total=True)
     metadata_keys: int = _limit(32, "keys of one hit's `metadata`")
     queries_per_round: int = _limit(32, "entries of one round's `queries_text` (and of its `queries_vector`)")
     query_chars: int = _limit(2_000, "characters of one query (a round's, or one the service writes)")

@@ -125,19 +125,16 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
 
 def handle_bad_encoding(request: Request[Any, Any, Any], exc: UnicodeDecodeError) -> Response[ErrorResponse]:
     """Invalid UTF-8 inside the JSON body (msgspec raises this rather than a DecodeError)."""
-    message = f"request body is not valid UTF-8 (byte {exc.start})"
-    return error_response(
-        current_request_id(request.scope),
-        "INVALID_INPUT",
-        message,
-        HTTP_400_BAD_REQUEST,
-        [ErrorDetail(message=message)],
-    )
+    return _unreadable_body(request, f"request body is not valid UTF-8 (byte {exc.start})")
 
 
 def handle_too_deep(request: Request[Any, Any, Any], exc: RecursionError) -> Response[ErrorResponse]:
     """JSON nested deeper than the decoder will follow (msgspec stops instead of overflowing the stack)."""
-    message = "request body is nested too deeply"
+    return _unreadable_body(request, "request body is nested too deeply")
+
+
+def _unreadable_body(request: Request[Any, Any, Any], message: str) -> Response[ErrorResponse]:
+    """A body the decoder could not read at all: 400 INVALID_INPUT naming why, with no path to point at."""
     return error_response(
         current_request_id(request.scope),
         "INVALID_INPUT",

@@ -210,12 +210,14 @@ async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
     """One reflection iteration: insights and one evaluation per used bullet."""
     trajectory, used = state["trajectory"], state["used"]
     ground_truth, test_report = state["ground_truth"], state["test_report"]
-    verdict = judge(trajectory, ground_truth, test_report)
-    rule_evaluations = evaluate_bullets(trajectory, ground_truth, verdict, used)
+    # The rules read the answer, the ground truth and the report once per used bullet: up to a second of
+    # CPU at the request limits, so on a worker thread where the event loop keeps answering others.
+    verdict = await asyncio.to_thread(judge, trajectory, ground_truth, test_report)
+    rule_evaluations = await asyncio.to_thread(evaluate_bullets, trajectory, ground_truth, verdict, used)
     context = runtime.context
     iteration = state["iteration"] + 1
     if context.llm is None:
-        insights = derive_insights(trajectory, ground_truth, verdict, used, rule_evaluations)
+        insights = await asyncio.to_thread(derive_insights, trajectory, ground_truth, verdict, used, rule_evaluations)
         # The rules do not refine: a second pass would repeat the first.
         return {"insights": insights, "evaluations": rule_evaluations, "iteration": iteration, "converged": True}
     prompt = ReflectorPromptBuilder(context.prompts_dir).prompt(

@@ -10,6 +10,8 @@ thread pool, and a thread hop per node cost more than these sub-millisecond step
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -37,6 +39,10 @@ from graphs.proposal_quality.validator import validate_report, without_null_opti
 log = structlog.get_logger(__name__)
 
 
+OFF_LOOP_BOARD_NODES = 1_000
+"""Boards with more nodes than this are drafted by the rules on a worker thread."""
+
+
 async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
     """One generation: the embedded engine's report, or the model's first answer or corrected answer."""
     request, board, kind = state["request"], state["board"], state["kind"]
@@ -45,7 +51,10 @@ async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) ->
     if context.llm is None:
         build = organizer_report if kind == "organizer" else advisor_report
         options: dict[str, Any] = {} if kind == "organizer" else {"notes": request.constraints.notes}
-        report = build(board, focus_id=request.focus_node_id, intent=request.user_intent, **options)
+        rules = partial(build, board, focus_id=request.focus_node_id, intent=request.user_intent, **options)
+        # A board near the node limit takes the rules a third of a second: off the event loop, which keeps
+        # answering others; a usual board is drafted in place (a thread hop would cost more than the work).
+        report = await asyncio.to_thread(rules) if len(board.nodes) > OFF_LOOP_BOARD_NODES else rules()
         return {"report": report, "parse_errors": [], "reply_text": "", "attempts": attempt}
     if attempt == 1:
         prompt = generation_prompt(

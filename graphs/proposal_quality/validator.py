@@ -167,6 +167,17 @@ def _short_label(value: object, path: str, found: _Findings) -> None:
 # --- Organizer (seed 004 §3.1, §3.2) --------------------------------------------------------------
 
 
+def _judged(
+    report: object, valid_node_ids: Iterable[str], rules: Callable[[dict[str, Any], frozenset[str], _Findings], None]
+) -> ValidationResult:
+    """One report through its kind's rules: anything but an object is one error, and no rule runs on it."""
+    found = _Findings()
+    obj = _object(report, "report", found)
+    if obj is not None:
+        rules(obj, frozenset(valid_node_ids), found)
+    return found.result()
+
+
 def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> ValidationResult:
     """Check an Organizer report (raw parsed JSON) against the Must and Should rules of seed 004 §3.1–3.2.
 
@@ -177,11 +188,10 @@ def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> 
     Returns:
         `ok` exactly when no Must rule is broken; `warnings` lists the Should rules that are not met.
     """
-    found = _Findings()
-    obj = _object(report, "report", found)
-    if obj is None:
-        return found.result()
-    valid = frozenset(valid_node_ids)
+    return _judged(report, valid_node_ids, _organizer_rules)
+
+
+def _organizer_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings) -> None:
     decompositions = _array(obj, "decomposition_proposals", "", found)
     groupings = _array(obj, "grouping_proposals", "", found)
     relations = _array(obj, "relation_proposals", "", found)
@@ -192,7 +202,6 @@ def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> 
         _check_grouping(item, path, valid, found)
     for path, item in _objects(relations or [], "relation_proposals", found):
         _check_relation(item, path, valid, found)
-    return found.result()
 
 
 def _check_summary(obj: dict[str, Any], found: _Findings) -> None:
@@ -262,11 +271,10 @@ def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> Va
     Returns:
         `ok` exactly when no Must rule is broken; `warnings` lists the Should rules that are not met.
     """
-    found = _Findings()
-    obj = _object(report, "report", found)
-    if obj is None:
-        return found.result()
-    valid = frozenset(valid_node_ids)
+    return _judged(report, valid_node_ids, _advisor_rules)
+
+
+def _advisor_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings) -> None:
     target = _string(obj, "target_node_id", "", found)
     if target is not None and (target not in valid if valid else bool(target.strip())):
         found.errors.append("target_node_id is not in valid node list")
@@ -291,7 +299,6 @@ def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> Va
     scanned = {k: v for k, v in obj.items() if not (k == "target_node_id" and isinstance(v, str) and v in valid)}
     for path, word in _forbidden_words(scanned):
         found.errors.append(f"{path} contains forbidden word {_quote(word)} {_FORBIDDEN_WORD_NOTE}")
-    return found.result()
 
 
 def _check_option(option: dict[str, Any], path: str, found: _Findings) -> None:

@@ -422,9 +422,15 @@ class _Clause:
     """Each negation cue, with the pairs of opposites it also belongs to (禁止, forbid, avoid)."""
 
 
-def _clauses(text: str) -> list[_Clause]:
+@lru_cache(maxsize=512)
+def _clauses(text: str) -> tuple[_Clause, ...]:
+    """The text's clauses, parsed once per text (bounded cache).
+
+    Callers compare one text against many (a ground truth against every used bullet, a snippet against
+    its neighbours), and parsing is most of the cost.
+    """
     normalised = _normalise(_CITATION.sub(" ", text))
-    return [clause for part in _CLAUSE_BREAK.split(normalised) if (clause := _clause(part.strip())) is not None]
+    return tuple(clause for part in _CLAUSE_BREAK.split(normalised) if (clause := _clause(part.strip())) is not None)
 
 
 def _cue_spans(text: str, cues: _Cues) -> list[tuple[int, int, _Cue]]:

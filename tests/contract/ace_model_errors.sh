@@ -6,7 +6,8 @@ source "$(dirname "$0")/lib.sh"
 : "${MODE:?set MODE=failing or MODE=slow}"
 EXPECTED=$([ "$MODE" = slow ] && echo TIMEOUT || echo MODEL_FAILURE)
 PLAYBOOK='{"bullets":[{"id":"gen-00001","section":"general","content":"東京タワーの高さは333メートルである。"}]}'
-LIMIT='"constraints":{"timeout_ms":1000}'
+# A slow model needs a short budget to run out; a failing one must not race it on a loaded machine.
+LIMIT='"constraints":{"timeout_ms":'$([ "$MODE" = slow ] && echo 1000 || echo 10000)'}'
 
 request POST /agent/ace/generate "{\"request_id\":\"m-1\",\"query\":\"東京タワーの高さ\",\"playbook\":$PLAYBOOK,$LIMIT}"
 check "generate: $EXPECTED is an ERROR body with HTTP 200" 200 "$ERROR_SHAPE and .error_type == \"$EXPECTED\" and .request_id == \"m-1\""

@@ -5,7 +5,10 @@ source "$(dirname "$0")/lib.sh"
 : "${MODE:?set MODE=slow or MODE=failing}"
 THINK=/agent/librarian/think
 
-request POST $THINK '{"request_id":"m-1","user_query":"東京タワーの高さ","subject_id":"s","constraints":{"timeout_ms":300}}'
+# The slow model needs a short budget to run out; a failing one must not race a budget at all (a loaded
+# machine could otherwise turn its MODEL_FAILURE into TIMEOUT).
+BUDGET=$([ "$MODE" = slow ] && echo 300 || echo 10000)
+request POST $THINK '{"request_id":"m-1","user_query":"東京タワーの高さ","subject_id":"s","constraints":{"timeout_ms":'"$BUDGET"'}}'
 if [ "$MODE" = slow ]; then
   check "a step over its budget is TIMEOUT (HTTP 200)" 200 '.action == "ERROR" and .error_type == "TIMEOUT" and .request_id == "m-1"'
 else

@@ -132,7 +132,9 @@ def evaluate_bullets(
             case "success":
                 tag, reason = _credit(tokens, applied_tokens)
             case "failure" if truth_tokens:
-                tag, reason = _blame(bullet, tokens, answer_tokens, answer_figures, ground_truth, truth_figures)
+                tag, reason = _blame(
+                    bullet, tokens, answer_tokens, answer_figures, ground_truth, truth_tokens, truth_figures
+                )
             case "failure":
                 tag, reason = _blame_by_tests(tokens, answer_tokens, verdict)
             case _:
@@ -165,6 +167,7 @@ def _blame(
     answer_tokens: set[str],
     answer_figures: set[tuple[FigureKind, str]],
     ground_truth: str,
+    truth_tokens: set[str],
     truth_figures: list[Figure],
 ) -> tuple[Literal["harmful", "neutral"], str]:
     """After a failure with a ground truth: harmful only when what the bullet said contradicts it."""
@@ -179,7 +182,7 @@ def _blame(
         clash = polarity_conflict(bullet.content, ground_truth)
         if clash is not None:
             return "harmful", f"says the opposite of the expected result: {clash[0]!r} against {clash[1]!r}"
-    agreeing = tokens & content_tokens(ground_truth)
+    agreeing = tokens & truth_tokens
     if agreeing:
         return "neutral", f"agrees with the ground truth ({listing(sorted(agreeing))}); the failure lies elsewhere"
     if applied:

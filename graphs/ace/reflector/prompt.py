@@ -61,18 +61,6 @@ class ReflectorPromptBuilder:
         """Look for templates under `prompts_dir / "reflector"`."""
         self.prompts_dir = prompts_dir
 
-    def build(
-        self,
-        trajectory: Trajectory,
-        ground_truth: str,
-        test_report: str,
-        used_bullets: list[Bullet],
-        dataset: str,
-        previous_insights: list[Insight] | None = None,
-    ) -> str:
-        """The prompt for one reflection iteration (seed 001's variables, plus `query` and `dataset`)."""
-        return self.prompt(trajectory, ground_truth, test_report, used_bullets, dataset, previous_insights).render()
-
     def prompt(
         self,
         trajectory: Trajectory,
@@ -82,7 +70,10 @@ class ReflectorPromptBuilder:
         dataset: str,
         previous_insights: list[Insight] | None = None,
     ) -> Prompt:
-        """`build`'s prompt as the template that formats and its variables (what `ask_model` takes)."""
+        """The prompt for one reflection iteration (seed 001's variables, plus `query` and `dataset`).
+
+        Returned as the template and its variables (what `ask_model` takes); `.render()` gives the text.
+        """
         variables = {
             "generated_answer": _cut(trajectory.generated_answer),
             "ground_truth": _cut(ground_truth),

@@ -16,6 +16,7 @@ import structlog
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.limits import LIBRARIAN
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.librarian.helpers import TOWER_HIT
 
@@ -194,8 +195,8 @@ def test_prompt_stays_bounded_as_history_grows(
         {
             "queries_text": [f"q{r}"],
             "results": [
-                {"document_id": f"d{r}-{i}", "page": i, "snippet": f"東京タワー{r}-{i} " + "資料の本文。" * 200}
-                for i in range(100)
+                {"document_id": f"d{r}-{i}", "page": i, "snippet": f"東京タワー{r}-{i} " + "資料の本文。" * 30}
+                for i in range(LIBRARIAN.hits_total // 10)  # 10 rounds of these: the most history the limits accept
             ],
         }
         for r in range(rounds)

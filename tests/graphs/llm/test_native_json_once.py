@@ -6,9 +6,10 @@ from typing import Any
 
 import msgspec
 import pytest
+from langchain_core.runnables import RunnableBinding
 
 from graphs.librarian.llm_step import LLMDecision
-from graphs.llm.config import LLMConfig
+from graphs.llm.config import LLMConfig, LLMProviderName
 from graphs.llm.providers import make_chat_model
 from graphs.llm.structured_output import bind_native_json, inline_json_schema
 
@@ -17,17 +18,17 @@ class Note(msgspec.Struct):
     text: str
 
 
-def _bound_kwargs(provider: str, schema: Any) -> dict[str, Any]:
-    extra = {"base_url": "http://127.0.0.1:9/v1", "api_key": "k"} if provider != "gemini" else {"api_key": "k"}
-    model = make_chat_model(LLMConfig(provider=provider, model="m", **extra))  # type: ignore[arg-type]
+def _bound_kwargs(provider: LLMProviderName, schema: Any) -> dict[str, Any]:
+    base_url = None if provider == "gemini" else "http://127.0.0.1:9/v1"
+    model = make_chat_model(LLMConfig(provider=provider, model="m", api_key="k", base_url=base_url))
     assert model is not None
-    bound = bind_native_json(model, schema, LLMConfig(provider=provider, model="m"))  # type: ignore[arg-type]
-    kwargs: dict[str, Any] = bound.kwargs  # type: ignore[attr-defined]
-    return kwargs
+    bound = bind_native_json(model, schema, LLMConfig(provider=provider, model="m"))
+    assert isinstance(bound, RunnableBinding)
+    return dict(bound.kwargs)
 
 
 @pytest.mark.parametrize("provider", ["openai", "openai-compatible"])
-def test_openai_response_format_is_built_once_per_type(provider: str) -> None:
+def test_openai_response_format_is_built_once_per_type(provider: LLMProviderName) -> None:
     first = _bound_kwargs(provider, LLMDecision)["extra_body"]["response_format"]
     second = _bound_kwargs(provider, LLMDecision)["extra_body"]["response_format"]
     assert first["json_schema"] is second["json_schema"]  # one document per type, not one per call

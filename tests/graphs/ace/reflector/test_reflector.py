@@ -37,7 +37,7 @@ def test_prompt_contains_everything_it_is_built_from(
     bullets = [msgspec.structs.replace(b, content=f"⟦bullet {i}⟧{b.content}") for i, b in enumerate(bullets)]
     steps = [f"⟦step {i}⟧{step}" for i, step in enumerate(steps)]
     trajectory = Trajectory(query="q", generated_answer=answer, reasoning_steps=steps)
-    prompt = ReflectorPromptBuilder(PROMPTS_DIR).build(trajectory, truth, report, bullets, "default")
+    prompt = ReflectorPromptBuilder(PROMPTS_DIR).prompt(trajectory, truth, report, bullets, "default").render()
     for part in (answer, truth, report, *steps, *(b.content for b in bullets)):
         assert part in prompt
 
@@ -77,7 +77,7 @@ def test_default_template_is_the_seed_format_with_every_variable() -> None:
         "previous_insights",
     ):
         assert "{" + variable + "}" in text
-    prompt = ReflectorPromptBuilder(PROMPTS_DIR).build(Trajectory(query="q"), "", "", [], "default")
+    prompt = ReflectorPromptBuilder(PROMPTS_DIR).prompt(Trajectory(query="q"), "", "", [], "default").render()
     assert "Reflector" in prompt
     assert not prompt.startswith("#")  # the variable header is stripped
     assert '"bullet_evaluations"' in prompt
@@ -86,23 +86,23 @@ def test_default_template_is_the_seed_format_with_every_variable() -> None:
 def test_dataset_template_then_default_then_builtin(tmp_path: Path) -> None:
     trajectory = Trajectory(query="q", generated_answer="ANSWER")
     builder = ReflectorPromptBuilder(tmp_path)
-    assert builder.build(trajectory, "", "", [], "mine").startswith(BUILTIN_TEMPLATE.split("\n", 1)[0][:40])
+    assert builder.prompt(trajectory, "", "", [], "mine").render().startswith(BUILTIN_TEMPLATE.split("\n", 1)[0][:40])
     (tmp_path / "reflector").mkdir()
     (tmp_path / "reflector" / "default.txt").write_text("# {x}: doc\n\nDEFAULT {generated_answer}", encoding="utf-8")
-    assert builder.build(trajectory, "", "", [], "mine") == "DEFAULT ANSWER"
+    assert builder.prompt(trajectory, "", "", [], "mine").render() == "DEFAULT ANSWER"
     (tmp_path / "reflector" / "mine.txt").write_text("MINE {generated_answer} {previous_insights}", encoding="utf-8")
     previous = [
         Insight(reasoning="r", error_identification="e", root_cause_analysis="c", correct_approach="a", key_insight="k")
     ]
-    assert builder.build(trajectory, "", "", [], "mine", previous).startswith('MINE ANSWER [{"reasoning":"r"')
-    assert builder.build(trajectory, "", "", [], "other") == "DEFAULT ANSWER"
+    assert builder.prompt(trajectory, "", "", [], "mine", previous).render().startswith('MINE ANSWER [{"reasoning":"r"')
+    assert builder.prompt(trajectory, "", "", [], "other").render() == "DEFAULT ANSWER"
 
 
 def test_a_broken_override_falls_back(tmp_path: Path) -> None:
     (tmp_path / "reflector").mkdir()
     (tmp_path / "reflector" / "bad.txt").write_text("{no_such_variable}", encoding="utf-8")
     (tmp_path / "reflector" / "default.txt").write_text("OK {ground_truth}", encoding="utf-8")
-    assert ReflectorPromptBuilder(tmp_path).build(Trajectory(query="q"), "GT", "", [], "bad") == "OK GT"
+    assert ReflectorPromptBuilder(tmp_path).prompt(Trajectory(query="q"), "GT", "", [], "bad").render() == "OK GT"
 
 
 @pytest.mark.parametrize(
