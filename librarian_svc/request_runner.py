@@ -284,6 +284,29 @@ def _message(event: str, item: Any, event_id: int | None = None) -> ServerSentEv
     return ServerSentEventMessage(event=event, id=event_id, data=msgspec.json.encode(item).decode())
 
 
+async def _next_record(queue: asyncio.Queue[Any], task: asyncio.Task[Any]) -> Any | None:
+    """The next progress record as soon as there is one, or None once the step has finished.
+
+    Waiting on both keeps each record live (sent as produced) without polling; records still queued when the
+    step finishes are the caller's to drain.
+    """
+    getter = asyncio.ensure_future(queue.get())
+    done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+    if getter in done:
+        return getter.result()
+    getter.cancel()
+    return None
+
+
+def _outcome(call: Call, task: asyncio.Task[Any]) -> Any:
+    """The finished step's body; the headers are sent, so a bug becomes an ERROR event, never a torn stream."""
+    try:
+        return task.result()
+    except Exception as exc:
+        log.error("unhandled exception in a streamed step", exc_info=exc)
+        return ErrorResponse(request_id=call.context.request_id, error_type="OTHER", message="internal error")
+
+
 async def _relay(call: Call) -> AsyncIterator[ServerSentEventMessage]:
     """One `progress` event per record as the agent produces it, then one `action` event with the body."""
     stream, progress_type = call.spec.stream, call.spec.progress_type
@@ -300,24 +323,12 @@ async def _relay(call: Call) -> AsyncIterator[ServerSentEventMessage]:
 
     task = asyncio.create_task(guarded(call, advance()))
     try:
-        while True:
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
-                record = getter.result()
-                yield _message("progress", record, getattr(record, "index", None))
-                continue
-            getter.cancel()
-            break
+        while (record := await _next_record(queue, task)) is not None:
+            yield _message("progress", record, getattr(record, "index", None))
         while not queue.empty():
             record = queue.get_nowait()
             yield _message("progress", record, getattr(record, "index", None))
-        try:
-            body = task.result()
-        except Exception as exc:  # the headers are sent: report a bug as an ERROR event, never a torn stream
-            log.error("unhandled exception in a streamed step", exc_info=exc)
-            body = ErrorResponse(request_id=call.context.request_id, error_type="OTHER", message="internal error")
-        yield _message("action", body)
+        yield _message("action", _outcome(call, task))
     finally:
         if not task.done():
             task.cancel()

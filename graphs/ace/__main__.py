@@ -28,8 +28,8 @@ from graphs.llm.config import ConfigError
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; the exit status is 0 on success, 1 on a bad file or name, 2 on bad usage."""
+def _parser() -> argparse.ArgumentParser:
+    """The usage, kept apart from running so `main` reads as the three commands and their failures."""
     parser = argparse.ArgumentParser(prog="python -m graphs.ace", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["import", "export", "list"])
     parser.add_argument("file", nargs="?", type=Path, help="the ACE text playbook to import")
@@ -41,6 +41,21 @@ def main(argv: list[str] | None = None) -> int:
         "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", PROJECT_ROOT / "data" / "playbooks"))
     )
     parser.add_argument("--config-dir", type=Path, default=Path(os.environ.get("CONFIG_DIR", PROJECT_ROOT / "config")))
+    return parser
+
+
+def _import(args: argparse.Namespace, store: PlaybookStore) -> None:
+    """Replace the dataset's stored playbook with the file's, after the same checks as the HTTP import."""
+    text = args.file.read_bytes().decode("utf-8")
+    rules = section_rules(load_sections(args.config_dir), args.dataset)
+    playbook = parse_import(text, rules, allow_empty=args.allow_empty)
+    store_replacing(store, args.dataset, playbook)
+    print(f"saved {len(playbook.bullets)} bullets to {store.path_for(args.dataset)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit status is 0 on success, 1 on a bad file or name, 2 on bad usage."""
+    parser = _parser()
     args = parser.parse_args(argv)
     store = PlaybookStore(args.data_dir)
     try:
@@ -48,11 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             case "import":
                 if args.file is None:
                     parser.error("import needs the text file")
-                text = args.file.read_bytes().decode("utf-8")
-                rules = section_rules(load_sections(args.config_dir), args.dataset)
-                playbook = parse_import(text, rules, allow_empty=args.allow_empty)
-                store_replacing(store, args.dataset, playbook)
-                print(f"saved {len(playbook.bullets)} bullets to {store.path_for(args.dataset)}")
+                _import(args, store)
             case "export":
                 sys.stdout.write(export_text(store, args.dataset))
             case "list":

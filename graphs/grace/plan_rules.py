@@ -88,18 +88,25 @@ def plan_errors(
             position[step.step_id] = i
     for i, step in enumerate(steps):
         errors += _step_errors(step, f"{path}[{i}]", collections)
-        for j, dep in enumerate(step.depends_on):
-            where = f"{path}[{i}].depends_on[{j}]"
-            if dep == step.step_id:
-                errors.append(ErrorDetail(path=where, message=f"step {dep} cannot depend on itself"))
-            elif dep not in position:
-                errors.append(ErrorDetail(path=where, message=f"depends on step {dep}, which does not exist"))
-            elif position[dep] > i:
-                errors.append(ErrorDetail(path=where, message=f"depends on step {dep}, which comes later"))
+        errors += _dependency_errors(step, i, f"{path}[{i}]", position)
     cycle = find_cycle(steps)
     if cycle:
         chain = " -> ".join(map(str, cycle))
         errors.append(ErrorDetail(path=path, message=f"depends_on forms a cycle: {chain}"))
+    return errors
+
+
+def _dependency_errors(step: PlanStep, index: int, where: str, position: dict[int, int]) -> list[ErrorDetail]:
+    """A step may only wait for an earlier step, so a plan runs in its written order without a scheduler."""
+    errors: list[ErrorDetail] = []
+    for j, dep in enumerate(step.depends_on):
+        at = f"{where}.depends_on[{j}]"
+        if dep == step.step_id:
+            errors.append(ErrorDetail(path=at, message=f"step {dep} cannot depend on itself"))
+        elif dep not in position:
+            errors.append(ErrorDetail(path=at, message=f"depends on step {dep}, which does not exist"))
+        elif position[dep] > index:
+            errors.append(ErrorDetail(path=at, message=f"depends on step {dep}, which comes later"))
     return errors
 
 

@@ -93,12 +93,17 @@ def check_state(state: GraceState, config: GraceConfig) -> None:
     problem = thresholds_problem(state.thresholds, config)
     if problem:
         raise _inconsistent(".thresholds", problem)
+    _check_evidence(state)
+    _check_pending(state)
+
+
+def _check_evidence(state: GraceState) -> None:
+    """Evidence and citations must trace back to searches the state records, or an answer could cite nothing."""
     searched = {r.step_id for r in state.results if r.action == "rag_search"}
     if any(e.step_id not in searched for e in state.evidence):
         raise _inconsistent(".evidence", "evidence from a step that did not search")
     if any(i >= len(state.evidence) or i < 0 for c in state.citations for i in c.evidence):
         raise _inconsistent(".citations", "a citation points past the evidence")
-    _check_pending(state)
 
 
 def _check_pending(state: GraceState) -> None:

@@ -204,6 +204,31 @@ async def extractive_answer(
     nothing = Answer(text=say("no_evidence", query), cited=[], cited_inputs=[], self_eval=0.0)
     if not candidates or total_weight == 0:
         return nothing
+    chosen, covered = await _choose(candidates, material.groups, weights, max_sentences, pacer)
+    if not chosen:
+        return nothing
+    answer = _cite(query, chosen, round(sum(weights[t] for t in covered) / total_weight, 4))
+    corroborating = await _corroborating(material, answer, matcher, weights, total_weight, pacer)
+    return Answer(
+        text=answer.text,
+        cited=answer.cited,
+        cited_inputs=answer.cited_inputs,
+        self_eval=answer.self_eval,
+        support=[*answer.cited, *corroborating],
+    )
+
+
+async def _choose(
+    candidates: Sequence[_Sentence],
+    groups: Sequence[int],
+    weights: dict[str, float],
+    max_sentences: int,
+    pacer: _Pacer,
+) -> tuple[list[_Sentence], set[str]]:
+    """Greedy coverage: first the best sentence of each group (so every source side is heard), then the best overall.
+
+    Returns the chosen sentences in order and the query terms they cover.
+    """
 
     def gain(sentence: _Sentence, covered: set[str]) -> float:
         return sum(weights[t] for t in sentence.mentions - covered) * sentence.weight
@@ -224,29 +249,32 @@ async def extractive_answer(
                 return True
         return False
 
-    for group in material.groups if len(material.groups) > 1 else []:
+    for group in groups if len(groups) > 1 else []:
         if len(chosen) < max_sentences:
             await take([c for c in candidates if c.group == group and c not in chosen])
     while len(chosen) < max_sentences and await take([c for c in candidates if c not in chosen]):
         pass
-    if not chosen:
-        return nothing
-    answer = _cite(query, chosen, round(sum(weights[t] for t in covered) / total_weight, 4))
-    corroborating: list[Evidence] = []
+    return chosen, covered
+
+
+async def _corroborating(
+    material: Material,
+    answer: Answer,
+    matcher: TermMatcher,
+    weights: dict[str, float],
+    total_weight: float,
+    pacer: _Pacer,
+) -> list[Evidence]:
+    """Uncited evidence that mentions enough of the query to support the answer, so confidence counts it too."""
+    found: list[Evidence] = []
     for e in material.evidence:
         if (
             e not in answer.cited
             and sum(weights[t] for t in matcher.mentions(e.snippet)) >= SUPPORT_SHARE * total_weight
         ):
-            corroborating.append(e)
+            found.append(e)
         await pacer.tick(len(e.snippet))
-    return Answer(
-        text=answer.text,
-        cited=answer.cited,
-        cited_inputs=answer.cited_inputs,
-        self_eval=answer.self_eval,
-        support=[*answer.cited, *corroborating],
-    )
+    return found
 
 
 def _cite(query: str, chosen: list[_Sentence], self_eval: float) -> Answer:

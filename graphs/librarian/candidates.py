@@ -18,7 +18,7 @@ from typing import NamedTuple
 from contracts.librarian import SearchHit, SearchRound
 from graphs.chunked import Chunked, finish, finish_async
 from graphs.text.contradiction import find_contradiction
-from graphs.text.near_duplicates import find_near_duplicates
+from graphs.text.near_duplicates import NearDuplicates, find_near_duplicates
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize_normalized, tokens_present
 
@@ -174,66 +174,76 @@ def pool_steps(history: list[SearchRound], *, near_dup_threshold: float) -> Chun
     computed once for all the request's distinct texts, in bulk; only the merge itself walks the hits.
     """
     placed = _placed_hits(history)
-    # Which hits reach the text checks: those whose location no earlier hit had (or that have none).
-    # Of those, the first of each normalised text is the one the near-duplicate search looks at.
+    texts = yield from _text_plan(placed)
+    similar = yield from find_near_duplicates(texts.distinct, near_dup_threshold)
+    pool = CandidatePool(near_dup_threshold=near_dup_threshold, near_dup_compared=similar.compared)
+    yield from _merge_hits(pool, placed, texts, similar)
+    return pool
+
+
+@dataclass
+class _TextPlan:
+    """Which hit's text is checked and against what, worked out before any merging.
+
+    `normalized[i]` is hit i's normalised snippet, or None when an earlier hit had its location (it merges
+    there, no text check needed); `distinct` holds each normalised text once, in first-seen order, and
+    `distinct_of[i]` is the position there of the hit that first had that text.
+    """
+
+    normalized: list[str | None] = field(default_factory=list)
+    distinct: list[str] = field(default_factory=list)
+    distinct_of: dict[int, int] = field(default_factory=dict)
+
+
+def _text_plan(placed: list[_Placed]) -> Chunked[_TextPlan]:
+    """Which hits reach the text checks: those whose location no earlier hit had (or that have none).
+
+    Of those, the first of each normalised text is the one the near-duplicate search looks at, so the
+    search runs once over distinct texts instead of once per hit.
+    """
+    plan = _TextPlan()
     seen_locations: set[tuple[str, int | None, str | None]] = set()
     seen_texts: set[str] = set()
-    normalized: list[str | None] = []
-    distinct: list[str] = []
-    distinct_of: dict[int, int] = {}
     for index, entry in enumerate(placed):
         location = _location(entry.hit)
         if _locates(entry.hit) and location in seen_locations:
-            normalized.append(None)
+            plan.normalized.append(None)
         else:
             folded = normalize(entry.hit.snippet)
-            normalized.append(folded)
+            plan.normalized.append(folded)
             if folded not in seen_texts:
                 seen_texts.add(folded)
-                distinct_of[index] = len(distinct)
-                distinct.append(folded)
+                plan.distinct_of[index] = len(plan.distinct)
+                plan.distinct.append(folded)
         seen_locations.add(location)
         if index % _HITS_PER_CHUNK == _HITS_PER_CHUNK - 1:
             yield
-    similar = yield from find_near_duplicates(distinct, near_dup_threshold)
-    pool = CandidatePool(near_dup_threshold=near_dup_threshold, near_dup_compared=similar.compared)
+    return plan
+
+
+def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, similar: NearDuplicates) -> Chunked[None]:
+    """Walk the hits in history order, merging each into the first candidate it matches or opening a new one.
+
+    Pauses after about `_HITS_PER_CHUNK` hits' worth of work (a contradiction check counts as
+    `_DISAGREE_COST` hits), so a bucket of near-duplicates that disagree cannot hold the loop.
+    """
     by_location: dict[tuple[str, int | None, str | None], int] = {}
     by_text: dict[str, int] = {}
-    created_by: list[int | None] = [None] * len(distinct)  # the candidate each distinct text created
+    created_by: list[int | None] = [None] * len(texts.distinct)  # the candidate each distinct text created
+    normalized, distinct_of, earlier = texts.normalized, texts.distinct_of, similar.earlier  # locals: a hot loop
     work = 0
     for index, entry in enumerate(placed):
-        hit = entry.hit
+        hit, text = entry.hit, normalized[index]
         location = _location(hit)
-        text = normalized[index]
         found = by_location.get(location) if _locates(hit) else None
         if found is None and text is not None:
             found = by_text.get(text)
         if found is None:
             own = distinct_of[index]
-            for earlier in similar.earlier[own]:
-                candidate_index = created_by[earlier]
-                if candidate_index is None:
-                    continue
-                work += _DISAGREE_COST
-                # Texts that look alike but state different figures, opposite claims or different names
-                # are two sources that disagree, never one candidate: merging them would hide it.
-                if not disagree(hit.snippet, pool.candidates[candidate_index].snippet):
-                    found = candidate_index
-                    break
+            if earlier[own]:
+                found, work = _agreeing_near_duplicate(pool, hit, earlier[own], created_by, work)
             if found is None:
-                found = len(pool.candidates)
-                created_by[own] = found
-                pool.candidates.append(
-                    Candidate(
-                        cid=f"c{found + 1}",
-                        document_id=hit.document_id,
-                        page=hit.page,
-                        chunk_id=hit.chunk_id,
-                        snippet=hit.snippet,
-                        best_score=hit.score,
-                        normalized=distinct[own],
-                    )
-                )
+                found = created_by[own] = _open_candidate(pool, hit, texts.distinct[own])
         _merge(pool.candidates[found], entry, text)
         by_location.setdefault(location, found)
         if text is not None:
@@ -242,7 +252,41 @@ def pool_steps(history: list[SearchRound], *, near_dup_threshold: float) -> Chun
         if work >= _HITS_PER_CHUNK:
             work = 0
             yield
-    return pool
+
+
+def _agreeing_near_duplicate(
+    pool: CandidatePool, hit: SearchHit, earlier: list[int], created_by: list[int | None], work: int
+) -> tuple[int | None, int]:
+    """The first candidate made by a near-duplicate text that does not disagree with the hit, and the work so far.
+
+    Texts that look alike but state different figures, opposite claims or different names are two sources
+    that disagree, never one candidate: merging them would hide it.
+    """
+    for text_index in earlier:
+        candidate_index = created_by[text_index]
+        if candidate_index is None:
+            continue
+        work += _DISAGREE_COST
+        if not disagree(hit.snippet, pool.candidates[candidate_index].snippet):
+            return candidate_index, work
+    return None, work
+
+
+def _open_candidate(pool: CandidatePool, hit: SearchHit, normalized: str) -> int:
+    """A new candidate from the hit's own location and snippet; returns its index in the pool."""
+    index = len(pool.candidates)
+    pool.candidates.append(
+        Candidate(
+            cid=f"c{index + 1}",
+            document_id=hit.document_id,
+            page=hit.page,
+            chunk_id=hit.chunk_id,
+            snippet=hit.snippet,
+            best_score=hit.score,
+            normalized=normalized,
+        )
+    )
+    return index
 
 
 _HITS_PER_CHUNK = 512

@@ -16,6 +16,11 @@ JsonKind = Literal["object", "array"]
 
 _OPENERS: dict[JsonKind | None, str] = {"object": "{", "array": "[", None: "{["}
 _CLOSER = {"{": "}", "[": "]"}
+_OPENERS_RUN = re.compile(r"[\[{]+")
+_INSIDE = re.compile(r'(")[^"\\]*(?:\\.[^"\\]*)*"?|([\[{]+)|[\]}]', re.DOTALL)
+"""Inside a bracket: a whole JSON string (escapes included; unclosed runs to the end), a run of openers or a closer."""
+_OPENING = 2
+"""`_INSIDE`'s group of a run of opening brackets."""
 _FENCE = "```"
 _FENCE_HEAD = re.compile(r"[ \t]*(?:json5?|jsonc|JSON)?[ \t]*\n?")
 _FENCE_LINE = re.compile(r"^[ \t]*```", re.MULTILINE)
@@ -39,16 +44,6 @@ def _fenced_body(reply: str) -> str | None:
     return body.strip()
 
 
-class _Group:
-    """A bracket opened outside any JSON string and not closed yet, during `_candidates`' scan."""
-
-    __slots__ = ("closer", "start")
-
-    def __init__(self, closer: str, start: int) -> None:
-        self.closer = closer
-        self.start = start
-
-
 def _candidates(text: str, openers: str) -> Iterator[tuple[int, int]]:
     """`(start, end)` of each balanced candidate, in the order the search tries them; one pass over `text`.
 
@@ -66,43 +61,54 @@ def _candidates(text: str, openers: str) -> Iterator[tuple[int, int]]:
     - when the text ends with one of `openers` still open, the search ends there: what follows it is
       inside a value cut off mid-way, not top level.
     """
-    open_groups: list[_Group] = []
+    open_groups: list[int] = []  # where each bracket opened outside any JSON string, and not closed yet, is
     closed: list[tuple[int, int]] = []  # candidates closed inside the open groups, in closing order
-    in_string = escaped = False
-    for i, ch in enumerate(text):
-        if not open_groups:
-            if ch in _CLOSER:
-                open_groups.append(_Group(_CLOSER[ch], i))
-            continue
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in _CLOSER:
-            open_groups.append(_Group(_CLOSER[ch], i))
-        elif ch in "}]":
-            group = open_groups.pop()
-            wanted = text[group.start] in openers
-            if group.closer != ch:
-                yield from _outermost(closed)
-                open_groups.clear()
-                closed.clear()
-            elif open_groups:
-                if wanted:
-                    closed.append((group.start, i + 1))
-            elif wanted:
-                closed.clear()
-                yield group.start, i + 1
-            else:
-                yield from _outermost(closed)
-                closed.clear()
-    cut_off = next((g.start for g in open_groups if text[g.start] in openers), len(text))
+    position = 0
+    # Outside any bracket only an opener matters (quotes there are prose); inside, a string is skipped whole,
+    # so the regex engine, not a Python loop, walks the characters that cannot change anything.
+    while (first := _OPENERS_RUN.search(text, position)) is not None:
+        open_groups.extend(range(first.start(), first.end()))
+        for token in _INSIDE.finditer(text, first.end()):
+            kind = token.lastindex
+            if kind == _OPENING:
+                open_groups.extend(range(*token.span()))
+            elif kind is None:  # a closer (a string only skips)
+                settled = _close(text, openers, open_groups, closed, token.start())
+                if settled:
+                    yield from settled
+                if not open_groups:
+                    position = token.end()
+                    break
+        else:
+            break
+    cut_off = next((g for g in open_groups if text[g] in openers), len(text))
     yield from (span for span in _outermost(closed) if span[0] < cut_off)
+
+
+def _close(
+    text: str, openers: str, open_groups: list[int], closed: list[tuple[int, int]], at: int
+) -> list[tuple[int, int]]:
+    """The candidates a closing bracket at `at` settles, updating the open groups and the closed spans.
+
+    A matching closer inside another group only records its span (an outer candidate may still win);
+    one that closes the top level settles it; a mismatch means no open bracket is JSON, so what closed
+    inside them is all there is, and the scan starts over with nothing open.
+    """
+    start = open_groups.pop()
+    wanted = text[start] in openers
+    if _CLOSER[text[start]] != text[at]:
+        settled = _outermost(closed)
+        open_groups.clear()
+    elif open_groups:
+        if wanted:
+            closed.append((start, at + 1))
+        return []
+    elif wanted:
+        settled = [(start, at + 1)]
+    else:
+        settled = _outermost(closed)
+    closed.clear()
+    return settled
 
 
 def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -74,6 +74,7 @@ _TEXT_MASK = np.uint64((1 << _TEXT_BITS) - 1)
 IntT = TypeVar("IntT", np.int64, np.uint64)
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -180,16 +181,42 @@ def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
     hashes: list[UInt64Array] = []
     owners: list[Int64Array] = []
     if total >= k:
-        # One k-gram hash per position of the joined text; keep those that do not cross into the next text.
-        positions = total - k + 1
-        hashed = np.zeros(positions, dtype=np.uint64)
-        for offset in range(k):
-            hashed = hashed * _POLY + points[offset : positions + offset]
-        owner = np.repeat(np.arange(count, dtype=np.int64), lengths)[:positions]
-        inside = np.arange(positions, dtype=np.int64) - starts[owner] <= lengths[owner] - k
-        hashes.append(hashed[inside])
-        owners.append(owner[inside])
-    for short in range(1, k):  # a text shorter than k is one shingle of its whole length
+        hashed, owner = _full_shingles(points, lengths, starts)
+        hashes.append(hashed)
+        owners.append(owner)
+    _add_short_texts(points, lengths, starts, hashes, owners)
+    mixed = (np.concatenate(hashes) * _MIX) >> _SHIFT
+    keys = (np.concatenate(owners).astype(np.uint64) << _SHIFT) | mixed
+    keys = _sorted_distinct(keys)
+    sizes = np.bincount((keys >> _SHIFT).astype(np.intp), minlength=count).astype(np.int64)
+    return keys & _LOW32, sizes
+
+
+def _full_shingles(points: UInt64Array, lengths: Int64Array, starts: Int64Array) -> tuple[UInt64Array, Int64Array]:
+    """The k-gram hashes of every text at least k long, with their text; one vectorised pass over the joined text.
+
+    Hashing the joined text at once costs one numpy pass per character offset instead of one per text;
+    the k-grams that cross into the next text are dropped afterwards.
+    """
+    k = NEAR_DUP_SHINGLE_CHARS
+    positions = len(points) - k + 1
+    hashed = np.zeros(positions, dtype=np.uint64)
+    for offset in range(k):
+        hashed = hashed * _POLY + points[offset : positions + offset]
+    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[:positions]
+    inside = np.arange(positions, dtype=np.int64) - starts[owner] <= lengths[owner] - k
+    return hashed[inside], owner[inside]
+
+
+def _add_short_texts(
+    points: UInt64Array,
+    lengths: Int64Array,
+    starts: Int64Array,
+    hashes: list[UInt64Array],
+    owners: list[Int64Array],
+) -> None:
+    """A text shorter than k is one shingle of its whole length, or it would have none and match nothing."""
+    for short in range(1, NEAR_DUP_SHINGLE_CHARS):
         which = np.flatnonzero(lengths == short)
         if len(which):
             hashed = np.zeros(len(which), dtype=np.uint64)
@@ -197,11 +224,6 @@ def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
                 hashed = hashed * _POLY + points[starts[which] + offset]
             hashes.append(hashed)
             owners.append(which.astype(np.int64))
-    mixed = (np.concatenate(hashes) * _MIX) >> _SHIFT
-    keys = (np.concatenate(owners).astype(np.uint64) << _SHIFT) | mixed
-    keys = _sorted_distinct(keys)
-    sizes = np.bincount((keys >> _SHIFT).astype(np.intp), minlength=count).astype(np.int64)
-    return keys & _LOW32, sizes
 
 
 def _sorted_distinct(values: npt.NDArray[IntT]) -> npt.NDArray[IntT]:
@@ -282,6 +304,31 @@ def _candidate_pairs(sets: ShingleSets, threshold: float) -> Chunked[tuple[Int64
         return empty, empty
     if n >= 1 << _TEXT_BITS:
         raise ValueError(f"at most {(1 << _TEXT_BITS) - 1} texts at once, got {n}")
+    keyed = yield from _prefix_entries(sets, threshold)
+    keyed.sort()
+    text = (keyed & _TEXT_MASK).astype(np.int64)
+    group_start, anchors = _token_anchors(keyed >> np.uint64(_TEXT_BITS))
+    total = int(anchors.sum())
+    yield
+    if not total:
+        return empty, empty
+    later = np.repeat(text, anchors)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(anchors) - anchors, anchors)
+    earlier = text[np.repeat(group_start, anchors) + within]
+    pair_keys = _sorted_distinct(later * n + earlier)
+    later, earlier = pair_keys // n, pair_keys % n
+    yield
+    keep = _worth_comparing(sizes, earlier, later, threshold)
+    return earlier[keep], later[keep]
+
+
+def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]:
+    """Each text's prefix shingles (rarest first), keyed (token, text), unsorted; one chunk of texts per pause.
+
+    Prefix filtering: two texts reaching `threshold` share a shingle among the rarest of each, so only
+    those need bucketing; the rest of each text never makes a candidate pair.
+    """
+    sizes = sets.sizes
     # One global order of shingles, rarest first (frequency capped at 255, ties by value): 40-bit token keys.
     buckets = (sets.values & np.uint64(_FREQUENCY_BUCKETS - 1)).astype(np.intp)
     frequency = np.minimum(np.bincount(buckets, minlength=_FREQUENCY_BUCKETS), 255).astype(np.uint64)
@@ -300,33 +347,34 @@ def _candidate_pairs(sets: ShingleSets, threshold: float) -> Chunked[tuple[Int64
         # Re-key the prefix entries as (token, text) so one sort buckets them by shingle.
         entries.append(((ordered[keep] & _TOKEN_MASK) << np.uint64(_TEXT_BITS)) | owner[keep].astype(np.uint64))
         yield
-    keyed = np.concatenate(entries)
-    keyed.sort()
-    token = keyed >> np.uint64(_TEXT_BITS)
-    text = (keyed & _TEXT_MASK).astype(np.int64)
+    return np.concatenate(entries)
+
+
+def _token_anchors(token: UInt64Array) -> tuple[Int64Array, Int64Array]:
+    """For sorted tokens: where each entry's token group starts, and how many earlier entries it is paired with.
+
+    Capping the pairs per entry at NEAR_DUP_TOKEN_ANCHORS keeps a shingle every text shares from making
+    the pair count quadratic.
+    """
     position = np.arange(len(token), dtype=np.int64)
     group_start = np.maximum.accumulate(np.where(np.r_[True, token[1:] != token[:-1]], position, 0))
-    anchors = np.minimum(position - group_start, NEAR_DUP_TOKEN_ANCHORS)
-    total = int(anchors.sum())
-    yield
-    if not total:
-        return empty, empty
-    later = np.repeat(text, anchors)
-    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(anchors) - anchors, anchors)
-    earlier = text[np.repeat(group_start, anchors) + within]
-    pair_keys = _sorted_distinct(later * n + earlier)
-    later, earlier = pair_keys // n, pair_keys % n
-    yield
-    # Keep the first NEAR_DUP_MAX_COMPARED earlier texts of each text.
+    return group_start, np.minimum(position - group_start, NEAR_DUP_TOKEN_ANCHORS)
+
+
+def _worth_comparing(sizes: Int64Array, earlier: Int64Array, later: Int64Array, threshold: float) -> BoolArray:
+    """The pairs (sorted by later text) kept for the exact check, a bounded number per text.
+
+    The first NEAR_DUP_MAX_COMPARED per text, and of those only the pairs whose size ratio lets the Jaccard
+    reach `threshold` (it cannot exceed the smaller set's size over the larger's).
+    """
     first_of_text = np.maximum.accumulate(
         np.where(np.r_[True, later[1:] != later[:-1]], np.arange(len(later), dtype=np.int64), 0)
     )
-    keep = np.arange(len(later), dtype=np.int64) - first_of_text < NEAR_DUP_MAX_COMPARED
-    # Jaccard cannot exceed the smaller set's size over the larger's.
+    keep: BoolArray = np.arange(len(later), dtype=np.int64) - first_of_text < NEAR_DUP_MAX_COMPARED
     small = np.minimum(sizes[earlier], sizes[later])
     large = np.maximum(sizes[earlier], sizes[later])
     keep &= small >= (threshold - 1e-9) * large
-    return earlier[keep], later[keep]
+    return keep
 
 
 def _estimate_gate(

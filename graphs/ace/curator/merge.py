@@ -274,15 +274,9 @@ class _Merger:
         self, delta: DeltaContextItem, near: Callable[[], list[tuple[str, float]]], checkpoint: Checkpoint
     ) -> None:
         content = delta.content.strip()
-        if not self.rules.allows(delta.section):
-            self.skip(delta, f"section {delta.section!r} is not allowed for {self.rules.dataset!r}")
-            return
-        if not content:
-            self.skip(delta, "no content")
-            return
-        holders = self.identical.get(delta.section, {}).get(normalize(content), [])
-        if holders:
-            self.skip(delta, f"identical to {min(holders, key=self.rank.__getitem__)}")
+        refusal = self._add_refusal(delta, content)
+        if refusal is not None:
+            self.skip(delta, refusal)
             return
         kept_apart: list[str] = []
         for count, (bullet_id, similarity) in enumerate(near(), start=1):
@@ -305,6 +299,21 @@ class _Merger:
                 reasoning=f"{delta.reasoning} [grow-and-refine: near-duplicate of {bullet_id} ({similarity:.3f})]",
             )
             return
+        self._insert(delta, content, kept_apart)
+
+    def _add_refusal(self, delta: DeltaContextItem, content: str) -> str | None:
+        """Why the ADD cannot become a bullet at all, before any similarity work is spent on it."""
+        if not self.rules.allows(delta.section):
+            return f"section {delta.section!r} is not allowed for {self.rules.dataset!r}"
+        if not content:
+            return "no content"
+        holders = self.identical.get(delta.section, {}).get(normalize(content), [])
+        if holders:
+            return f"identical to {min(holders, key=self.rank.__getitem__)}"
+        return None
+
+    def _insert(self, delta: DeltaContextItem, content: str, kept_apart: list[str]) -> None:
+        """A new bullet under a fresh id; the near-duplicates it contradicts are named so a reader sees why."""
         new_id = self.allocator.issue(self.rules.prefix(delta.section))
         bullet = Bullet(id=new_id, section=delta.section, content=content, source_trajectory=self.source)
         self._place(bullet)

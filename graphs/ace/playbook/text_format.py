@@ -82,9 +82,7 @@ def parse_playbook_lines(text: str) -> tuple[Playbook, list[int]]:
     for number, line in enumerate(text.split("\n"), start=1):
         heading = _HEADING.match(line)
         if heading:
-            section = heading_to_section(heading.group("title"))
-            if not section:
-                raise PlaybookTextError(f"line {number}: a heading needs a name")
+            section = _heading_section(heading, number)
             titles.setdefault(section, heading.group("title"))
             in_bullet = False
             continue
@@ -94,32 +92,50 @@ def parse_playbook_lines(text: str) -> tuple[Playbook, list[int]]:
         if not line.strip():
             in_bullet = False
             continue
-        match = _BULLET.match(line)
-        if match is None:
-            raise PlaybookTextError(f"line {number}: expected '## HEADING' or '[id] content', got {line[:80]!r}")
-        if section is None:
-            raise PlaybookTextError(f"line {number}: bullet {match.group('id')!r} comes before any '## ' heading")
-        rest = match.group("rest")
-        counters = _COUNTERS.match(rest)
-        row: dict[str, Any] = {"id": match.group("id"), "section": section, "content": rest}
-        if counters:
-            row |= {
-                "content": counters.group("content"),
-                "helpful": int(counters.group("helpful")),
-                "harmful": int(counters.group("harmful")),
-            }
-        rows.append(row)
+        rows.append(_bullet_row(line, number, section))
         lines.append(number)
         in_bullet = True
+    playbook = Playbook(metadata=PlaybookMetadata(section_titles=titles), bullets=_checked_bullets(rows, lines))
+    playbook.metadata.last_bullet_number = high_water(playbook)
+    return playbook, lines
+
+
+def _heading_section(heading: re.Match[str], number: int) -> str:
+    """The section id a heading opens; a heading that names nothing would file bullets under an empty id."""
+    section = heading_to_section(heading.group("title"))
+    if not section:
+        raise PlaybookTextError(f"line {number}: a heading needs a name")
+    return section
+
+
+def _bullet_row(line: str, number: int, section: str | None) -> dict[str, Any]:
+    """One bullet line as the fields of a `Bullet`; anything else here is not the ACE format, so it is refused."""
+    match = _BULLET.match(line)
+    if match is None:
+        raise PlaybookTextError(f"line {number}: expected '## HEADING' or '[id] content', got {line[:80]!r}")
+    if section is None:
+        raise PlaybookTextError(f"line {number}: bullet {match.group('id')!r} comes before any '## ' heading")
+    rest = match.group("rest")
+    counters = _COUNTERS.match(rest)
+    row: dict[str, Any] = {"id": match.group("id"), "section": section, "content": rest}
+    if counters:
+        row |= {
+            "content": counters.group("content"),
+            "helpful": int(counters.group("helpful")),
+            "harmful": int(counters.group("harmful")),
+        }
+    return row
+
+
+def _checked_bullets(rows: list[dict[str, Any]], lines: list[int]) -> list[Bullet]:
+    """The rows as bullets under the contract; an id names one bullet, or UPDATE and DELETE deltas are ambiguous."""
     bullets = [_bullet(row, line_no) for row, line_no in zip(rows, lines, strict=True)]
     seen: dict[str, int] = {}
     for bullet, line_no in zip(bullets, lines, strict=True):
         if bullet.id in seen:
             raise PlaybookTextError(f"line {line_no}: id {bullet.id!r} repeats line {seen[bullet.id]}")
         seen[bullet.id] = line_no
-    playbook = Playbook(metadata=PlaybookMetadata(section_titles=titles), bullets=bullets)
-    playbook.metadata.last_bullet_number = high_water(playbook)
-    return playbook, lines
+    return bullets
 
 
 def _bullet(row: dict[str, Any], line: int) -> Bullet:

@@ -130,26 +130,35 @@ def evaluate_bullets(
         tag: Literal["helpful", "harmful", "neutral"] = "neutral"
         match verdict.outcome:
             case "success":
-                if _shares(tokens, applied_tokens):
-                    tag, reason = "helpful", "applied in a trajectory that succeeded"
-                else:
-                    reason = "used, but the successful answer does not draw on it"
+                tag, reason = _credit(tokens, applied_tokens)
             case "failure" if truth_tokens:
                 tag, reason = _blame(
                     bullet, tokens, answer_tokens, answer_figures, ground_truth, truth_tokens, truth_figures
                 )
             case "failure":
-                if _shares(tokens, answer_tokens):
-                    tag = "harmful"
-                    reason = "applied in an answer that failed: " + (
-                        "; ".join(verdict.failing_checks) or "the test report"
-                    )
-                else:
-                    reason = "used, but the failed answer does not draw on it"
+                tag, reason = _blame_by_tests(tokens, answer_tokens, verdict)
             case _:
                 reason = "neither a ground truth nor a test verdict to judge it by"
         evaluations.append(BulletEvaluation(bullet_id=bullet.id, tag=tag, reason=excerpt(reason)))
     return evaluations
+
+
+def _credit(tokens: set[str], applied_tokens: set[str]) -> tuple[Literal["helpful", "neutral"], str]:
+    """After a success: helpful only when the trajectory visibly drew on the bullet, not merely retrieved it."""
+    if _shares(tokens, applied_tokens):
+        return "helpful", "applied in a trajectory that succeeded"
+    return "neutral", "used, but the successful answer does not draw on it"
+
+
+def _blame_by_tests(
+    tokens: set[str], answer_tokens: set[str], verdict: Verdict
+) -> tuple[Literal["harmful", "neutral"], str]:
+    """After a failure known only from the test report: what the answer applied shares the blame."""
+    if _shares(tokens, answer_tokens):
+        return "harmful", "applied in an answer that failed: " + (
+            "; ".join(verdict.failing_checks) or "the test report"
+        )
+    return "neutral", "used, but the failed answer does not draw on it"
 
 
 def _blame(
@@ -264,6 +273,26 @@ def _failure_insight(
     *,
     japanese: bool,
 ) -> Insight:
+    harmful = [e.bullet_id for e in evaluations if e.tag == "harmful"]
+    if ground_truth.strip():
+        correct, lesson = _lesson_from_truth(ground_truth, verdict, harmful, lead, japanese=japanese)
+    else:
+        correct, lesson = _lesson_from_tests(verdict, harmful, lead, japanese=japanese)
+    sources = ["the ground truth"] if ground_truth.strip() else []
+    sources += ["the test report"] if verdict.failing_checks else []
+    basis = " and ".join(sources) or "the test report"
+    return Insight(
+        reasoning=f"Compared the generated answer with {basis}; verdict: failure"
+        + (f" (ground-truth coverage {verdict.coverage:.0%})" if verdict.coverage is not None else ""),
+        error_identification="; ".join(_problems(verdict)) or "the answer was judged wrong",
+        root_cause_analysis=_cause(harmful, used),
+        correct_approach=correct,
+        key_insight=lesson,
+    )
+
+
+def _problems(verdict: Verdict) -> list[str]:
+    """What was wrong with the answer, in the verdict's own terms, so the lesson can be checked against it."""
     problems = []
     if verdict.missing:
         problems.append(f"the answer lacks: {', '.join(verdict.missing)}")
@@ -272,46 +301,49 @@ def _failure_insight(
         problems.append(f"the answer states {shown}")
     if verdict.failing_checks:
         problems.append(f"failing checks: {' | '.join(excerpt(c, 160) for c in verdict.failing_checks)}")
-    harmful = [e.bullet_id for e in evaluations if e.tag == "harmful"]
+    return problems
+
+
+def _cause(harmful: list[str], used: list[Bullet]) -> str:
+    """The playbook's share in the failure: a wrong bullet, no guidance, or guidance that missed the point."""
     if harmful:
-        cause = f"playbook bullet(s) {', '.join(harmful)} pointed the answer the wrong way"
-    elif not used:
-        cause = "no playbook guidance was retrieved for this query, so nothing learned was applied"
-    else:
-        cause = f"the guidance used ({', '.join(b.id for b in used)}) does not cover what was needed"
+        return f"playbook bullet(s) {', '.join(harmful)} pointed the answer the wrong way"
+    if not used:
+        return "no playbook guidance was retrieved for this query, so nothing learned was applied"
+    return f"the guidance used ({', '.join(b.id for b in used)}) does not cover what was needed"
+
+
+def _lesson_from_truth(
+    ground_truth: str, verdict: Verdict, harmful: list[str], lead: str, *, japanese: bool
+) -> tuple[str, str]:
+    """The correct approach and the lesson when the expected answer is known: state it, and distrust the culprits."""
     wrong = listing(x for x, _ in verdict.wrong_figures)
     ids = ", ".join(harmful)
-    if ground_truth.strip():
-        expected = excerpt(ground_truth)
-        action = _action(ground_truth, japanese)
-        correct = f"{action}: {expected}"
-        if japanese:
-            lesson = f"{lead}、{action}: {expected}"
-            if harmful:
-                lesson += f"。{ids} の {wrong or '記述'} はそのまま使わない"
-        else:
-            lesson = f"{lead}, {action}: {expected}"
-            if harmful:
-                lesson += f". Do not reuse {wrong or 'the guidance'} from {ids}: it is wrong"
+    expected = excerpt(ground_truth)
+    action = _action(ground_truth, japanese)
+    correct = f"{action}: {expected}"
+    if japanese:
+        lesson = f"{lead}、{action}: {expected}"
+        if harmful:
+            lesson += f"。{ids} の {wrong or '記述'} はそのまま使わない"
     else:
-        checks = "; ".join(excerpt(c, 160) for c in verdict.failing_checks) or "the failing tests"
-        correct = f"make these checks pass: {checks}"
-        if japanese:
-            lesson = f"{lead}、終える前に次の検査が通ることを確かめる: {checks}"
-            if harmful:
-                lesson += f"。失敗した回答が使った {ids} を見直す"
-        else:
-            lesson = f"{lead}, check before finishing that these pass: {checks}"
-            if harmful:
-                lesson += f". Re-check {ids}, which the failed attempt applied"
-    sources = ["the ground truth"] if ground_truth.strip() else []
-    sources += ["the test report"] if verdict.failing_checks else []
-    basis = " and ".join(sources) or "the test report"
-    return Insight(
-        reasoning=f"Compared the generated answer with {basis}; verdict: failure"
-        + (f" (ground-truth coverage {verdict.coverage:.0%})" if verdict.coverage is not None else ""),
-        error_identification="; ".join(problems) or "the answer was judged wrong",
-        root_cause_analysis=cause,
-        correct_approach=correct,
-        key_insight=lesson,
-    )
+        lesson = f"{lead}, {action}: {expected}"
+        if harmful:
+            lesson += f". Do not reuse {wrong or 'the guidance'} from {ids}: it is wrong"
+    return correct, lesson
+
+
+def _lesson_from_tests(verdict: Verdict, harmful: list[str], lead: str, *, japanese: bool) -> tuple[str, str]:
+    """The correct approach and the lesson when only the tests judged: make them pass before finishing."""
+    ids = ", ".join(harmful)
+    checks = "; ".join(excerpt(c, 160) for c in verdict.failing_checks) or "the failing tests"
+    correct = f"make these checks pass: {checks}"
+    if japanese:
+        lesson = f"{lead}、終える前に次の検査が通ることを確かめる: {checks}"
+        if harmful:
+            lesson += f"。失敗した回答が使った {ids} を見直す"
+    else:
+        lesson = f"{lead}, check before finishing that these pass: {checks}"
+        if harmful:
+            lesson += f". Re-check {ids}, which the failed attempt applied"
+    return correct, lesson
