@@ -111,8 +111,8 @@ def _short_terms(chars: int) -> str:
 
 
 def librarian_body(post: Post, *, hits: int = LIBRARIAN.hits_total) -> dict[str, Any]:
-    rounds = 3
-    per_round = -(-hits // rounds)
+    per_round = min(LIBRARIAN.hits_per_round, hits)
+    rounds = -(-hits // per_round)
     chars = LIBRARIAN.snippet_chars_total // LIBRARIAN.hits_total
     history = []
     n = 0

@@ -37,9 +37,9 @@ class LibrarianLimits:
 
     rounds: int = _limit(10, "rounds in `search_history` (also `max_loops`' upper bound)")
     hits_per_round: int = _limit(300, "hits in one round's `results`")
-    hits_total: int = _limit(300, "hits across every round of `search_history`", total=True)
+    hits_total: int = _limit(1_000, "hits across every round of `search_history`", total=True)
     snippet_chars: int = _limit(8_000, "characters of one hit's `snippet`")
-    snippet_chars_total: int = _limit(100_000, "characters of every snippet across `search_history`", total=True)
+    snippet_chars_total: int = _limit(300_000, "characters of every snippet across `search_history`", total=True)
     metadata_keys: int = _limit(32, "keys of one hit's `metadata`")
     queries_per_round: int = _limit(32, "entries of one round's `queries_text` (and of its `queries_vector`)")
     query_chars: int = _limit(2_000, "characters of one query (a round's, or one the service writes)")
