@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
     "workers": ["bench.workers", "--runs", "2"],
     "hostile": ["bench.hostile"],
+    "memory_admission": ["bench.memory_admission"],
 }
 
 

@@ -69,6 +69,9 @@ class AgentSpec(Generic[Req, St]):
             that returns `str` answers `text/plain` (`response_type` is then `str`).
         server_error: What a 500 of this operation means (it reads or writes a stored file), for the
             OpenAPI document; None when it has no such failure.
+        memory_per_body_byte: About how many bytes of working memory the operation holds per byte of its
+            body, at its worst (measured with `python -m bench.hostile`); the server admits heavy requests
+            by this estimate (`librarian_svc/memory_budget.py`).
     """
 
     name: str
@@ -83,3 +86,4 @@ class AgentSpec(Generic[Req, St]):
     timeout_ms: Callable[[Req], int | None] = constraints_timeout
     body: Body = "json"
     server_error: str | None = None
+    memory_per_body_byte: int = 20

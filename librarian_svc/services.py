@@ -22,6 +22,7 @@ from graphs.grace import graph as grace_graph
 from graphs.librarian import graph as librarian_graph
 from graphs.llm.providers import make_chat_model
 from graphs.proposal_quality import graph as proposal_quality_graph
+from librarian_svc.memory_budget import MemoryBudget
 from librarian_svc.settings import Settings
 from librarian_svc.state.token import StateCodec
 
@@ -45,6 +46,7 @@ class Services:
     settings: Settings
     context: AgentContext
     codec: StateCodec
+    memory: MemoryBudget
     graphs: dict[str, Any] = field(default_factory=dict)
 
     def request_context(
@@ -106,4 +108,5 @@ def build_services(settings: Settings) -> Services:
     codec = StateCodec(
         keys=_state_keys(settings), max_state_bytes=settings.state.max_state_bytes, ttl_s=settings.state.ttl_s
     )
-    return Services(settings=settings, context=context, codec=codec, graphs=graphs)
+    memory = MemoryBudget(settings.worker_memory_budget_mb)
+    return Services(settings=settings, context=context, codec=codec, graphs=graphs, memory=memory)

@@ -55,6 +55,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "EMBEDDING_INPUT_TYPE": "auto",
     "REQUEST_TIMEOUT_MS": "25000",
     "MAX_BODY_BYTES": "8388608",
+    "WORKER_MEMORY_BUDGET_MB": "256",
     "MAX_STATE_BYTES": "1048576",
     "STATE_SIGNING_KEYS": "",
     "STATE_SIGNING_KEY": "",
@@ -97,6 +98,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embedding: EmbeddingConfig
     request_timeout_ms: int
     max_body_bytes: int
+    worker_memory_budget_mb: int
     state: StateSettings
     config_dir: Path
     prompts_dir: Path
@@ -256,6 +258,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         embedding=embedding,
         request_timeout_ms=_int(env, "REQUEST_TIMEOUT_MS", low=100, high=3_600_000),
         max_body_bytes=_int(env, "MAX_BODY_BYTES", low=1024, high=1 << 30),
+        worker_memory_budget_mb=_int(env, "WORKER_MEMORY_BUDGET_MB", low=16, high=1 << 20),
         state=load_state_settings(env),
         config_dir=config_dir,
         prompts_dir=prompts_dir,

@@ -93,8 +93,17 @@ async def run_graph(graph: Any, context: AgentContext, request: Any, prior: None
     return result["outcome"]
 
 
+ACE_MEMORY_PER_BODY_BYTE = 100
+"""The index, embeddings and decoded playbook of a search, generate, reflect or curate: about 100 MB for a 1 MB
+playbook (peak RSS over idle in `python -m bench.hostile`)."""
+
 SEARCH: AgentSpec[AceSearchRequest, None] = AgentSpec(
-    name="ace_search", request_type=AceSearchRequest, response_type=AceSearchResponse, check=check_search, run=search
+    name="ace_search",
+    request_type=AceSearchRequest,
+    response_type=AceSearchResponse,
+    check=check_search,
+    run=search,
+    memory_per_body_byte=ACE_MEMORY_PER_BODY_BYTE,
 )
 GENERATE: AgentSpec[AceGenerateRequest, None] = AgentSpec(
     name="ace_generate",
@@ -103,6 +112,7 @@ GENERATE: AgentSpec[AceGenerateRequest, None] = AgentSpec(
     graph="ace_generator",
     check=check_generate,
     run=run_graph,
+    memory_per_body_byte=ACE_MEMORY_PER_BODY_BYTE,
 )
 REFLECT: AgentSpec[AceReflectRequest, None] = AgentSpec(
     name="ace_reflect",
@@ -111,6 +121,7 @@ REFLECT: AgentSpec[AceReflectRequest, None] = AgentSpec(
     graph="ace_reflector",
     check=check_reflect,
     run=run_graph,
+    memory_per_body_byte=ACE_MEMORY_PER_BODY_BYTE,
 )
 CURATE: AgentSpec[AceCurateRequest, None] = AgentSpec(
     name="ace_curate",
@@ -119,6 +130,7 @@ CURATE: AgentSpec[AceCurateRequest, None] = AgentSpec(
     graph="ace_curator",
     check=check_curate,
     run=run_graph,
+    memory_per_body_byte=ACE_MEMORY_PER_BODY_BYTE,
 )
 STORE_FAILURE = "A stored playbook could not be read or written (`error_type: OTHER`, the message names the problem)"
 WORKFLOW: AgentSpec[WorkflowRequest, None] = AgentSpec(
@@ -129,6 +141,7 @@ WORKFLOW: AgentSpec[WorkflowRequest, None] = AgentSpec(
     check=check_workflow,
     run=run_graph,
     server_error=STORE_FAILURE,
+    memory_per_body_byte=ACE_MEMORY_PER_BODY_BYTE,
 )
 IMPORT: AgentSpec[PlaybookImportRequest, None] = AgentSpec(
     name="playbook_import",
