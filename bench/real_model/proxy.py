@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -20,7 +19,8 @@ from types import TracebackType
 from typing import Any
 
 import httpx
-import uvicorn
+
+from tests.support.thread_server import ThreadServer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -98,8 +98,7 @@ class RecordingProxy:
         self._lock = threading.Lock()
         self._exchanges: list[Exchange] = []
         self._client: httpx.AsyncClient | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = ThreadServer(self.app, name="recording proxy", lifespan="on")
 
     @property
     def root_url(self) -> str:
@@ -123,29 +122,12 @@ class RecordingProxy:
 
     def start(self) -> RecordingProxy:
         """Serve on a free loopback port, on a daemon thread."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app, interface="asgi3", log_level="warning", lifespan="on", ws="none", access_log=False
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("recording proxy did not start")
-            time.sleep(0.01)
+        self.port = self._serving.start(self.host)
         return self
 
     def stop(self) -> None:
         """Stop serving."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._serving.stop()
 
     def __enter__(self) -> RecordingProxy:
         return self.start()

@@ -41,6 +41,8 @@ from typing import Any
 
 import uvicorn
 
+from tests.support.thread_server import ThreadServer
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -175,8 +177,7 @@ class FakeLLMServer:
         self._calls: list[RecordedRequest] = []
         self._ids = itertools.count(1)
         self._tokens: list[str] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = ThreadServer(self.app, name="fake LLM server")
 
     # --- scripting and inspection ----------------------------------------------------------------
 
@@ -259,36 +260,12 @@ class FakeLLMServer:
 
     def start(self) -> FakeLLMServer:
         """Bind the port and serve on a daemon thread; returns once the server accepts connections."""
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.app,
-            interface="asgi3",
-            log_level="warning",
-            lifespan="off",
-            ws="none",
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("fake LLM server did not start")
-            time.sleep(0.01)
+        self.port = self._serving.start(self.host, self.port)
         return self
 
     def stop(self) -> None:
         """Stop serving and wait for the thread (in-flight delayed replies are cut short)."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._server = self._thread = None
+        self._serving.stop()
 
     def __enter__(self) -> FakeLLMServer:
         return self.start()
