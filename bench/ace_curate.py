@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import random
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from bench.tools import machine_info
+from bench.tools import emit, machine_info
 from contracts.ace import Bullet, DeltaContextItem, Playbook, PlaybookMetadata
 from graphs.ace.curator.merge import merge
 from graphs.ace.playbook.sections import SectionRules
@@ -130,11 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ace_curate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
-    report = asyncio.run(measure())
-    text = json.dumps(report, indent=2, ensure_ascii=False)
-    print(text)
-    if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
+    emit(asyncio.run(measure()), args.output)
     return 0
 
 
