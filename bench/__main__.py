@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Any
 
-from bench.tools import PROJECT_ROOT, RESULTS_DIR
+from bench.tools import PROJECT_ROOT, RESULTS_DIR, emit
 
 BENCHMARKS: dict[str, list[str]] = {
     "cold_start": ["bench.cold_start"],
@@ -96,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"!!! {exc}", flush=True)
             failed.append(name)
             continue
-        text = json.dumps(report, indent=2, ensure_ascii=False)
-        (RESULTS_DIR / f"{name}.json").write_text(text + "\n", encoding="utf-8")
-        print(text, flush=True)
+        emit(report, RESULTS_DIR / f"{name}.json")
         summary[name] = headline(report)
     print("\n=== summary (bench/results/*.json)")
     for name, lines in summary.items():

@@ -17,7 +17,6 @@ bullets at least 20× faster than the seed's design; growth is the 10k ÷ 1k lat
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from bench.tools import PROJECT_ROOT, machine_info
+from bench.tools import PROJECT_ROOT, emit, machine_info
 from contracts.ace import Bullet, Playbook, SearchQuery
 from graphs.ace.playbook.text_format import parse_playbook
 from graphs.ace.search.hybrid import HybridSearch, min_max
@@ -179,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "meets_target_warm_10k_20x": ten_k["ratio_seed_over_warm"] >= 20,
         "machine": machine_info(),
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
+    emit(report, args.output)
     return 0
 
 

@@ -16,6 +16,7 @@ import platform
 import msgspec
 from litestar.testing import TestClient
 
+from bench.tools import emit
 from contracts.limits import LIBRARIAN
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
@@ -84,7 +85,7 @@ def main() -> None:
         "history_growth_1_to_10_rounds": round(rows[-1]["history_bytes"] / rows[0]["history_bytes"], 3),
         "python": platform.python_version(),
     }
-    print(json.dumps(report, indent=2))
+    emit(report, None)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ term selects hits (what the 3-character rule costs in recall).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import psycopg
 
 from bench.librarian_quality import JSQUAD, load_questions
+from bench.tools import emit
 from graphs.librarian.question import profile_question
 from reference_orchestrator import pg_server
 from reference_orchestrator.postgres import PostgresCorpus, sql
@@ -125,7 +125,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--pg-bindir", type=Path)
     args = parser.parse_args()
-    print(json.dumps(run(args.copies, args.sample, args.seed, args.pg_bindir), indent=2, ensure_ascii=False))
+    emit(run(args.copies, args.sample, args.seed, args.pg_bindir), None)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import random
@@ -26,7 +25,7 @@ from typing import Any
 import httpx
 
 from bench.soak_mix import MIX, Operation
-from bench.tools import PROJECT_ROOT
+from bench.tools import PROJECT_ROOT, emit
 from graphs.ace.search.index import MAX_CACHED_INDEXES, MAX_CACHED_ROWS
 from graphs.embeddings.hashing import _token_features
 from librarian_svc.settings import ENV_DEFAULTS
@@ -137,7 +136,7 @@ def main() -> None:
         "samples": samples,
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
     }
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    emit(report, None)
 
 
 if __name__ == "__main__":
