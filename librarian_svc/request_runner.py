@@ -232,11 +232,22 @@ async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:
     return Call(spec=spec, data=data, prior=prior, token=token, context=context, graph=graph)
 
 
+def _timeout_message(budget: float | None, *, shutting_down: bool) -> str:
+    if shutting_down:
+        return "the instance is shutting down; retry the step with the same state"
+    if budget == 0.0:
+        return (
+            "the step's budget ran out before it started (waiting for the worker's memory, or reading its body); "
+            "retry with the same state"
+        )
+    return f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; retry with the same state"
+
+
 async def guarded(call: Call, step: Awaitable[Any]) -> Any:
     """Await the agent under the request's deadline; TIMEOUT / MODEL_FAILURE become ERROR bodies (HTTP 200)."""
     budget = call.context.remaining_s()
     try:
-        if budget == 0.0:  # spent waiting for memory: a step that never awaits would otherwise still run
+        if budget == 0.0:  # spent before the step (waiting for memory): a step that never awaits would still run
             if isinstance(step, Coroutine):
                 step.close()
             raise TimeoutError("the budget ran out before the step started")
@@ -254,10 +265,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
         return ErrorResponse(
             request_id=call.context.request_id,
             error_type="TIMEOUT",
-            message="the instance is shutting down; retry the step with the same state"
-            if shutting_down
-            else f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
-            "retry with the same state",
+            message=_timeout_message(budget, shutting_down=shutting_down),
             state=call.token,
             usage=call.context.usage,  # what the step spent on the model before the deadline
         )

@@ -209,4 +209,5 @@ async def test_the_wait_at_the_door_counts_against_the_requests_own_deadline() -
         services.memory.release(holder)
         status, body = await late.answer()
     assert (status, body["action"], body["error_type"]) == (200, "ERROR", "TIMEOUT")
+    assert "waiting for the worker's memory" in body["message"]
     assert services.memory.in_use_mb == 0
