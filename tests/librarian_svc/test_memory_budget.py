@@ -10,6 +10,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import AsyncTestClient, TestClient
 
+from librarian_svc import memory_budget
 from librarian_svc.app import create_app
 from librarian_svc.memory_budget import EXEMPT_MB, MemoryBudget, estimate_mb
 from librarian_svc.services import Services, build_services
@@ -211,3 +212,20 @@ async def test_the_wait_at_the_door_counts_against_the_requests_own_deadline() -
     assert (status, body["action"], body["error_type"]) == (200, "ERROR", "TIMEOUT")
     assert "waiting for the worker's memory" in body["message"]
     assert services.memory.in_use_mb == 0
+
+
+async def test_after_a_heavy_request_the_allocator_gives_its_free_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`malloc_trim` once per heavy request, after its response; light requests never pay for it."""
+    trims: list[int] = []
+    monkeypatch.setattr(memory_budget, "MALLOC_TRIM", trims.append)
+    app, _ = _heavy_app()
+    async with AsyncTestClient(app):
+        heavy = _Exchange(app, json.dumps(_ace_search_body(5_000)).encode())
+        assert (await heavy.answer())[0] == 200
+        light = _Exchange(app, json.dumps({"query": {"query_text": "x"}, "playbook": {"bullets": []}}).encode())
+        assert (await light.answer())[0] == 200
+        for _ in range(100):  # the trim runs on a worker thread
+            if trims:
+                break
+            await asyncio.sleep(0.01)
+    assert trims == [0]
