@@ -70,8 +70,8 @@ class AgentSpec(Generic[Req, St]):
         server_error: What a 500 of this operation means (it reads or writes a stored file), for the
             OpenAPI document; None when it has no such failure.
         memory_per_body_byte: About how many bytes of working memory the operation holds per byte of its
-            body, at its worst (measured with `python -m bench.hostile`); the server admits heavy requests
-            by this estimate (`librarian_svc/memory_budget.py`).
+            body, at its worst (`python -m bench.memory_admission`, per agent); the server admits heavy
+            requests by this estimate, before reading their bodies (`librarian_svc/memory_budget.py`).
     """
 
     name: str

@@ -23,7 +23,9 @@ from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
 from librarian_svc.controllers.proposal_quality import ProposalQualityController
 from librarian_svc.errors import EXCEPTION_HANDLERS
+from librarian_svc.memory_budget import admission_middleware
 from librarian_svc.request_context import make_request_context_middleware
+from librarian_svc.request_runner import SPEC_KEY
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import Settings, load_settings
 from librarian_svc.version import VERSION
@@ -67,6 +69,16 @@ def create_app(
         route_handlers=[*ROUTE_HANDLERS, *extra_route_handlers],
         dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
+        # Route middleware runs after routing and before the handler reads the body: heavy requests wait
+        # for memory there, their bodies still unread (`librarian_svc/memory_budget.py`).
+        middleware=[
+            admission_middleware(
+                services.memory,
+                max_body_bytes=settings.max_body_bytes,
+                max_wait_s=settings.request_timeout_ms / 1000,
+                spec_key=SPEC_KEY,
+            )
+        ],
         on_shutdown=[close_model_clients],
         request_max_body_size=settings.max_body_bytes,
         openapi_config=OpenAPIConfig(

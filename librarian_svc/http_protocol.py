@@ -8,19 +8,46 @@ stays open for ever (a "slowloris"): 20,000 such sockets exhausted the descripto
 gap in between stays `KEEPALIVE_TIMEOUT_S`), and closes once the whole request, body included,
 has been read. When it runs out the connection is closed: with a 408 if the request's head never
 arrived, silently if the body stalled (the step, waiting for its body, sees the client disconnect).
+A request waiting for memory at the door (`memory_budget`) has its body unread on purpose: its window
+starts again while it waits, so only the client's own slowness, once admitted, counts.
+
+Timeouts alone do not bound how many connections are open: a burst of more idle or half-sent
+connections than the descriptor limit within the read timeout exhausted the worker's descriptors, and
+then `accept` failed for everyone, `/health` included. So each worker holds at most
+`MAX_CONNECTIONS_PER_WORKER`. A connection over the cap makes room by closing the connection that has
+been idle longest (between requests, or with a request head still incomplete: nothing of the
+application is running for it), so a flood of idle sockets cannot keep a real request, or the
+liveness probe, out. Only when every open connection has a request in flight is the new one refused:
+a 503 with the ERROR body and `Retry-After`, then closed. (uvicorn's `limit_concurrency` answers 503
+only once a request head arrives, on a connection it has already accepted and keeps: it caps work,
+not descriptors, and it evicts nobody, so a flood of idle sockets would shut real requests out.)
 """
 
 from __future__ import annotations
 
 import asyncio
+import resource
+import uuid
+from collections import OrderedDict
 from typing import Any
 
+import msgspec
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from contracts.common import ErrorResponse
+from librarian_svc.memory_budget import waiting_for_admission
+
 log = structlog.get_logger(__name__)
 
-_settings = {"read_timeout_s": 30.0}
+_settings: dict[str, float] = {"read_timeout_s": 30.0, "max_connections": 1000}
+
+_idle: OrderedDict[ReadTimeoutProtocol, None] = OrderedDict()
+"""This worker's connections with no request in flight, the longest idle first (eviction order)."""
+
+_counts = {"evicted": 0, "refused": 0}
+REFUSAL_LOG_EVERY = 100
+"""Under a flood, one log line per this many closed or refused connections (and the first)."""
 
 TIMEOUT_408 = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -28,9 +55,67 @@ TIMEOUT_408 = (
 )
 
 
-def configure(read_timeout_s: float) -> None:
-    """Set the read timeout for connections accepted from now on (each worker, from its settings)."""
+def configure(read_timeout_s: float, max_connections: int = 1000) -> None:
+    """Set the read timeout and the connection cap for connections accepted from now on (each worker)."""
     _settings["read_timeout_s"] = read_timeout_s
+    _settings["max_connections"] = max_connections
+
+
+DESCRIPTORS_SPARE = 256
+"""Descriptors a worker keeps for everything but client connections: the model client's pool, files, pipes."""
+
+
+def raise_descriptor_limit() -> int:
+    """Raise this process's soft descriptor limit to the hard one (the soft default is often 1,024); the new soft limit.
+
+    asyncio uses epoll, which has no descriptor ceiling of its own, so nothing is gained by the lower
+    soft limit; the hard limit stays the operator's.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = 1 << 20  # what "no limit" counts as
+    target = unlimited if hard == resource.RLIM_INFINITY else hard
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return unlimited if soft == resource.RLIM_INFINITY else soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # a sandbox refused: keep what there is
+        return soft
+    return target
+
+
+def connection_cap(configured: int, descriptor_limit: int) -> int:
+    """`MAX_CONNECTIONS_PER_WORKER`, lowered if needed so the cap is reached before the descriptors run out."""
+    return max(1, min(configured, descriptor_limit - DESCRIPTORS_SPARE))
+
+
+def _refusal(retry_after_s: int) -> bytes:
+    body = msgspec.json.encode(
+        ErrorResponse(
+            request_id=uuid.uuid4().hex,
+            error_type="OTHER",
+            message="the worker's connection limit (MAX_CONNECTIONS_PER_WORKER) is reached and every connection "
+            "has a request in flight; send the request again after Retry-After",
+        )
+    )
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(body)}\r\nretry-after: {retry_after_s}\r\nconnection: close\r\n\r\n".encode()
+        + body
+    )
+
+
+REFUSED_503 = _refusal(1)
+
+
+def _count(kind: str, **fields: Any) -> None:
+    _counts[kind] += 1
+    if _counts[kind] % REFUSAL_LOG_EVERY == 1:
+        log.warning(
+            "connection limit reached: " + ("closed the longest-idle connection" if kind == "evicted" else "refused"),
+            total=_counts[kind],
+            max_connections=int(_settings["max_connections"]),
+            **fields,
+        )
 
 
 class ReadTimeoutProtocol(HttpToolsProtocol):
@@ -43,9 +128,36 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._bytes_in_window = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """Accepted: the first request must arrive in time too, not only the ones after a response."""
+        """Accepted: within the cap (see the module docstring), and the first request must arrive in time too."""
         super().connection_made(transport)
+        if len(self.connections) > _settings["max_connections"] and not self._make_room():
+            return
+        _idle[self] = None
         self._open_window()
+
+    def _make_room(self) -> bool:
+        """Close the longest-idle connection; with none idle, refuse this one (False)."""
+        if _idle:
+            victim, _ = _idle.popitem(last=False)
+            _count("evicted", open=len(self.connections))
+            victim._close_window()
+            victim.transport.close()
+            return True
+        _count("refused", open=len(self.connections))
+        self.transport.write(REFUSED_503)
+        self.transport.close()
+        return False
+
+    def on_headers_complete(self) -> None:
+        """A request is in flight: this connection is no longer one to close for room."""
+        super().on_headers_complete()
+        _idle.pop(self, None)
+
+    def on_response_complete(self) -> None:
+        """Answered, with no pipelined request behind it: idle again, the most recently."""
+        super().on_response_complete()
+        if not self.transport.is_closing() and self._between_requests():
+            _idle[self] = None
 
     def data_received(self, data: bytes) -> None:
         """A request's first byte opens its window; the last byte of its body closes it."""
@@ -57,7 +169,8 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             self._close_window()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        """Gone: no timer may outlive the connection."""
+        """Gone: no timer may outlive the connection, and it no longer counts as idle."""
+        _idle.pop(self, None)
         self._close_window()
         super().connection_lost(exc)
 
@@ -82,6 +195,9 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
     def _read_timed_out(self) -> None:
         self._read_timer = None
         if self.transport.is_closing():
+            return
+        if self.cycle is not None and waiting_for_admission(self.cycle.scope):
+            self._open_window()  # its body is unread on purpose: the window starts again once it may read
             return
         head_missing = self._between_requests()
         log.info(

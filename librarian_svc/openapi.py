@@ -35,13 +35,20 @@ ERROR_STATUSES: dict[str, str] = {
     "415": "Request body is not JSON (Content-Type must be application/json or +json)",
     "422": "The body does not match the request schema: unknown fields, wrong types (no coercion), values out of "
     "range; every violation is in `details` with its exact JSON path",
+    "503": "A heavy request (Content-Length × the operation's memory factor) waited REQUEST_TIMEOUT_MS for the "
+    "worker's memory budget (WORKER_MEMORY_BUDGET_MB) without getting it, or the instance began shutting down "
+    "while it waited: `error_type` TIMEOUT, no `state`. Nothing of the request was read, so it is sent again as it "
+    "was (a stateful step with the state it carried) after `Retry-After` seconds",
 }
 TEXT_STATUSES: dict[str, str] = {
     "415": "Request body is not UTF-8 text (Content-Type must be text/plain, charset utf-8 if given)",
     "422": "A path or query parameter does not match its schema, or is unknown or repeated; `details` name it",
 }
-BODYLESS = ("413", "415")
-"""Statuses an operation without a request body cannot answer."""
+BODYLESS = ("413", "415", "503")
+"""Statuses an operation without a request body cannot answer (it never waits for memory: it holds none)."""
+RETRY_AFTER = {
+    "Retry-After": {"description": "Seconds to wait before sending the request again", "schema": {"type": "integer"}}
+}
 _TYPED_PARAMETER = re.compile(r"\{(\w+):\w+\}")
 
 
@@ -149,6 +156,8 @@ def _error_responses(spec: AgentSpec[Any, Any]) -> dict[str, Any]:
     if spec.body == "none":
         statuses = {status: text for status, text in statuses.items() if status not in BODYLESS}
     responses = {status: {"description": text, "content": error_body} for status, text in statuses.items()}
+    if "503" in responses:
+        responses["503"]["headers"] = RETRY_AFTER
     if spec.server_error is not None:
         responses["500"] = {"description": spec.server_error, "content": error_body}
     return responses

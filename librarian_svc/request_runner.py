@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -32,7 +32,7 @@ from graphs.errors import InvalidInput
 from graphs.llm.errors import ModelFailure, ModelTimeout
 from graphs.llm.validation import collect_errors
 from librarian_svc import drain
-from librarian_svc.memory_budget import MemoryBudget
+from librarian_svc.memory_budget import scope_wait_s
 from librarian_svc.request_context import adopt_request_id, current_request_id
 from librarian_svc.services import Services
 
@@ -86,9 +86,6 @@ class Call:
     token: str | None
     context: AgentContext
     graph: Any
-    memory_mb: float
-    """The working memory this request is estimated to hold (body size × the operation's factor)."""
-    admission: MemoryBudget
 
 
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
@@ -227,32 +224,33 @@ async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:
             else None
         )
         seal = partial(services.codec.seal, agent=state.agent, schema_version=state.version)
-    context = services.request_context(spec.timeout_ms(data), request_id=request_id, seal_state=seal)
+    context = services.request_context(
+        spec.timeout_ms(data), request_id=request_id, seal_state=seal, waited_s=scope_wait_s(request.scope)
+    )
     spec.check(data, prior, context)
     graph = services.graphs[spec.graph] if spec.graph else None
-    body_bytes = len(await request.body()) if spec.body != "none" else 0  # read once already: cached
-    memory_mb = body_bytes * spec.memory_per_body_byte / 1_000_000
-    return Call(
-        spec=spec,
-        data=data,
-        prior=prior,
-        token=token,
-        context=context,
-        graph=graph,
-        memory_mb=memory_mb,
-        admission=services.memory,
-    )
+    return Call(spec=spec, data=data, prior=prior, token=token, context=context, graph=graph)
 
 
-def admitted(call: Call, start: Callable[[], Awaitable[Any]]) -> Awaitable[Any]:
-    """The step, started once its working memory fits the worker's budget (the wait is inside the deadline)."""
-    return call.admission.run(call.memory_mb, start)
+def _timeout_message(budget: float | None, *, shutting_down: bool) -> str:
+    if shutting_down:
+        return "the instance is shutting down; retry the step with the same state"
+    if budget == 0.0:
+        return (
+            "the step's budget ran out before it started (waiting for the worker's memory, or reading its body); "
+            "retry with the same state"
+        )
+    return f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; retry with the same state"
 
 
 async def guarded(call: Call, step: Awaitable[Any]) -> Any:
     """Await the agent under the request's deadline; TIMEOUT / MODEL_FAILURE become ERROR bodies (HTTP 200)."""
     budget = call.context.remaining_s()
     try:
+        if budget == 0.0:  # spent before the step (waiting for memory): a step that never awaits would still run
+            if isinstance(step, Coroutine):
+                step.close()
+            raise TimeoutError("the budget ran out before the step started")
         async with asyncio.timeout(budget) as timer:
             with drain.bounded(timer):  # SIGTERM moves the timeout to the shutdown deadline
                 return await step
@@ -267,10 +265,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
         return ErrorResponse(
             request_id=call.context.request_id,
             error_type="TIMEOUT",
-            message="the instance is shutting down; retry the step with the same state"
-            if shutting_down
-            else f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; "
-            "retry with the same state",
+            message=_timeout_message(budget, shutting_down=shutting_down),
             state=call.token,
             usage=call.context.usage,  # what the step spent on the model before the deadline
         )
@@ -288,7 +283,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
 async def run_agent(request: Request[Any, Any, Any], services: Services) -> Response[Any]:
     """Serve one agent step: prepare, run under the deadline, answer with the action."""
     call = await prepare(request, services)
-    body = await guarded(call, admitted(call, lambda: call.spec.run(call.graph, call.context, call.data, call.prior)))
+    body = await guarded(call, call.spec.run(call.graph, call.context, call.data, call.prior))
     if isinstance(body, str):
         return Response(body, status_code=200, media_type=TEXT)
     return Response(body, status_code=200)
@@ -341,7 +336,7 @@ async def _relay(call: Call) -> AsyncIterator[ServerSentEventMessage]:
             queue.put_nowait(item)
         raise AssertionError("a stream always ends with the response")
 
-    task = asyncio.create_task(guarded(call, admitted(call, advance)))
+    task = asyncio.create_task(guarded(call, advance()))
     try:
         while (record := await _next_record(queue, task)) is not None:
             yield _message("progress", record, getattr(record, "index", None))

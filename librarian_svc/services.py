@@ -50,11 +50,21 @@ class Services:
     graphs: dict[str, Any] = field(default_factory=dict)
 
     def request_context(
-        self, timeout_ms: int | None = None, *, request_id: str = "", seal_state: Callable[[Any], str] | None = None
+        self,
+        timeout_ms: int | None = None,
+        *,
+        request_id: str = "",
+        seal_state: Callable[[Any], str] | None = None,
+        waited_s: float = 0.0,
     ) -> AgentContext:
-        """The agent context for one request: its deadline (never past the server's), id and state sealer."""
+        """The agent context for one request: its deadline (never past the server's), id and state sealer.
+
+        `waited_s`: how long the request waited for memory at the door; the budget counts from its arrival.
+        """
         budget_ms = min(timeout_ms or self.settings.request_timeout_ms, self.settings.request_timeout_ms)
-        return self.context.for_request(timeout_s=budget_ms / 1000, request_id=request_id, seal_state=seal_state)
+        return self.context.for_request(
+            timeout_s=max(0.0, budget_ms / 1000 - waited_s), request_id=request_id, seal_state=seal_state
+        )
 
 
 def _state_keys(settings: Settings) -> list[bytes]:

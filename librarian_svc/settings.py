@@ -67,6 +67,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "SHUTDOWN_GRACE_S": "8",
     "KEEPALIVE_TIMEOUT_S": "120",
     "REQUEST_READ_TIMEOUT_S": "30",
+    "MAX_CONNECTIONS_PER_WORKER": "1000",
     "WEB_CONCURRENCY": "auto",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
     "PLAYBOOK_DATA_DIR": str(PROJECT_ROOT / "data" / "playbooks"),
@@ -106,6 +107,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     shutdown_grace_s: float
     keepalive_timeout_s: int
     request_read_timeout_s: float
+    max_connections_per_worker: int
     web_concurrency: int
     librarian_near_dup_threshold: float
     playbook_data_dir: Path
@@ -266,6 +268,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         shutdown_grace_s=_float(env, "SHUTDOWN_GRACE_S", low=0.0, high=60.0),
         keepalive_timeout_s=_int(env, "KEEPALIVE_TIMEOUT_S", low=1, high=3600),
         request_read_timeout_s=_float(env, "REQUEST_READ_TIMEOUT_S", low=0.1, high=3600.0),
+        max_connections_per_worker=_int(env, "MAX_CONNECTIONS_PER_WORKER", low=4, high=1_000_000),
         web_concurrency=_workers(env),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
         playbook_data_dir=_data_dir(env, "PLAYBOOK_DATA_DIR"),  # created on first save

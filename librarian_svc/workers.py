@@ -80,7 +80,7 @@ def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = 
         try:
             settings = _preloaded[0] if _preloaded else load_settings()
             from librarian_svc.app import create_app
-            from librarian_svc.http_protocol import configure
+            from librarian_svc.http_protocol import configure, connection_cap, raise_descriptor_limit
             from librarian_svc.log_setup import configure_logging
 
             configure_logging(settings.log_format, settings.log_level)
@@ -91,7 +91,9 @@ def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = 
         except Exception as exc:  # a bug: the traceback, and no restart loop
             log.exception("worker failed to start", exc_info=exc)
             sys.exit(STARTUP_FAILURE)
-        configure(settings.request_read_timeout_s)
+        descriptor_limit = raise_descriptor_limit()
+        max_connections = connection_cap(settings.max_connections_per_worker, descriptor_limit)
+        configure(settings.request_read_timeout_s, max_connections)
         drain.install_signal_handlers(settings.shutdown_grace_s)
         prepare_collector_for_serving()
     log.info(
@@ -101,6 +103,8 @@ def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = 
         gc_enabled=gc.isenabled(),
         gc_frozen=gc.get_freeze_count(),
         gc_threshold=list(gc.get_threshold()),
+        descriptor_limit=descriptor_limit,
+        max_connections=max_connections,
         gc_collections_during_start_up=collections_so_far() - collections,
     )
     return app

@@ -302,7 +302,7 @@ def test_scaling_and_startup_annotations(service: dict[str, Any]) -> None:
 def test_container_image_port_and_resources(container: dict[str, Any]) -> None:
     assert re.fullmatch(r"[A-Z]+-docker\.pkg\.dev/[A-Z]+/librarian/librarian-svc:[A-Z]+", container["image"])
     assert container["ports"] == [{"name": "http1", "containerPort": 8080}]
-    assert container["resources"]["limits"] == {"cpu": "2", "memory": "1Gi"}
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": "2Gi"}
 
 
 def test_one_worker_per_vcpu(service: dict[str, Any], container: dict[str, Any]) -> None:
@@ -322,6 +322,43 @@ def test_one_worker_per_vcpu(service: dict[str, Any], container: dict[str, Any])
         comment.append(line)
     assert "worker" in " ".join(comment)
     assert "WEB_CONCURRENCY" in " ".join(comment)
+
+
+# What an instance is made of, in MiB, from `python -m bench.memory_admission` (README, "Memory"): 80 of the heaviest
+# accepted requests (ACE search, 1.1 MB) at once on 2 workers.
+SUPERVISOR_MB = 55
+"""The supervisor (43) and multiprocessing's resource tracker (12)."""
+WORKER_CACHED_MB = 180
+"""A worker at rest once its bounded caches are full (`bench.soak`: 171-174)."""
+WORKER_MARGIN_MB = 120
+"""What a worker held at its peak beyond its cached heap and its budget (at 256 MB: 478 = 175 + 256 + 47; the
+margin also covers the exempt requests, each under 1 MB of estimate, and the allocator's free lists)."""
+NOT_IN_RSS_MB = 256
+"""Kept out of the sum for what Cloud Run charges besides the processes' RSS: the in-memory file system (stored
+playbooks) and the kernel's socket buffers of up to 80 requests."""
+
+
+def _mib(quantity: str) -> float:
+    match = re.fullmatch(r"(\d+)(Mi|Gi)", quantity)
+    assert match, f"memory {quantity!r}: write it in Mi or Gi"
+    return int(match[1]) * (1024 if match[2] == "Gi" else 1)
+
+
+def test_the_memory_limit_holds_every_worker_at_its_budget(container: dict[str, Any]) -> None:
+    """Supervisor + WEB_CONCURRENCY × (cached heap + WORKER_MEMORY_BUDGET_MB + margin) fits the limit.
+
+    Raising the workers or the budget without the memory (or lowering the memory) fails here, not as an
+    instance killed for memory with containerConcurrency requests in flight.
+    """
+    plain = {name: str(entry["value"]) for name, entry in env_entries(container).items() if "value" in entry}
+    settings = load_settings(plain | {"STATE_SIGNING_KEYS": "x" * 32, "GOOGLE_API_KEY": "x" * 32})
+    limit = _mib(container["resources"]["limits"]["memory"])
+    per_worker = WORKER_CACHED_MB + settings.worker_memory_budget_mb + WORKER_MARGIN_MB
+    assert SUPERVISOR_MB + settings.web_concurrency * per_worker <= limit - NOT_IN_RSS_MB
+    assert "WORKER_MEMORY_BUDGET_MB" in plain, "set the budget next to the limit it is sized for"
+    comment = CLOUDRUN.read_text(encoding="utf-8").split("memory: ")[0].rsplit("cpu:", 1)[1]
+    assert "bench.memory_admission" in comment, "say where the memory figures come from"
+    assert "WORKER_MEMORY_BUDGET_MB" in comment
 
 
 def test_probes_hit_ready_and_health(container: dict[str, Any]) -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from typing import Any
 
 import pytest
-from litestar.testing import TestClient
+from litestar import Litestar
+from litestar.testing import AsyncTestClient, TestClient
 
+from librarian_svc import memory_budget
 from librarian_svc.app import create_app
-from librarian_svc.memory_budget import EXEMPT_MB, MemoryBudget
-from librarian_svc.services import build_services
+from librarian_svc.memory_budget import EXEMPT_MB, MemoryBudget, estimate_mb
+from librarian_svc.services import Services, build_services
 from librarian_svc.settings import load_settings
 
 
@@ -111,16 +115,117 @@ def _ace_search_body(timeout_ms: int) -> dict[str, object]:
     }
 
 
-def test_a_heavy_request_that_cannot_be_admitted_in_time_answers_timeout() -> None:
-    """The wait for memory is inside the request's deadline: a TIMEOUT body, never a hang or a 5xx."""
-    services = build_services(load_settings({"WORKER_MEMORY_BUDGET_MB": "16"}))
-    app = create_app(services.settings, services=services)
+def _heavy_app(**env: str) -> tuple[Litestar, Services]:
+    services = build_services(load_settings({"WORKER_MEMORY_BUDGET_MB": "16", **env}))
+    return create_app(services.settings, services=services), services
+
+
+def test_the_estimate_is_the_declared_length_times_the_factor() -> None:
+    assert estimate_mb([(b"content-length", b"50000")], 100, 1_000_000) == 5.0
+    assert estimate_mb([(b"Transfer-Encoding", b"chunked")], 100, 1_000_000) == 100.0  # no length: the cap
+    assert estimate_mb([(b"content-length", b"2000000")], 100, 1_000_000) == 0.0  # a 413 holds nothing
+    assert estimate_mb([], 100, 1_000_000) == 0.0
+
+
+class _Exchange:
+    """One request sent straight into the ASGI app on the test's own event loop (the budget is loop-bound)."""
+
+    def __init__(self, app: Litestar, body: bytes) -> None:
+        self.body = body
+        self.reads = 0
+        self.sent: list[Any] = []
+        scope: dict[str, Any] = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/agent/ace/search",
+            "raw_path": b"/agent/ace/search",
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+            "state": {},
+        }
+        self.task = asyncio.create_task(app(scope, self._receive, self._send))  # type: ignore[arg-type]
+
+    async def _receive(self) -> dict[str, Any]:
+        self.reads += 1
+        return {"type": "http.request", "body": self.body, "more_body": False}
+
+    async def _send(self, message: Any) -> None:
+        self.sent.append(message)
+
+    async def answer(self) -> tuple[int, Any]:
+        await asyncio.wait_for(self.task, 20)
+        return self.sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in self.sent[1:]))
+
+
+async def test_a_heavy_request_waits_at_the_door_with_its_body_unread() -> None:
+    """While the budget is full, the handler has not asked for a byte of the body; once memory frees, it runs."""
+    app, services = _heavy_app()
+    async with AsyncTestClient(app):  # runs the lifespan (the app is started as in serving)
+        holder = await services.memory.reserve(services.memory.capacity_mb)
+        exchange = _Exchange(app, json.dumps(_ace_search_body(5_000)).encode())
+        await asyncio.sleep(0.3)
+        assert exchange.reads == 0, "the body was read before the request was admitted"
+        assert services.memory.waiting == 1
+        services.memory.release(holder)
+        status, body = await exchange.answer()
+    assert exchange.reads > 0
+    assert (status, body["action"]) == (200, "RESULTS")
+    assert services.memory.in_use_mb == 0
+
+
+def test_a_heavy_request_that_cannot_be_admitted_in_time_gets_a_503_with_retry_after() -> None:
+    """Past the server's budget at the door: 503, Retry-After and the ERROR body; nothing was read or run."""
+    app, services = _heavy_app(REQUEST_TIMEOUT_MS="300")
     with TestClient(app) as client:
         services.memory.in_use_mb = services.memory.capacity_mb  # as if heavy requests held all of it
-        waited = client.post("/agent/ace/search", json=_ace_search_body(300)).json()
+        waited = client.post("/agent/ace/search", json=_ace_search_body(300), headers={"x-request-id": "door-1"})
+        light = client.post("/agent/ace/search", json={"query": {"query_text": "x"}, "playbook": {"bullets": []}})
         services.memory.in_use_mb = 0
-        served = client.post("/agent/ace/search", json=_ace_search_body(5_000)).json()
-    assert waited["action"] == "ERROR"
-    assert waited["error_type"] == "TIMEOUT"
-    assert served["action"] == "RESULTS"
+        served = client.post("/agent/ace/search", json=_ace_search_body(300))
+    assert waited.status_code == 503
+    assert waited.headers["retry-after"] == "2"
+    error = waited.json()
+    assert error["action"] == "ERROR"
+    assert error["error_type"] == "TIMEOUT"
+    assert error["request_id"] == "door-1"
+    assert "WORKER_MEMORY_BUDGET_MB" in error["message"]
+    assert light.status_code == 200  # a light request never waits, even with the budget full
+    assert served.json()["action"] == "RESULTS"
     assert services.memory.in_use_mb == 0
+
+
+async def test_the_wait_at_the_door_counts_against_the_requests_own_deadline() -> None:
+    """Admitted after its own timeout_ms has passed: ERROR TIMEOUT (HTTP 200) at once, not a fresh budget."""
+    app, services = _heavy_app()
+    async with AsyncTestClient(app):
+        holder = await services.memory.reserve(services.memory.capacity_mb)
+        late = _Exchange(app, json.dumps(_ace_search_body(200)).encode())
+        await asyncio.sleep(0.5)
+        services.memory.release(holder)
+        status, body = await late.answer()
+    assert (status, body["action"], body["error_type"]) == (200, "ERROR", "TIMEOUT")
+    assert "waiting for the worker's memory" in body["message"]
+    assert services.memory.in_use_mb == 0
+
+
+async def test_after_a_heavy_request_the_allocator_gives_its_free_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`malloc_trim` once per heavy request, after its response; light requests never pay for it."""
+    trims: list[int] = []
+    monkeypatch.setattr(memory_budget, "MALLOC_TRIM", trims.append)
+    app, _ = _heavy_app()
+    async with AsyncTestClient(app):
+        heavy = _Exchange(app, json.dumps(_ace_search_body(5_000)).encode())
+        assert (await heavy.answer())[0] == 200
+        light = _Exchange(app, json.dumps({"query": {"query_text": "x"}, "playbook": {"bullets": []}}).encode())
+        assert (await light.answer())[0] == 200
+        for _ in range(100):  # the trim runs on a worker thread
+            if trims:
+                break
+            await asyncio.sleep(0.01)
+    assert trims == [0]

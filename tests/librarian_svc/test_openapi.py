@@ -81,16 +81,18 @@ def test_the_200_body_is_a_named_union_discriminated_by_action(app: Litestar, do
         assert sorted(v["$ref"] for v in union["oneOf"]) == sorted(mapping.values())
 
 
-@pytest.mark.parametrize("status", ["400", "404", "405", "413", "415", "422"])
+@pytest.mark.parametrize("status", ["400", "404", "405", "413", "415", "422", "503"])
 def test_every_error_status_is_documented_with_the_error_body(
     app: Litestar, document: dict[str, Any], status: str
 ) -> None:
     routes = _agent_routes(app) + _agent_routes(app, "text")
-    routes += [] if status in ("413", "415") else _agent_routes(app, "none")  # no body: neither can happen
+    routes += [] if status in ("413", "415", "503") else _agent_routes(app, "none")  # no body: none can happen
     for path, method, _ in routes:
         response = document["paths"][path][method]["responses"][status]
         assert response["description"]
         assert response["content"]["application/json"]["schema"]["$ref"] == ERROR_REF
+        if status == "503":  # refused at the door for memory: when to send it again
+            assert response["headers"]["Retry-After"]["schema"]["type"] == "integer"
     error = _resolve(document, ERROR_REF)
     assert set(error["required"]) >= {"action", "request_id", "error_type", "message"}
     assert "status_code" not in error["properties"]  # not Litestar's own error shape
@@ -107,7 +109,7 @@ def test_the_text_operations_document_text_bodies_and_their_parameters(document:
     assert "requestBody" not in export
     assert export["responses"]["200"]["content"] == {"text/plain": {"schema": {"type": "string"}}}
     assert {"404", "500"} <= set(export["responses"])
-    assert not {"413", "415"} & set(export["responses"])
+    assert not {"413", "415", "503"} & set(export["responses"])
     assert document["paths"]["/playbooks"]["get"]["parameters"] == []
 
 
