@@ -1,4 +1,4 @@
-"""The proposal-quality graph: generate → check → (render | generate again | reject), compiled once."""
+"""The proposal-quality graph: generate (and check) → (render | generate again | reject), compiled once."""
 
 from __future__ import annotations
 
@@ -7,24 +7,24 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from graphs.context import AgentContext
-from graphs.proposal_quality.nodes import check, generate, reject, render
+from graphs.proposal_quality.nodes import generate, reject, render
 from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.state import ProposalGraphState
 
 
 def build_graph() -> Any:
-    """Generate → check → render | generate (self-correction, at most 2 re-asks) | reject.
+    """Generate and check → render | generate (self-correction, at most 2 re-asks) | reject.
 
-    The input holds the flattened board and the attempts allowed (`run.run_report`).
+    `generate` drafts the report and validates it (`nodes.draft`, then `nodes.check`): the check always
+    follows a generation and needs no I/O, so it is a function that node calls rather than a graph step
+    of its own. The input is the run (`run.run_report`): the flattened board and the attempts allowed.
     """
     graph = StateGraph(ProposalGraphState, context_schema=AgentContext)
     graph.add_node("generate", generate)
-    graph.add_node("check", check)
     graph.add_node("render", render)
     graph.add_node("reject", reject)
     graph.add_edge(START, "generate")
-    graph.add_edge("generate", "check")
-    graph.add_conditional_edges("check", route_after_check)
+    graph.add_conditional_edges("generate", route_after_check)
     graph.add_edge("render", END)
     graph.add_edge("reject", END)
     return graph.compile(name="proposal_quality")
