@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import structlog
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from contracts.proposal_quality import (
     AdvisorReport,
@@ -32,6 +33,7 @@ from graphs.proposal_quality.drafting.llm import copied_text_problems, draft_rep
 from graphs.proposal_quality.drafting.organizer import organizer_report
 from graphs.proposal_quality.grounding import ground_report
 from graphs.proposal_quality.render import render_advisor, render_organizer
+from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.self_correction import build_correction_prompt
 from graphs.proposal_quality.state import Attempt, ProposalGraphState, ProposalRun
 from graphs.proposal_quality.validator import validate_report, without_null_optionals
@@ -43,11 +45,14 @@ OFF_LOOP_BOARD_NODES = 1_000
 """Boards with more nodes than this are drafted by the rules on a worker thread."""
 
 
-async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+async def generate(
+    state: ProposalGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["render", "generate", "reject"]]:
     """One generation and its verdict: draft the report (`draft`), then validate it and log the verdict (`check`).
 
     One node rather than two: checking needs no I/O and always follows a generation, and a graph
-    step costs more than the check does.
+    step costs more than the check does. Where the run goes next is `routing.route_after_check`'s
+    answer, returned as a `Command` (a conditional edge costs one more runnable call per run).
     """
     run, previous = state["run"], state.get("attempt")
     number = 1 if previous is None else previous.number + 1
@@ -64,7 +69,8 @@ async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) ->
         verdict=verdict,
         log=[*log_so_far, summary],
     )
-    return {"attempt": attempt}
+    update: ProposalGraphState = {"attempt": attempt}
+    return Command(update=update, goto=await route_after_check({**state, **update}))
 
 
 Draft = tuple[list[BaseMessage], str, object | None, list[str]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import typing
 from typing import Any
 
 import msgspec
@@ -18,6 +19,7 @@ from graphs.proposal_quality.board import (
     check_board_size,
     has_node,
 )
+from graphs.proposal_quality.graph import build_graph
 from graphs.proposal_quality.grounding import ground_report
 from graphs.proposal_quality.render import escape_markdown, render_advisor, render_organizer
 from graphs.proposal_quality.routing import route_after_check
@@ -193,3 +195,11 @@ def test_markdown_cannot_be_injected() -> None:
     rendered = render_advisor(msgspec.convert(report, AdvisorReport), Board.of([]))
     assert "![x]" not in rendered.markdown
     assert "\n## injected" not in rendered.markdown
+
+
+def test_generate_routes_where_build_graph_says_it_can() -> None:
+    """`generate` routes by `Command`: its declared destinations are exactly the router's answers."""
+    spec = build_graph().builder.nodes["generate"]
+    answers = typing.get_args(typing.get_type_hints(route_after_check)["return"])
+    (returned,) = typing.get_args(typing.get_type_hints(spec.runnable.afunc)["return"])
+    assert set(spec.ends) == set(answers) == set(typing.get_args(returned))
