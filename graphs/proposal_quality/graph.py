@@ -1,4 +1,4 @@
-"""The proposal-quality graph: generate (and check) → (render | generate again | reject), compiled once."""
+"""The proposal-quality graph: one graph step per attempt (draft, check, then end or re-ask), compiled once."""
 
 from __future__ import annotations
 
@@ -7,23 +7,20 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from graphs.context import AgentContext
-from graphs.proposal_quality.nodes import generate, reject, render
+from graphs.proposal_quality.nodes import generate
 from graphs.proposal_quality.state import ProposalGraphState
 
 
 def build_graph() -> Any:
-    """Generate and check → render | generate (self-correction, at most 2 re-asks) | reject.
+    """Generate → END (rendered or rejected) | generate again (self-correction, at most 2 re-asks).
 
-    `generate` drafts the report and validates it (`nodes.draft`, then `nodes.check`): the check always
-    follows a generation and needs no I/O, so it is a function that node calls rather than a graph step
-    of its own, and it routes with `routing.route_after_check` (a `Command`, its destinations listed here).
-    The input is the run (`run.run_report`): the flattened board and the attempts allowed.
+    Each attempt is one `generate` step, which calls in order: `nodes.draft` (the rules, or the model's
+    answer or corrected answer), `nodes.check` (the validator's verdict, logged), then
+    `routing.route_after_check`: a report without errors ends the run rendered (`nodes.render`), an
+    attempt with errors and attempts left goes round again, the last one ends it rejected
+    (`nodes.reject`). The input is the run (`run.run_report`): the flattened board and the attempts allowed.
     """
     graph = StateGraph(ProposalGraphState, context_schema=AgentContext)
-    graph.add_node("generate", generate, destinations=("render", "generate", "reject"))  # route_after_check
-    graph.add_node("render", render)
-    graph.add_node("reject", reject)
+    graph.add_node("generate", generate, destinations=("generate", END))
     graph.add_edge(START, "generate")
-    graph.add_edge("render", END)
-    graph.add_edge("reject", END)
     return graph.compile(name="proposal_quality")

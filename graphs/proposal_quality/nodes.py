@@ -47,12 +47,13 @@ OFF_LOOP_BOARD_NODES = 1_000
 
 async def generate(
     state: ProposalGraphState, runtime: Runtime[AgentContext]
-) -> Command[Literal["render", "generate", "reject"]]:
-    """One generation and its verdict: draft the report (`draft`), then validate it and log the verdict (`check`).
+) -> Command[Literal["generate", "__end__"]]:
+    """One attempt: draft the report (`draft`), validate it and log the verdict (`check`), then end or re-ask.
 
-    One node rather than two: checking needs no I/O and always follows a generation, and a graph
-    step costs more than the check does. Where the run goes next is `routing.route_after_check`'s
-    answer, returned as a `Command` (a conditional edge costs one more runnable call per run).
+    Where it goes is `routing.route_after_check`'s answer: a re-ask is this node again; a report without
+    errors is rendered (`render`) and a report out of attempts rejected (`reject`) right here, ending the
+    run. Checking, rendering and rejecting need no I/O and each costs less than a graph step, so they are
+    functions this node calls in order rather than nodes of their own: a run is one graph step per attempt.
     """
     run, previous = state["run"], state.get("attempt")
     number = 1 if previous is None else previous.number + 1
@@ -69,8 +70,14 @@ async def generate(
         verdict=verdict,
         log=[*log_so_far, summary],
     )
-    update: ProposalGraphState = {"attempt": attempt}
-    return Command(update=update, goto=await route_after_check({**state, **update}))
+    match await route_after_check({"run": run, "attempt": attempt}):
+        case "generate":
+            return Command(update={"attempt": attempt}, goto="generate")
+        case "render":
+            outcome = render(run, attempt, runtime.context)
+        case "reject":
+            outcome = reject(run, attempt, runtime.context)
+    return Command(update={"attempt": attempt, "outcome": outcome}, goto="__end__")  # END
 
 
 Draft = tuple[list[BaseMessage], str, object | None, list[str]]
@@ -134,9 +141,8 @@ def check(
     return verdict
 
 
-async def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
-    """The accepted report, typed, with its display payload."""
-    run, attempt = state["run"], state["attempt"]
+def render(run: ProposalRun, attempt: Attempt, context: AgentContext) -> ProposalRunResponse:
+    """The response for an accepted report: the report, typed, with its display payload (logged)."""
     kind, board = run.kind, run.board
     assert isinstance(attempt.report, dict), "only a report the validator accepted is rendered"
     report = without_null_optionals(kind, attempt.report)
@@ -148,40 +154,35 @@ async def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> P
         advisor = msgspec.convert(report, AdvisorReport)
         typed = advisor
         rendered = render_advisor(advisor, board)
-    _log_final(run, attempt, runtime.context, ok=True)
-    return {
-        "outcome": ProposalRunResponse(
-            request_id=run.request_id,
-            ok=True,
-            report=msgspec.to_builtins(typed),
-            errors=[],
-            warnings=attempt.verdict.warnings,
-            attempts=attempt.number,
-            attempt_log=attempt.log,
-            usage=runtime.context.usage,
-            rendered=rendered,
-        )
-    }
+    _log_final(run, attempt, context, ok=True)
+    return ProposalRunResponse(
+        request_id=run.request_id,
+        ok=True,
+        report=msgspec.to_builtins(typed),
+        errors=[],
+        warnings=attempt.verdict.warnings,
+        attempts=attempt.number,
+        attempt_log=attempt.log,
+        usage=context.usage,
+        rendered=rendered,
+    )
 
 
-async def reject(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+def reject(run: ProposalRun, attempt: Attempt, context: AgentContext) -> ProposalRunResponse:
     """Not adopted (seed 004 §4.1 step 4): the last errors, and the last report without unknown ids (logged)."""
-    run, attempt = state["run"], state["attempt"]
     report, _ = ground_report(run.kind, attempt.report, run.board.valid_ids)
-    _log_final(run, attempt, runtime.context, ok=False)
+    _log_final(run, attempt, context, ok=False)
     verdict = attempt.verdict
-    return {
-        "outcome": ProposalRunResponse(
-            request_id=run.request_id,
-            ok=False,
-            report=report,
-            errors=verdict.errors,
-            warnings=verdict.warnings,
-            attempts=attempt.number,
-            attempt_log=attempt.log,
-            usage=runtime.context.usage,
-        )
-    }
+    return ProposalRunResponse(
+        request_id=run.request_id,
+        ok=False,
+        report=report,
+        errors=verdict.errors,
+        warnings=verdict.warnings,
+        attempts=attempt.number,
+        attempt_log=attempt.log,
+        usage=context.usage,
+    )
 
 
 def _log_final(run: ProposalRun, attempt: Attempt, context: AgentContext, *, ok: bool) -> None:
