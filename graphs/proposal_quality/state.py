@@ -1,11 +1,9 @@
 """The proposal-quality graph's working state for one run (never persisted: the agent is stateless).
 
 Three channels, each written whole: `run` (the input, set once by `run.run_report`), `attempt` (the
-latest generation and its verdict, replaced by each generation) and `outcome` (the response, set by
-the node that ends the run). LangGraph's cost per graph step grows with the number of channels (every
-step reads, writes and versions each of them), and a run is two graph steps of well under a
-millisecond of work each: a key per field cost more than the report's drafting. Nothing relies on
-TypedDict defaults.
+latest generation and its verdict, replaced by each generation) and `outcome` (the response, set when
+the run ends). Fewer keys are fewer channels for LangGraph to read, write and version on every step,
+and a run is one graph step per attempt. Nothing relies on TypedDict defaults.
 """
 
 from __future__ import annotations
