@@ -239,8 +239,10 @@ async def _choose(
     async def take(pool: Sequence[_Sentence]) -> bool:
         """Choose the pool's best sentence that adds coverage and repeats no chosen one; False when none does."""
         await pacer.tick(len(pool))
-        for sentence in sorted(pool, key=lambda s: -gain(s, covered)):
-            if gain(sentence, covered) <= 0:
+        # Each sentence's gain once (`covered` only changes on return), best first; the sort is stable.
+        gains = sorted(((gain(s, covered), s) for s in pool), key=lambda scored: -scored[0])
+        for value, sentence in gains:
+            if value <= 0:
                 return False
             await pacer.tick(len(sentence.text) * (1 + len(chosen)))
             if not any(is_near_duplicate(sentence.text, c.text, ANSWER_NEAR_DUP_THRESHOLD) for c in chosen):

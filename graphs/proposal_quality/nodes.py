@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import structlog
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from contracts.proposal_quality import (
     AdvisorReport,
@@ -32,8 +33,9 @@ from graphs.proposal_quality.drafting.llm import copied_text_problems, draft_rep
 from graphs.proposal_quality.drafting.organizer import organizer_report
 from graphs.proposal_quality.grounding import ground_report
 from graphs.proposal_quality.render import render_advisor, render_organizer
+from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.self_correction import build_correction_prompt
-from graphs.proposal_quality.state import ProposalGraphState
+from graphs.proposal_quality.state import Attempt, ProposalGraphState, ProposalRun
 from graphs.proposal_quality.validator import validate_report, without_null_optionals
 
 log = structlog.get_logger(__name__)
@@ -43,11 +45,48 @@ OFF_LOOP_BOARD_NODES = 1_000
 """Boards with more nodes than this are drafted by the rules on a worker thread."""
 
 
-async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
-    """One generation: the embedded engine's report, or the model's first answer or corrected answer."""
-    request, board, kind = state["request"], state["board"], state["kind"]
-    attempt = state["attempts"] + 1
-    context = runtime.context
+async def generate(
+    state: ProposalGraphState, runtime: Runtime[AgentContext]
+) -> Command[Literal["generate", "__end__"]]:
+    """One attempt: draft the report (`draft`), validate it and log the verdict (`check`), then end or re-ask.
+
+    Where it goes is `routing.route_after_check`'s answer: a re-ask is this node again; a report without
+    errors is rendered (`render`) and a report out of attempts rejected (`reject`) right here, ending the
+    run. Checking, rendering and rejecting need no I/O and each costs less than a graph step, so they are
+    functions this node calls in order rather than nodes of their own: a run is one graph step per attempt.
+    """
+    run, previous = state["run"], state.get("attempt")
+    number = 1 if previous is None else previous.number + 1
+    messages, reply_text, report, parse_errors = await draft(run, previous, runtime.context)
+    verdict = check(run, report, parse_errors, number, runtime.context)
+    summary = ProposalAttempt(attempt=number, ok=verdict.ok, errors=verdict.errors, warnings=verdict.warnings)
+    log_so_far = [] if previous is None else previous.log
+    attempt = Attempt(
+        number=number,
+        messages=messages,
+        reply_text=reply_text,
+        report=report,
+        parse_errors=parse_errors,
+        verdict=verdict,
+        log=[*log_so_far, summary],
+    )
+    match await route_after_check({"run": run, "attempt": attempt}):
+        case "generate":
+            return Command(update={"attempt": attempt}, goto="generate")
+        case "render":
+            outcome = render(run, attempt, runtime.context)
+        case "reject":
+            outcome = reject(run, attempt, runtime.context)
+    return Command(update={"attempt": attempt, "outcome": outcome}, goto="__end__")  # END
+
+
+Draft = tuple[list[BaseMessage], str, object | None, list[str]]
+"""A generation: the conversation so far, the reply's text, the parsed report (None when unparseable), parse errors."""
+
+
+async def draft(run: ProposalRun, previous: Attempt | None, context: AgentContext) -> Draft:
+    """The embedded engine's report, or the model's first answer or corrected answer."""
+    request, board, kind = run.request, run.board, run.kind
     if context.llm is None:
         build = organizer_report if kind == "organizer" else advisor_report
         options: dict[str, Any] = {} if kind == "organizer" else {"notes": request.constraints.notes}
@@ -55,8 +94,8 @@ async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) ->
         # A board near the node limit takes the rules a third of a second: off the event loop, which keeps
         # answering others; a usual board is drafted in place (a thread hop would cost more than the work).
         report = await asyncio.to_thread(rules) if len(board.nodes) > OFF_LOOP_BOARD_NODES else rules()
-        return {"report": report, "parse_errors": [], "reply_text": "", "attempts": attempt}
-    if attempt == 1:
+        return [], "", report, []
+    if previous is None:
         prompt = generation_prompt(
             context,
             kind,
@@ -68,52 +107,45 @@ async def generate(state: ProposalGraphState, runtime: Runtime[AgentContext]) ->
         messages: list[BaseMessage] = [HumanMessage(prompt)]
     else:
         correction = build_correction_prompt(
-            state["verdict"].errors, prompt_ids(board, request.focus_node_id), context.prompts_dir
+            previous.verdict.errors, prompt_ids(board, request.focus_node_id), context.prompts_dir
         )
-        messages = [*state["messages"], AIMessage(state["reply_text"]), HumanMessage(correction)]
-    draft = await draft_report(context, kind, messages)
-    return {
-        "messages": messages,
-        "report": draft.report,
-        "parse_errors": draft.parse_errors,
-        "reply_text": draft.text,
-        "attempts": attempt,
-    }
+        messages = [*previous.messages, AIMessage(previous.reply_text), HumanMessage(correction)]
+    answer = await draft_report(context, kind, messages)
+    return messages, answer.text, answer.report, answer.parse_errors
 
 
-async def check(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+def check(
+    run: ProposalRun, report: object | None, parse_errors: list[str], number: int, context: AgentContext
+) -> ValidationResult:
     """Validate the attempt (an unparseable reply fails with its parse errors) and log the verdict.
 
     A model's report whose strings copy the prompt's placeholders or instructions fails too, as a
     Must error the correction prompt names.
     """
-    if state["parse_errors"]:
-        verdict = ValidationResult(ok=False, errors=list(state["parse_errors"]), warnings=[])
+    if parse_errors:
+        verdict = ValidationResult(ok=False, errors=list(parse_errors), warnings=[])
     else:
-        verdict = validate_report(state["kind"], state["report"], state["board"].valid_ids)
-        if runtime.context.llm is not None:
-            copied = copied_text_problems(runtime.context, state["kind"], state["report"])
+        verdict = validate_report(run.kind, report, run.board.valid_ids)
+        if context.llm is not None:
+            copied = copied_text_problems(context, run.kind, report)
             if copied:
                 verdict = ValidationResult(ok=False, errors=[*verdict.errors, *copied], warnings=verdict.warnings)
     log.info(
         "proposal_quality attempt",
-        kind=state["kind"],
-        attempt=state["attempts"],
+        kind=run.kind,
+        attempt=number,
         ok=verdict.ok,
         errors=verdict.errors,
         warnings=verdict.warnings,
     )
-    summary = ProposalAttempt(
-        attempt=state["attempts"], ok=verdict.ok, errors=verdict.errors, warnings=verdict.warnings
-    )
-    return {"verdict": verdict, "attempt_log": [summary]}
+    return verdict
 
 
-async def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
-    """The accepted report, typed, with its display payload."""
-    kind, board, verdict = state["kind"], state["board"], state["verdict"]
-    assert isinstance(state["report"], dict), "only a report the validator accepted is rendered"
-    report = without_null_optionals(kind, state["report"])
+def render(run: ProposalRun, attempt: Attempt, context: AgentContext) -> ProposalRunResponse:
+    """The response for an accepted report: the report, typed, with its display payload (logged)."""
+    kind, board = run.kind, run.board
+    assert isinstance(attempt.report, dict), "only a report the validator accepted is rendered"
+    report = without_null_optionals(kind, attempt.report)
     if kind == "organizer":
         organizer = msgspec.convert(report, OrganizerReport)
         typed: OrganizerReport | AdvisorReport = organizer
@@ -122,47 +154,43 @@ async def render(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> P
         advisor = msgspec.convert(report, AdvisorReport)
         typed = advisor
         rendered = render_advisor(advisor, board)
-    _log_final(state, runtime.context, ok=True)
-    return {
-        "outcome": ProposalRunResponse(
-            request_id=state["request_id"],
-            ok=True,
-            report=msgspec.to_builtins(typed),
-            errors=[],
-            warnings=verdict.warnings,
-            attempts=state["attempts"],
-            attempt_log=state["attempt_log"],
-            usage=runtime.context.usage,
-            rendered=rendered,
-        )
-    }
+    _log_final(run, attempt, context, ok=True)
+    return ProposalRunResponse(
+        request_id=run.request_id,
+        ok=True,
+        report=msgspec.to_builtins(typed),
+        errors=[],
+        warnings=attempt.verdict.warnings,
+        attempts=attempt.number,
+        attempt_log=attempt.log,
+        usage=context.usage,
+        rendered=rendered,
+    )
 
 
-async def reject(state: ProposalGraphState, runtime: Runtime[AgentContext]) -> ProposalGraphState:
+def reject(run: ProposalRun, attempt: Attempt, context: AgentContext) -> ProposalRunResponse:
     """Not adopted (seed 004 §4.1 step 4): the last errors, and the last report without unknown ids (logged)."""
-    report, _ = ground_report(state["kind"], state["report"], state["board"].valid_ids)
-    _log_final(state, runtime.context, ok=False)
-    verdict = state["verdict"]
-    return {
-        "outcome": ProposalRunResponse(
-            request_id=state["request_id"],
-            ok=False,
-            report=report,
-            errors=verdict.errors,
-            warnings=verdict.warnings,
-            attempts=state["attempts"],
-            attempt_log=state["attempt_log"],
-            usage=runtime.context.usage,
-        )
-    }
+    report, _ = ground_report(run.kind, attempt.report, run.board.valid_ids)
+    _log_final(run, attempt, context, ok=False)
+    verdict = attempt.verdict
+    return ProposalRunResponse(
+        request_id=run.request_id,
+        ok=False,
+        report=report,
+        errors=verdict.errors,
+        warnings=verdict.warnings,
+        attempts=attempt.number,
+        attempt_log=attempt.log,
+        usage=context.usage,
+    )
 
 
-def _log_final(state: ProposalGraphState, context: AgentContext, *, ok: bool) -> None:
+def _log_final(run: ProposalRun, attempt: Attempt, context: AgentContext, *, ok: bool) -> None:
     log.info(
         "proposal_quality result",
-        kind=state["kind"],
+        kind=run.kind,
         ok=ok,
-        attempts=state["attempts"],
-        retry_count=state["attempts"] - 1,
+        attempts=attempt.number,
+        retry_count=attempt.number - 1,
         engine=context.usage.engine,
     )

@@ -12,8 +12,9 @@ async def route_after_check(state: ProposalGraphState) -> Literal["render", "gen
 
     Warnings alone never cause a re-ask: they are information, not a gate (seed 004 §1, §2.3).
     """
-    if state["verdict"].ok:
+    attempt = state["attempt"]
+    if attempt.verdict.ok:
         return "render"
-    if state["attempts"] < state["max_attempts"]:
+    if attempt.number < state["run"].max_attempts:
         return "generate"
     return "reject"

@@ -23,7 +23,7 @@ from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 from graphs.proposal_quality.board import board_from_dashboard, check_board_size, has_node
-from graphs.proposal_quality.state import ProposalGraphState
+from graphs.proposal_quality.state import ProposalRun
 from graphs.proposal_quality.validator import validate_report
 
 MAX_REPORT_BYTES = PROPOSAL.report_bytes
@@ -65,17 +65,21 @@ async def run_report(
     allowed (re-asking the deterministic engine would only repeat its answer).
     """
     corrections = request.constraints.max_corrections if context.llm is not None else 0
-    inputs: ProposalGraphState = {
-        "kind": kind,
-        "request": request,
-        "request_id": context.request_id,
-        "board": board_from_dashboard(request.dashboard),
-        "max_attempts": 1 + corrections,
-        "attempts": 0,
-        "messages": [],
-    }
-    result = await graph.ainvoke(inputs, context=context)
-    outcome: ProposalRunResponse = result["outcome"]
+    run = ProposalRun(
+        kind=kind,
+        request=request,
+        request_id=context.request_id,
+        board=board_from_dashboard(request.dashboard),
+        max_attempts=1 + corrections,
+    )
+    # The final values from a values-only stream: `ainvoke` also streams every node's update to collect
+    # interrupts, which this graph never raises.
+    final: dict[str, Any] | None = None
+    async for values in graph.astream({"run": run}, context=context, stream_mode="values"):
+        final = values
+    assert final is not None, "the graph always runs"
+    assert "outcome" in final, "the graph always ends in a node that sets `outcome`"
+    outcome: ProposalRunResponse = final["outcome"]
     return outcome
 
 

@@ -138,6 +138,20 @@ def terms(text: str) -> list[str]:
     return list(found)
 
 
+def normalized_many(texts: Sequence[str]) -> list[str]:
+    """Each text in the form `terms` reads it (`normalize` up to whitespace), normalised together in one pass.
+
+    The texts are joined by newlines, which normalisation neither makes, removes nor composes with
+    (see `terms_of_many`); a newline inside a text becomes a space, which no term contains either. So a
+    term of `texts[i]` is always a substring of the i-th result, which lets a caller looking for given
+    terms skip the texts that cannot contain them.
+    """
+    if not texts:
+        return []
+    joined = "\n".join(text.replace("\n", " ") for text in texts)
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", joined).casefold()).split("\n")
+
+
 def terms_of_many(texts: Sequence[str]) -> list[list[str]]:
     """`[terms(text) for text in texts]`, with the texts normalised together.
 
@@ -157,10 +171,8 @@ def terms_of_many(texts: Sequence[str]) -> list[list[str]]:
     if not texts:
         return []
     stopwords, question_words = stoplists()
-    joined = "\n".join(text.replace("\n", " ") for text in texts)
-    normalized = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", joined).casefold())
     out: list[list[str]] = []
-    for piece in normalized.split("\n"):
+    for piece in normalized_many(texts):
         found: dict[str, None] = {}
         for kanji, katakana, word in _TERM_RUNS_FOUND.findall(piece):
             if word:

@@ -9,7 +9,8 @@ get different options:
   title lists (「告知文の作成・当日の連絡体制」) become the order to take them in;
 - its children (nodes whose `parentId` is the target): which are still open, done or on hold decides
   whether to finish the open ones, close the node, or unblock a held child first;
-- its status: start now, carry on, confirm as done, or resume from hold;
+- its status: start now, carry on, confirm as done, or resume from hold (one template per status in
+  `advisor_options.yaml`, like the two fallbacks: gather information, or look again before closing);
 - its neighbours: another node sharing a title term (「データ移行のテスト」 for 「PostgreSQLへの移行」)
   becomes an option to take them together, and a crowded tray an option to settle the order first.
 
@@ -22,9 +23,11 @@ validator as a model's. With no nodes at all (sample A4) the options are about h
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -34,7 +37,7 @@ from graphs.config_files import read_typed
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting.wording import StatusCategory, neutral, status_category
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import terms, terms_of_many
+from graphs.text.tokenize import normalized_many, terms, terms_of_many
 
 MAX_OPTIONS = 3
 MAX_NAMED = 3
@@ -69,11 +72,62 @@ class _FirstStep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     risks: list[str]
 
 
+class OptionTemplate(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """An option's texts with `{title}`, `{info}`, `{risk}` and `{start}` placeholders (`Facts.values`)."""
+
+    label: str
+    description: str
+    pros: str
+    cons: str
+    next_action: str
+    necessary_info: str
+    criteria_note: str
+    risks: list[str]
+    status: StatusCategory | None = None
+
+    def fill(self, values: dict[str, str]) -> Draft:
+        """The option for one node: every placeholder replaced by that node's text."""
+        return Draft(
+            label=self.label.format_map(values),
+            description=self.description.format_map(values),
+            pros=self.pros.format_map(values),
+            cons=self.cons.format_map(values),
+            next_action=self.next_action.format_map(values),
+            necessary_info=self.necessary_info.format_map(values),
+            criteria_note=self.criteria_note.format_map(values),
+            risks=[risk.format_map(values) for risk in self.risks],
+            status=self.status,
+        )
+
+
+class ByStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The option that follows the node's status, one per status kind (a missing one fails at start-up)."""
+
+    done: OptionTemplate
+    hold: OptionTemplate
+    todo: OptionTemplate
+    doing: OptionTemplate
+
+    def of(self, category: StatusCategory) -> OptionTemplate:
+        """The template for a status kind; a status the vocabulary does not know carries on like `doing`."""
+        match category:
+            case "done":
+                return self.done
+            case "hold":
+                return self.hold
+            case "todo":
+                return self.todo
+        return self.doing
+
+
 class AdvisorTexts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """graphs/proposal_quality/drafting/advisor_options.yaml."""
 
     kinds: dict[str, Kind]
     first_steps: list[_FirstStep]
+    by_status: ByStatus
+    gather_information: OptionTemplate
+    reopen: OptionTemplate
 
 
 @lru_cache(maxsize=1)
@@ -82,12 +136,18 @@ def advisor_texts() -> AdvisorTexts:
     return read_typed(resources.files(__package__).joinpath("advisor_options.yaml"), AdvisorTexts)
 
 
+@lru_cache(maxsize=1)
+def _kind_cues() -> tuple[tuple[Kind, tuple[str, ...]], ...]:
+    """Each kind but the default with its cues normalised, in file order: normalised once, not per title."""
+    kinds = advisor_texts().kinds
+    return tuple((k, tuple(normalize(cue) for cue in k.cues)) for name, k in kinds.items() if name != "default")
+
+
 def kind_of(title: str) -> Kind:
     """The kind of work a title names (the first kind with a matching cue), else the default kind."""
     text = f" {normalize(title)} "
-    kinds = advisor_texts().kinds
-    matching = (k for name, k in kinds.items() if name != "default" and any(normalize(c) in text for c in k.cues))
-    return next(matching, kinds["default"])
+    matching = (kind for kind, cues in _kind_cues() if any(cue in text for cue in cues))
+    return next(matching, advisor_texts().kinds["default"])
 
 
 # --- what the board says about the target ---------------------------------------------------------
@@ -132,6 +192,11 @@ class Facts:
         """What information this kind of work asks for, about this node."""
         return self.kind.info.format(title=self.title)
 
+    def values(self) -> dict[str, str]:
+        """What an `OptionTemplate`'s placeholders stand for, for this node."""
+        start = f"子ノードの「{self.open_children[0]}」" if self.open_children else f"「{self.title}」"
+        return {"title": self.title, "info": self.info, "risk": self.kind.risk, "start": start}
+
 
 def _title(node: BoardNode, limit: int = 40) -> str:
     return neutral(node.title, limit) or neutral(node.id, limit) or "無題のノード"
@@ -147,13 +212,7 @@ def facts_of(board: Board, node: BoardNode) -> Facts:
     family = {node.id, *(c.id for c in children), *([node.parent_id] if node.parent_id else [])}
     parts = [neutral(p, 30) for p in _TITLE_PARTS.split(node.title)] if not children else []
     own_terms = {t for t in terms(node.title) if len(t) >= 2}
-    related = None
-    if own_terms:
-        for other, found in zip(board.nodes, terms_of_many([other.title for other in board.nodes]), strict=True):
-            shared = [t for t in found if t in own_terms]
-            if other.id not in family and shared:
-                related = Related(node=other, title=_title(other), term=neutral(shared[0], 20))
-                break
+    related = _first_related(board, family, own_terms) if own_terms else None
     siblings = [s for s in board.siblings_of(node) if s.id not in family]
     return Facts(
         node=node,
@@ -169,6 +228,30 @@ def facts_of(board: Board, node: BoardNode) -> Facts:
         tray=neutral(node.tray, 30),
         related=related,
     )
+
+
+def _first_related(board: Board, family: set[str], own_terms: set[str]) -> Related | None:
+    """The first node outside `family` whose title has one of `own_terms`, with the first such term of its title.
+
+    A title's terms are substrings of its normalised text (`normalized_many`), so the titles worth
+    splitting into terms are found by looking the few terms up in all the titles at once: on a usual
+    board, a handful of hundreds.
+    """
+    texts = normalized_many([other.title for other in board.nodes])
+    starts = list(accumulate((len(text) + 1 for text in texts), initial=0))
+    joined = "\n".join(texts)  # no term holds a newline: each occurrence lies within one title
+    candidates: set[int] = set()
+    for term in own_terms:
+        at = joined.find(term)
+        while at != -1:
+            candidates.add(bisect_right(starts, at) - 1)
+            at = joined.find(term, at + 1)
+    for index in sorted(candidates):
+        other = board.nodes[index]
+        shared = [t for t in terms_of_many([other.title])[0] if t in own_terms]
+        if other.id not in family and shared:
+            return Related(node=other, title=_title(other), term=neutral(shared[0], 20))
+    return None
 
 
 def _named(titles: list[str], total: int | None = None) -> str:
@@ -197,58 +280,8 @@ class Draft:
 
 
 def _by_status(f: Facts) -> Draft:
-    """The option that follows the node's status: start, carry on, close, or resume."""
-    t, kind = f.title, f.kind
-    start = f"子ノードの「{f.open_children[0]}」" if f.open_children else f"「{t}」"
-    match f.category:
-        case "done":
-            return Draft(
-                label=f"「{t}」を完了として確定する",
-                description=f"いまの成果で「{t}」を区切り、完了のまま確定させる進め方です。",
-                pros="ほかの作業に時間を回せる",
-                cons="見落としがあった場合、あとから戻る手間がかかる",
-                next_action=f"「{t}」の完了の条件を見直し、満たしていれば完了として確定する",
-                necessary_info=f"完了の条件と、それを満たしていることが分かる成果（{kind.info.format(title=t)}）",
-                criteria_note="完了の条件をすべて満たしていると言えるかどうか",
-                risks=[f"「{t}」に残っていた作業に気づかないまま次へ進んでしまう"],
-                status="done",
-            )
-        case "hold":
-            return Draft(
-                label=f"「{t}」の保留を解いて再開する",
-                description=f"止まっている理由が解消できる見込みなら、「{t}」を作業中に戻す進め方です。",
-                pros="止まっていた作業が動き出す",
-                cons="保留の理由が残っていると、また止まる",
-                next_action=f"「{t}」が保留になった理由を書き出し、いま解消できるかを確かめる",
-                necessary_info=f"保留の理由と、再開に要るもの（{f.info}）",
-                criteria_note="保留の理由が、いまは解消できているかどうか",
-                risks=[f"理由が残ったまま再開し、「{t}」がまた止まる", kind.risk],
-                status="doing",
-            )
-        case "todo":
-            return Draft(
-                label=f"「{t}」にすぐ着手する",
-                description=f"いまの計画のまま「{t}」に取りかかり、進めながら詰めていく進め方です。",
-                pros="早く成果が見える",
-                cons="途中で計画の見直しが入ると手戻りになる",
-                next_action=f"{f.info}を確かめ、{start}に取りかかる",
-                necessary_info=f.info,
-                criteria_note=f"「{t}」の最初の作業がはっきりしていて、すぐに手を付けられるかどうか",
-                risks=[kind.risk],
-                status="doing",
-            )
-        case _:
-            return Draft(
-                label=f"「{t}」をこのまま進める",
-                description=f"いまの進め方を変えずに「{t}」を続ける進め方です。",
-                pros="段取りを組み直す手間がかからない",
-                cons="進め方に問題があっても気づくのが遅れる",
-                next_action=f"{start}の次の作業を1つ決め、{f.info}を確かめながら進める",
-                necessary_info=f.info,
-                criteria_note=f"いまの進め方で「{t}」を期限までに終えられそうかどうか",
-                risks=[kind.risk],
-                status="doing",
-            )
+    """The option that follows the node's status: start, carry on, close, or resume (`advisor_options.yaml`)."""
+    return advisor_texts().by_status.of(f.category).fill(f.values())
 
 
 def _by_structure(f: Facts) -> Draft | None:
@@ -383,34 +416,12 @@ def _by_neighbours(f: Facts) -> Draft | None:
 
 def _gather_information(f: Facts) -> Draft:
     """The fallback third way: pause to find out what is missing."""
-    t = f.title
-    return Draft(
-        label=f"「{t}」をいったん保留して情報を集める",
-        description=f"「{t}」の判断に足りない情報をそろえてから、進め方を決め直す進め方です。",
-        pros="判断の材料がそろった状態で決められる",
-        cons="そのあいだ作業そのものは進まない",
-        next_action=f"{f.info}のうち分かっていないことを書き出し、誰に聞くかを決める",
-        necessary_info=f"分かっていないことの一覧と、それを知っていそうな人や資料（{f.info}）",
-        criteria_note=f"分かっていないことが、「{t}」の進め方を大きく変えそうかどうか",
-        risks=[f"保留が長引き、「{t}」が期限に間に合わなくなる"],
-        status="hold",
-    )
+    return advisor_texts().gather_information.fill(f.values())
 
 
 def _reopen(f: Facts) -> Draft:
     """For a done node with nothing around it: look again before closing for good."""
-    t = f.title
-    return Draft(
-        label=f"「{t}」を見直してから閉じる",
-        description=f"完了扱いの「{t}」で気になる点を確かめ、足りない部分があれば補う進め方です。",
-        pros="品質の不安を残さずに済む",
-        cons="ほかの作業が後ろにずれる",
-        next_action=f"「{t}」で気になる点を書き出し、作業を再開するかどうかを確かめる",
-        necessary_info=f"気になっている点の一覧と、それぞれの影響の大きさ（{f.info}）",
-        criteria_note="気になる点が、完了の判断を変えるほど大きいかどうか",
-        risks=["見直しが長引き、ほかの作業の期限に響く"],
-        status="doing",
-    )
+    return advisor_texts().reopen.fill(f.values())
 
 
 def drafts_for(facts: Facts) -> list[Draft]:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import random
+import statistics
 from pathlib import Path
 
 import pytest
 
 from contracts.grace import ConfidenceFactors, StepAction, Thresholds
 from graphs.config_files import GraceConfig, load_grace_config
-from graphs.grace.confidence import ScoredText, decide, measure, normalize_factors, score_step, source_agreement
+from graphs.grace.confidence import (
+    ScoredText,
+    decide,
+    exact_pvariance,
+    measure,
+    normalize_factors,
+    score_step,
+    source_agreement,
+)
 from graphs.llm.config import ConfigError
 
 CONFIG_DIR = Path(__file__).resolve().parents[3] / "config"
@@ -192,3 +202,24 @@ def test_weights_are_normalised_at_load_time() -> None:
 
 def test_the_built_in_defaults_match_the_shipped_file() -> None:
     assert GraceConfig().weights_for("reasoning") == pytest.approx(CONFIG.weights_for("reasoning"))
+
+
+def _score_lists(count: int) -> list[list[float]]:
+    """Edge cases, then seeded random lists: scores as callers round them, raw floats, tiny and large magnitudes."""
+    rng = random.Random(20261123)
+    lists = [[0.5], [1.0, 0.0], [0.1, 0.2, 0.3], [0.95, 0.93, 0.92], [5e-324, 1.0], [0.3] * 7, [1e-300, 1.0]]
+    for i in range(count):
+        size = rng.randint(1, 50)
+        if i % 3 == 0:
+            lists.append([round(rng.random(), rng.randint(0, 6)) for _ in range(size)])
+        elif i % 3 == 1:
+            lists.append([rng.random() for _ in range(size)])
+        else:
+            lists.append([rng.uniform(-1, 1) * 10.0 ** rng.randint(-300, 100) for _ in range(size)])
+    return lists
+
+
+def test_exact_pvariance_is_statistics_pvariance_to_the_last_bit() -> None:
+    """The variance factor is the same float `statistics.pvariance` gives, so every score stays as it was."""
+    for scores in _score_lists(3000):
+        assert exact_pvariance(scores) == statistics.pvariance(scores), scores

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import typing
 from typing import Any
 
 import msgspec
 import pytest
+from langgraph.graph import END
 
-from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ValidationResult
+from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ProposalRunRequest, ValidationResult
 from graphs.errors import InvalidInput
 from graphs.proposal_quality.board import (
     MAX_BOARD_NODES,
@@ -18,11 +20,12 @@ from graphs.proposal_quality.board import (
     check_board_size,
     has_node,
 )
+from graphs.proposal_quality.graph import build_graph
 from graphs.proposal_quality.grounding import ground_report
 from graphs.proposal_quality.render import escape_markdown, render_advisor, render_organizer
 from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.self_correction import build_correction_prompt, format_ids
-from graphs.proposal_quality.state import ProposalGraphState
+from graphs.proposal_quality.state import Attempt, ProposalGraphState, ProposalRun
 from tests.graphs.proposal_quality.samples import ADVISOR_SAMPLES, ORGANIZER_SAMPLES
 
 # --- the correction prompt (seed 004 §4.1–4.2) ----------------------------------------------------
@@ -58,7 +61,12 @@ def test_id_list_is_bounded() -> None:
 
 def _state(ok: bool, attempts: int, max_attempts: int, warnings: list[str] | None = None) -> ProposalGraphState:
     verdict = ValidationResult(ok=ok, errors=[] if ok else ["summary is required"], warnings=warnings or [])
-    return {"verdict": verdict, "attempts": attempts, "max_attempts": max_attempts}
+    request = msgspec.convert({"dashboard": {"trays": {}}}, ProposalRunRequest)
+    run = ProposalRun(kind="organizer", request=request, request_id="r", board=Board.of([]), max_attempts=max_attempts)
+    attempt = Attempt(
+        number=attempts, messages=[], reply_text="", report=None, parse_errors=[], verdict=verdict, log=[]
+    )
+    return {"run": run, "attempt": attempt}
 
 
 @pytest.mark.parametrize(
@@ -188,3 +196,10 @@ def test_markdown_cannot_be_injected() -> None:
     rendered = render_advisor(msgspec.convert(report, AdvisorReport), Board.of([]))
     assert "![x]" not in rendered.markdown
     assert "\n## injected" not in rendered.markdown
+
+
+def test_generate_routes_where_build_graph_says_it_can() -> None:
+    """`generate` re-asks (itself) or ends the run: its declared destinations are its `Command`'s."""
+    spec = build_graph().builder.nodes["generate"]
+    (returned,) = typing.get_args(typing.get_type_hints(spec.runnable.afunc)["return"])
+    assert set(spec.ends) == set(typing.get_args(returned)) == {"generate", END}
