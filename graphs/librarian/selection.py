@@ -51,8 +51,6 @@ of it (before the ties, so `max_evidence` never crowds it out): the two judgemen
 SEARCH_VOTE = 0.02
 """What the search side's own best for the question adds to its score when choosing: a vote that decides a near-tie
 between the rules' candidates (relevance is about 1.0 for a passage that covers the whole question)."""
-QUESTION_QUERY_SHARE = 0.5
-"""A query counts as the question's own wording when its tokens hold at least this share of the question's."""
 
 Location = tuple[str, int | None, str | None]
 
@@ -62,14 +60,15 @@ def question_query_best(profile: QuestionProfile, history: Sequence[SearchRound]
 
     The search side ranks with the whole question's wording (BM25 over every bigram, kana included), the rules
     with its content and the pool; where both pick the same passage the choice is safer than where they differ.
-    The query is the `queries_text` entry whose tokens hold the largest share of the question's tokens (the
-    question minus its question words, in the rules' own first SEARCH); a hit belongs to it by `metadata.query`,
+    The query is the `queries_text` entry with hits whose tokens hold the largest share of the question's tokens:
+    the question minus its question words on a BM25 side (the rules' own first SEARCH sends it), the key terms on
+    a side that matches whole terms and finds no verbatim question. A hit belongs to a query by `metadata.query`,
     or because it was the round's only query. Ties go to the earliest query.
     """
     wanted = set(tokenize(profile.text))
     if not wanted:
         return None
-    best_share, best_hit = QUESTION_QUERY_SHARE, None
+    best_share, best_hit = 0.0, None
     for round_ in history:
         queries = [*round_.queries_text, *round_.queries_vector]
         first_hits: dict[str, Location] = {}
