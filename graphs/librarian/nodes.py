@@ -219,7 +219,9 @@ async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentCont
         evidence = group_evidence(profile, [scored for scored, _ in by_model], reasons=reasons)
         notes = decision.coverage_notes.strip()
     else:
-        selected = select_minimal(profile, assessment, max_evidence=request.constraints.max_evidence)
+        selected = select_minimal(
+            profile, assessment, max_evidence=request.constraints.max_evidence, history=request.search_history
+        )
         evidence = group_evidence(profile, selected)
         notes = coverage_notes(profile, assessment, selected)
         if decision is not None:
