@@ -23,11 +23,14 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+import numpy.typing as npt
+
 from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
 from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues, states_answer_type
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import tokenize
+from graphs.text.tokenize import is_cjk_pair, tokenize, tokens_present
 
 W_COVERAGE = 0.5
 W_CONTIGUITY = 0.3
@@ -73,18 +76,6 @@ class Assessment:
         return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
 
 
-def _longest_run(sequence: list[str], present: AbstractSet[str]) -> int:
-    best = run = 0
-    for token in sequence:
-        if token in present:
-            run += 1
-            if run > best:
-                best = run
-        else:
-            run = 0
-    return best
-
-
 @lru_cache(maxsize=1)
 def _element_patterns() -> tuple[tuple[ElementCategory, re.Pattern[str]], ...]:
     """One alternation per element kind: a regex search finds whether any cue occurs, in one C-level pass."""
@@ -95,42 +86,25 @@ def _element_patterns() -> tuple[tuple[ElementCategory, re.Pattern[str]], ...]:
     )
 
 
-def _elements_in(text: str) -> frozenset[ElementCategory]:
-    """The element kinds whose evidence cues (substrings) occur in the text."""
-    return frozenset(name for name, pattern in _element_patterns() if pattern.search(text))
+def _elements_in(text: str, wanted: AbstractSet[ElementCategory]) -> frozenset[ElementCategory]:
+    """Which of the `wanted` element kinds have an evidence cue (a substring) in the text."""
+    return frozenset(name for name, pattern in _element_patterns() if name in wanted and pattern.search(text))
 
 
 def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
-    """Score every candidate and decide whether the evidence answers the question."""
-    all_tokens = tokenize(profile.text)
-    question_sequence = [t for t in all_tokens if t in profile.content_tokens]
-    snippet_tokens = _question_tokens_in(pool, profile.content_tokens.union(all_tokens))
-    normalized = [c.normalized for c in pool.candidates]
-    weights = _token_weights(profile.content_tokens, snippet_tokens)
-    total_weight = sum(weights.values()) or 1.0
-    max_fused = max((c.fused_rank for c in pool.candidates), default=0.0) or 1.0
-    run_norm = max(1, len(question_sequence))
+    """Score every candidate and decide whether the evidence answers the question.
 
-    scored = []
-    for candidate, tokens, text in zip(pool.candidates, snippet_tokens, normalized, strict=True):
-        covered = frozenset(profile.content_tokens & tokens)
-        coverage = sum(weights[t] for t in covered) / total_weight
-        contiguity = _longest_run(question_sequence, tokens) / run_norm
-        retrieval = 0.5 * candidate.fused_rank / max_fused + 0.5 * candidate.norm_score
-        relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
-        relevance += W_PHRASE * _longest_run(all_tokens, tokens) / max(1, len(all_tokens))
-        if profile.answer_types and coverage > 0 and states_answer_type(text, profile.answer_types):
-            relevance += W_ANSWER_TYPE
-        scored.append(
-            ScoredCandidate(
-                candidate=candidate,
-                relevance=round(relevance, 6),
-                coverage=coverage,
-                contiguity=contiguity,
-                covered_tokens=covered,
-                elements=_elements_in(text),
-            )
-        )
+    A candidate's numbers depend only on which of the question's tokens its snippet holds (plus its own
+    retrieval figures, answer type and elements), so presence is one boolean matrix (candidates × the
+    question's distinct tokens), and coverage, contiguity and phrasing are worked out once per distinct
+    row of it rather than once per candidate: a pool of hundreds has a few dozen such rows.
+    """
+    asked = list(dict.fromkeys([*sorted(profile.content_tokens), *tokenize(profile.text)]))
+    normalized = [c.normalized for c in pool.candidates]
+    present = _presence(normalized, asked)
+    column = {token: j for j, token in enumerate(asked)}
+    weights = _token_weights(profile.content_tokens, present, column)
+    scored = _scored(profile, pool, asked, present, weights)
     # Ties broken by first-seen order, so the outcome never depends on anything but the input.
     scored.sort(key=lambda s: -s.relevance)
 
@@ -143,21 +117,117 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     )
 
 
-def _question_tokens_in(pool: CandidatePool, asked: AbstractSet[str]) -> list[frozenset[str]]:
-    """Per candidate, which of the question's tokens it holds.
+def _scored(
+    profile: QuestionProfile,
+    pool: CandidatePool,
+    asked: list[str],
+    present: npt.NDArray[np.bool_],
+    weights: dict[str, float],
+) -> list[ScoredCandidate]:
+    """Every candidate with its numbers, in pool order; the figures that depend on `present` once per distinct row."""
+    candidates = pool.candidates
+    all_tokens = tokenize(profile.text)
+    question_sequence = [t for t in all_tokens if t in profile.content_tokens]
+    total_weight = sum(weights.values()) or 1.0
+    max_fused = max((c.fused_rank for c in candidates), default=0.0) or 1.0
+    # Only the elements the question requires are ever looked at (selection, notes and `missing` ask about
+    # `profile.required` alone), so only their cues are searched for.
+    required = frozenset(profile.required)
+    phrase_norm = max(1, len(all_tokens))
+    if not candidates:
+        return []
+    rows, row_of = np.unique(present, axis=0, return_inverse=True)
+    per_row = [_row_figures(row, asked, profile, question_sequence, all_tokens, weights, total_weight) for row in rows]
+    fused = np.array([c.fused_rank for c in candidates], dtype=np.float64)
+    norm = np.array([c.norm_score for c in candidates], dtype=np.float64)
+    retrieval = (0.5 * fused / max_fused + 0.5 * norm).tolist()
+    scored = []
+    for candidate, row, retrieved in zip(candidates, row_of.reshape(-1).tolist(), retrieval, strict=True):
+        covered, coverage, contiguity, phrase_run = per_row[row]
+        relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieved
+        relevance += W_PHRASE * phrase_run / phrase_norm
+        text = candidate.normalized
+        if profile.answer_types and coverage > 0 and states_answer_type(text, profile.answer_types):
+            relevance += W_ANSWER_TYPE
+        scored.append(
+            ScoredCandidate(
+                candidate=candidate,
+                relevance=round(relevance, 6),
+                coverage=coverage,
+                contiguity=contiguity,
+                covered_tokens=covered,
+                elements=_elements_in(text, required) if required else _NO_ELEMENTS,
+            )
+        )
+    return scored
 
-    Only the question's own tokens matter to the score, so each snippet is asked about those, not tokenised whole.
+
+_NO_ELEMENTS: frozenset[ElementCategory] = frozenset()
+
+
+def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
+    """Which of the question's tokens each (normalised) snippet holds: `tokens_present`, one token at a time.
+
+    A token of two CJK characters is present exactly when it is a substring (see `tokens_present`), so its
+    column is one substring test per snippet. Any other token must be a whole word run: only the snippets
+    that hold it as a substring are tokenised to check.
     """
-    return [frozenset(c.tokens_among(asked)) for c in pool.candidates]
+    present = np.zeros((len(normalized), len(asked)), dtype=bool)
+    others = frozenset(t for t in asked if not is_cjk_pair(t))
+    for j, token in enumerate(asked):
+        if token not in others:
+            present[:, j] = [token in text for text in normalized]
+    if others:
+        column = {token: j for j, token in enumerate(asked)}
+        for i, text in enumerate(normalized):
+            if any(token in text for token in others):
+                for token in tokens_present(text, others):
+                    present[i, column[token]] = True
+    return present
 
 
-def _token_weights(content_tokens: Iterable[str], snippet_tokens: list[frozenset[str]]) -> dict[str, float]:
+def _row_figures(
+    row: npt.NDArray[np.bool_],
+    asked: list[str],
+    profile: QuestionProfile,
+    question_sequence: list[str],
+    all_tokens: list[str],
+    weights: dict[str, float],
+    total_weight: float,
+) -> tuple[frozenset[str], float, float, int]:
+    """For snippets holding exactly the question tokens `row` marks: covered tokens, coverage, contiguity, phrasing.
+
+    Phrasing is returned as the run length; the caller divides it, in the order the score always has.
+    """
+    tokens = frozenset(token for token, held in zip(asked, row.tolist(), strict=True) if held)
+    covered = frozenset(profile.content_tokens & tokens)
+    coverage = sum(weights[t] for t in covered) / total_weight
+    contiguity = _longest_run(question_sequence, tokens) / max(1, len(question_sequence))
+    return covered, coverage, contiguity, _longest_run(all_tokens, tokens)
+
+
+def _longest_run(sequence: list[str], present: AbstractSet[str]) -> int:
+    best = run = 0
+    for token in sequence:
+        if token in present:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
+    return best
+
+
+def _token_weights(
+    content_tokens: Iterable[str], present: npt.NDArray[np.bool_], column: dict[str, int]
+) -> dict[str, float]:
     """IDF of each question token over the candidates (0 when no candidate holds it)."""
-    n = len(snippet_tokens)
+    n = present.shape[0]
+    df = present.sum(axis=0).tolist()
     weights: dict[str, float] = {}
     for token in content_tokens:
-        df = sum(1 for tokens in snippet_tokens if token in tokens)
-        weights[token] = math.log(1.0 + (n + 1) / (df + 0.5)) if df else 0.0
+        held = df[column[token]]
+        weights[token] = math.log(1.0 + (n + 1) / (held + 0.5)) if held else 0.0
     return weights
 
 
