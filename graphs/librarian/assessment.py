@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -48,9 +49,8 @@ STRONG_SHARE = 0.8
 """Candidates within this share of the best relevance count as strong (element checks, ambiguity)."""
 
 
-@dataclass(frozen=True)
-class ScoredCandidate:
-    """A candidate with the evaluator's numbers."""
+class ScoredCandidate(NamedTuple):
+    """A candidate with the evaluator's numbers (a tuple: a step makes one per candidate, hundreds of them)."""
 
     candidate: Candidate
     relevance: float
@@ -136,53 +136,84 @@ def _scored(
     phrase_norm = max(1, len(all_tokens))
     if not candidates:
         return []
-    rows, row_of = np.unique(present, axis=0, return_inverse=True)
+    rows, row_of = _distinct_rows(present)
     per_row = [_row_figures(row, asked, profile, question_sequence, all_tokens, weights, total_weight) for row in rows]
+    coverage = np.array([figures[1] for figures in per_row], dtype=np.float64)[row_of]
+    contiguity = np.array([figures[2] for figures in per_row], dtype=np.float64)[row_of]
+    phrase_run = np.array([figures[3] for figures in per_row], dtype=np.float64)[row_of]
     fused = np.array([c.fused_rank for c in candidates], dtype=np.float64)
     norm = np.array([c.norm_score for c in candidates], dtype=np.float64)
-    retrieval = (0.5 * fused / max_fused + 0.5 * norm).tolist()
-    scored = []
-    for candidate, row, retrieved in zip(candidates, row_of.reshape(-1).tolist(), retrieval, strict=True):
-        covered, coverage, contiguity, phrase_run = per_row[row]
-        relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieved
-        relevance += W_PHRASE * phrase_run / phrase_norm
-        text = candidate.normalized
-        if profile.answer_types and coverage > 0 and states_answer_type(text, profile.answer_types):
-            relevance += W_ANSWER_TYPE
-        scored.append(
-            ScoredCandidate(
-                candidate=candidate,
-                relevance=round(relevance, 6),
-                coverage=coverage,
-                contiguity=contiguity,
-                covered_tokens=covered,
-                elements=_elements_in(text, required) if required else _NO_ELEMENTS,
-            )
+    retrieval = 0.5 * fused / max_fused + 0.5 * norm
+    # Elementwise, in the order the per-candidate formula always had (IEEE doubles: the same numbers).
+    relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
+    relevance = relevance + W_PHRASE * phrase_run / phrase_norm
+    if profile.answer_types:
+        texts = [c.normalized for c in candidates]
+        states = [
+            cov > 0 and states_answer_type(t, profile.answer_types) for t, cov in zip(texts, coverage, strict=True)
+        ]
+        relevance = np.where(np.array(states, dtype=bool), relevance + W_ANSWER_TYPE, relevance)
+    figures = [per_row[row] for row in row_of.tolist()]
+    return [
+        ScoredCandidate(
+            candidate,
+            round(score, 6),  # Python's correctly rounded `round`, as always (numpy's differs in the last digit)
+            row_figures[1],
+            row_figures[2],
+            row_figures[0],
+            _elements_in(candidate.normalized, required) if required else _NO_ELEMENTS,
         )
-    return scored
+        for candidate, score, row_figures in zip(candidates, relevance.tolist(), figures, strict=True)
+    ]
+
+
+def _distinct_rows(present: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """The distinct rows of a boolean matrix and, per row, which of them it is (`np.unique(axis=0)`, faster).
+
+    Up to 64 columns a row packs into one integer, and integers are unique-d far faster than rows.
+    """
+    packed = np.packbits(present, axis=1, bitorder="little")
+    if packed.shape[1] > 8:
+        rows, inverse = np.unique(present, axis=0, return_inverse=True)
+        return rows, inverse.reshape(-1)
+    padded = np.zeros((present.shape[0], 8), dtype=np.uint8)
+    padded[:, : packed.shape[1]] = packed
+    codes = padded.view(np.uint64).reshape(-1)
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return present[first], inverse.reshape(-1)
 
 
 _NO_ELEMENTS: frozenset[ElementCategory] = frozenset()
 
 
 def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
-    """Which of the question's tokens each (normalised) snippet holds: `tokens_present`, one token at a time.
+    """Which of the question's tokens each (normalised) snippet holds: `tokens_present`, for all snippets at once.
 
-    A token of two CJK characters is present exactly when it is a substring (see `tokens_present`), so its
-    column is one substring test per snippet. Any other token must be a whole word run: only the snippets
-    that hold it as a substring are tokenised to check.
+    A token of two CJK characters is present exactly when it is a substring (see `tokens_present`): when one
+    of the snippet's adjacent code-point pairs equals it. All snippets' pairs are one integer array (joined
+    by a newline, which `normalize` never leaves in a text and which is no CJK character, so no pair across
+    two snippets equals a token), looked up at once. Any other token must be a whole word run: only the
+    snippets that hold it as a substring are tokenised to check.
     """
     present = np.zeros((len(normalized), len(asked)), dtype=bool)
+    pairs = [j for j, token in enumerate(asked) if is_cjk_pair(token)]
+    if pairs and normalized:
+        points = np.frombuffer("\n".join(normalized).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        codes = (points[:-1].astype(np.int64) << 21) | points[1:]
+        wanted = np.array([(ord(asked[j][0]) << 21) | ord(asked[j][1]) for j in pairs], dtype=np.int64)
+        order = np.argsort(wanted)
+        found = np.flatnonzero(np.isin(codes, wanted))
+        starts = np.cumsum([0, *(len(text) + 1 for text in normalized[:-1])])
+        owner = np.searchsorted(starts, found, side="right") - 1
+        column = np.array(pairs, dtype=np.intp)[order[np.searchsorted(wanted, codes[found], sorter=order)]]
+        present[owner, column] = True
     others = frozenset(t for t in asked if not is_cjk_pair(t))
-    for j, token in enumerate(asked):
-        if token not in others:
-            present[:, j] = [token in text for text in normalized]
     if others:
-        column = {token: j for j, token in enumerate(asked)}
+        index = {token: j for j, token in enumerate(asked)}
         for i, text in enumerate(normalized):
             if any(token in text for token in others):
                 for token in tokens_present(text, others):
-                    present[i, column[token]] = True
+                    present[i, index[token]] = True
     return present
 
 
