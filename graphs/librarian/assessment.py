@@ -124,8 +124,15 @@ def _scored(
     present: npt.NDArray[np.bool_],
     weights: dict[str, float],
 ) -> list[ScoredCandidate]:
-    """Every candidate with its numbers, in pool order; the figures that depend on `present` once per distinct row."""
+    """Every candidate with its numbers, in pool order, from the presence matrix.
+
+    Coverage depends only on which content tokens a snippet holds, so it is summed once per distinct row of
+    those columns; the two runs (contiguity, phrasing) are counted for all snippets at once, column by column.
+    """
     candidates = pool.candidates
+    if not candidates:
+        return []
+    column = {token: j for j, token in enumerate(asked)}
     all_tokens = tokenize(profile.text)
     question_sequence = [t for t in all_tokens if t in profile.content_tokens]
     total_weight = sum(weights.values()) or 1.0
@@ -133,49 +140,85 @@ def _scored(
     # Only the elements the question requires are ever looked at (selection, notes and `missing` ask about
     # `profile.required` alone), so only their cues are searched for.
     required = frozenset(profile.required)
-    phrase_norm = max(1, len(all_tokens))
-    if not candidates:
-        return []
-    rows, row_of = _distinct_rows(present)
-    per_row = [_row_figures(row, asked, profile, question_sequence, all_tokens, weights, total_weight) for row in rows]
+
+    content = sorted(profile.content_tokens)
+    rows, row_of = _distinct_rows(present[:, [column[t] for t in content]])
+    per_row = [_covered(row, content, profile.content_tokens, weights, total_weight) for row in rows]
     coverage = np.array([figures[1] for figures in per_row], dtype=np.float64)[row_of]
-    contiguity = np.array([figures[2] for figures in per_row], dtype=np.float64)[row_of]
-    phrase_run = np.array([figures[3] for figures in per_row], dtype=np.float64)[row_of]
+    contiguity = _longest_runs(present[:, [column[t] for t in question_sequence]]) / max(1, len(question_sequence))
+    phrase_run = _longest_runs(present[:, [column[t] for t in all_tokens]])
     fused = np.array([c.fused_rank for c in candidates], dtype=np.float64)
     norm = np.array([c.norm_score for c in candidates], dtype=np.float64)
     retrieval = 0.5 * fused / max_fused + 0.5 * norm
     # Elementwise, in the order the per-candidate formula always had (IEEE doubles: the same numbers).
     relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
-    relevance = relevance + W_PHRASE * phrase_run / phrase_norm
+    relevance = relevance + W_PHRASE * phrase_run / max(1, len(all_tokens))
     if profile.answer_types:
-        texts = [c.normalized for c in candidates]
         states = [
-            cov > 0 and states_answer_type(t, profile.answer_types) for t, cov in zip(texts, coverage, strict=True)
+            cov > 0 and states_answer_type(c.normalized, profile.answer_types)
+            for c, cov in zip(candidates, coverage.tolist(), strict=True)
         ]
         relevance = np.where(np.array(states, dtype=bool), relevance + W_ANSWER_TYPE, relevance)
-    figures = [per_row[row] for row in row_of.tolist()]
     return [
         ScoredCandidate(
             candidate,
             round(score, 6),  # Python's correctly rounded `round`, as always (numpy's differs in the last digit)
-            row_figures[1],
-            row_figures[2],
-            row_figures[0],
+            per_row[row][1],
+            run,
+            per_row[row][0],
             _elements_in(candidate.normalized, required) if required else _NO_ELEMENTS,
         )
-        for candidate, score, row_figures in zip(candidates, relevance.tolist(), figures, strict=True)
+        for candidate, score, row, run in zip(
+            candidates, relevance.tolist(), row_of.tolist(), contiguity.tolist(), strict=True
+        )
     ]
+
+
+def _covered(
+    row: npt.NDArray[np.bool_],
+    content: list[str],
+    content_tokens: frozenset[str],
+    weights: dict[str, float],
+    total_weight: float,
+) -> tuple[frozenset[str], float]:
+    """The content tokens a row marks, and their weighted share of the question (summed as it always was)."""
+    covered = frozenset(content_tokens & {token for token, held in zip(content, row.tolist(), strict=True) if held})
+    return covered, sum(weights[t] for t in covered) / total_weight
+
+
+def _longest_runs(sequence: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Per row, the longest run of consecutive True columns (the longest stretch of the question a snippet holds)."""
+    best = np.zeros(sequence.shape[0], dtype=np.int64)
+    run = np.zeros(sequence.shape[0], dtype=np.int64)
+    for held in sequence.T:
+        run += 1
+        run *= held
+        np.maximum(best, run, out=best)
+    return best
+
+
+_PAIR_FILTER = 1 << 16
+_CODE_POINT = (1 << 21) - 1
+
+
+def _pair_hash(first: npt.NDArray[np.int64], second: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """A 16-bit hash of a code-point pair (both below 2**21): a cheap first test before the exact lookup."""
+    return (first * 40503 + second) & (_PAIR_FILTER - 1)
 
 
 def _distinct_rows(present: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
     """The distinct rows of a boolean matrix and, per row, which of them it is (`np.unique(axis=0)`, faster).
 
-    Up to 64 columns a row packs into one integer, and integers are unique-d far faster than rows.
+    Up to 64 columns a row packs into one integer, and integers are unique-d far faster than rows; wider rows
+    are keyed by their packed bytes.
     """
     packed = np.packbits(present, axis=1, bitorder="little")
     if packed.shape[1] > 8:
-        rows, inverse = np.unique(present, axis=0, return_inverse=True)
-        return rows, inverse.reshape(-1)
+        which: dict[bytes, int] = {}
+        inverse = np.array([which.setdefault(row.tobytes(), len(which)) for row in packed], dtype=np.intp)
+        first = np.zeros(len(which), dtype=np.intp)
+        first[inverse[::-1]] = np.arange(len(inverse) - 1, -1, -1)
+        return present[first], inverse
     padded = np.zeros((present.shape[0], 8), dtype=np.uint8)
     padded[:, : packed.shape[1]] = packed
     codes = padded.view(np.uint64).reshape(-1)
@@ -198,15 +241,23 @@ def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
     present = np.zeros((len(normalized), len(asked)), dtype=bool)
     pairs = [j for j, token in enumerate(asked) if is_cjk_pair(token)]
     if pairs and normalized:
-        points = np.frombuffer("\n".join(normalized).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        codes = (points[:-1].astype(np.int64) << 21) | points[1:]
+        joined = "\n".join(normalized).encode("utf-32-le", "surrogatepass")
+        points = np.frombuffer(joined, dtype=np.uint32).astype(np.int64)
         wanted = np.array([(ord(asked[j][0]) << 21) | ord(asked[j][1]) for j in pairs], dtype=np.int64)
+        # A small filter table first (a hash of the pair), so only the few positions it lets through are
+        # looked up exactly among the wanted pairs.
+        table = np.zeros(_PAIR_FILTER, dtype=bool)
+        table[_pair_hash(wanted >> 21, wanted & _CODE_POINT)] = True
+        maybe = np.flatnonzero(table[_pair_hash(points[:-1], points[1:])])
+        codes = (points[maybe] << 21) | points[maybe + 1]
         order = np.argsort(wanted)
-        found = np.flatnonzero(np.isin(codes, wanted))
+        sorted_wanted = wanted[order]
+        slot = np.minimum(np.searchsorted(sorted_wanted, codes), len(sorted_wanted) - 1)
+        hit = sorted_wanted[slot] == codes
+        found, slot = maybe[hit], slot[hit]
         starts = np.cumsum([0, *(len(text) + 1 for text in normalized[:-1])])
         owner = np.searchsorted(starts, found, side="right") - 1
-        column = np.array(pairs, dtype=np.intp)[order[np.searchsorted(wanted, codes[found], sorter=order)]]
-        present[owner, column] = True
+        present[owner, np.array(pairs, dtype=np.intp)[order[slot]]] = True
     others = frozenset(t for t in asked if not is_cjk_pair(t))
     if others:
         index = {token: j for j, token in enumerate(asked)}
@@ -215,38 +266,6 @@ def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
                 for token in tokens_present(text, others):
                     present[i, index[token]] = True
     return present
-
-
-def _row_figures(
-    row: npt.NDArray[np.bool_],
-    asked: list[str],
-    profile: QuestionProfile,
-    question_sequence: list[str],
-    all_tokens: list[str],
-    weights: dict[str, float],
-    total_weight: float,
-) -> tuple[frozenset[str], float, float, int]:
-    """For snippets holding exactly the question tokens `row` marks: covered tokens, coverage, contiguity, phrasing.
-
-    Phrasing is returned as the run length; the caller divides it, in the order the score always has.
-    """
-    tokens = frozenset(token for token, held in zip(asked, row.tolist(), strict=True) if held)
-    covered = frozenset(profile.content_tokens & tokens)
-    coverage = sum(weights[t] for t in covered) / total_weight
-    contiguity = _longest_run(question_sequence, tokens) / max(1, len(question_sequence))
-    return covered, coverage, contiguity, _longest_run(all_tokens, tokens)
-
-
-def _longest_run(sequence: list[str], present: AbstractSet[str]) -> int:
-    best = run = 0
-    for token in sequence:
-        if token in present:
-            run += 1
-            if run > best:
-                best = run
-        else:
-            run = 0
-    return best
 
 
 def _token_weights(

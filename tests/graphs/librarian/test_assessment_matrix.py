@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphs.librarian.assessment import _distinct_rows, _presence
+from graphs.librarian.assessment import _distinct_rows, _longest_runs, _presence
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize, tokens_present
 
@@ -45,3 +45,18 @@ def test_distinct_rows_equal_numpy_unique(rows: int, columns: int, seed: int) ->
     distinct, which = _distinct_rows(matrix)
     assert np.array_equal(distinct[which], matrix)
     assert len(distinct) == len(np.unique(matrix, axis=0))
+
+
+def longest_run(row: list[bool]) -> int:
+    best = run = 0
+    for held in row:
+        run = run + 1 if held else 0
+        best = max(best, run)
+    return best
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=7, max_size=7), min_size=1, max_size=20))
+def test_longest_runs_count_each_row_as_a_loop_would(rows: list[list[bool]]) -> None:
+    assert _longest_runs(np.array(rows, dtype=bool)).tolist() == [longest_run(row) for row in rows]
+    assert _longest_runs(np.zeros((len(rows), 0), dtype=bool)).tolist() == [0] * len(rows)
