@@ -124,12 +124,25 @@ def _bounded(missing: list[MissingElement]) -> list[MissingElement]:
     ]
 
 
+def _history_digest(state: LibrarianGraphState) -> str:
+    """The hash chain over the whole history, extending the prior state's chain by the newest round.
+
+    The runner's `check` (`verify_continuation`) has already proved the prior digest is the chain of every
+    round but the last, so only the newest round is encoded and hashed again.
+    """
+    history = state["request"].search_history
+    prior = state.get("prior")
+    if prior is not None and history and len(history) == prior.rounds_seen + 1:
+        return chain_digest(history[-1:], start=prior.history_digest)
+    return chain_digest(history)
+
+
 def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianState:
     request = state["request"]
     return LibrarianState(
         rounds_seen=len(request.search_history),
         max_loops=state["loop_limit"],
-        history_digest=chain_digest(request.search_history),
+        history_digest=_history_digest(state),
         query_digest=query_digest(request.user_query, request.subject_id),
         subject_id=request.subject_id,
         issued_queries=issued[-200:],
