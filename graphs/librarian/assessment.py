@@ -197,6 +197,7 @@ def _longest_runs(sequence: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
     return best
 
 
+_FEW_WORD_TOKENS = 8
 _PAIR_FILTER = 1 << 16
 _CODE_POINT = (1 << 21) - 1
 
@@ -261,8 +262,11 @@ def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
     others = frozenset(t for t in asked if not is_cjk_pair(t))
     if others:
         index = {token: j for j, token in enumerate(asked)}
+        # A few such tokens (a Japanese question's lone kanji): a substring test skips most snippets. Many (an
+        # English question): `tokens_present` costs one pass over the snippet however many are asked.
+        few = len(others) <= _FEW_WORD_TOKENS
         for i, text in enumerate(normalized):
-            if any(token in text for token in others):
+            if not few or any(token in text for token in others):
                 for token in tokens_present(text, others):
                     present[i, index[token]] = True
     return present
