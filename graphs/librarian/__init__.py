@@ -1,5 +1,5 @@
 """The Librarian agent (seed 003): one thinking step of an agentic evidence search per call.
 
-validate → ingest (dedup the history into a candidate pool) → evaluate (sufficiency, missing
+evaluate (validate; ingest: dedup the history into a candidate pool; judge: sufficiency, missing
 elements) → plan the next queries | select the minimal strongest evidence | fail.
 """

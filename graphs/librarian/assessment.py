@@ -22,12 +22,16 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
 from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues, states_answer_type
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import tokenize
+from graphs.text.tokenize import is_cjk_pair, tokenize, tokens_present
 
 W_COVERAGE = 0.5
 W_CONTIGUITY = 0.3
@@ -45,9 +49,8 @@ STRONG_SHARE = 0.8
 """Candidates within this share of the best relevance count as strong (element checks, ambiguity)."""
 
 
-@dataclass(frozen=True)
-class ScoredCandidate:
-    """A candidate with the evaluator's numbers."""
+class ScoredCandidate(NamedTuple):
+    """A candidate with the evaluator's numbers (a tuple: a step makes one per candidate, hundreds of them)."""
 
     candidate: Candidate
     relevance: float
@@ -73,18 +76,6 @@ class Assessment:
         return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
 
 
-def _longest_run(sequence: list[str], present: AbstractSet[str]) -> int:
-    best = run = 0
-    for token in sequence:
-        if token in present:
-            run += 1
-            if run > best:
-                best = run
-        else:
-            run = 0
-    return best
-
-
 @lru_cache(maxsize=1)
 def _element_patterns() -> tuple[tuple[ElementCategory, re.Pattern[str]], ...]:
     """One alternation per element kind: a regex search finds whether any cue occurs, in one C-level pass."""
@@ -95,42 +86,25 @@ def _element_patterns() -> tuple[tuple[ElementCategory, re.Pattern[str]], ...]:
     )
 
 
-def _elements_in(text: str) -> frozenset[ElementCategory]:
-    """The element kinds whose evidence cues (substrings) occur in the text."""
-    return frozenset(name for name, pattern in _element_patterns() if pattern.search(text))
+def _elements_in(text: str, wanted: AbstractSet[ElementCategory]) -> frozenset[ElementCategory]:
+    """Which of the `wanted` element kinds have an evidence cue (a substring) in the text."""
+    return frozenset(name for name, pattern in _element_patterns() if name in wanted and pattern.search(text))
 
 
 def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
-    """Score every candidate and decide whether the evidence answers the question."""
-    all_tokens = tokenize(profile.text)
-    question_sequence = [t for t in all_tokens if t in profile.content_tokens]
-    snippet_tokens = _question_tokens_in(pool, profile.content_tokens.union(all_tokens))
-    normalized = [c.normalized for c in pool.candidates]
-    weights = _token_weights(profile.content_tokens, snippet_tokens)
-    total_weight = sum(weights.values()) or 1.0
-    max_fused = max((c.fused_rank for c in pool.candidates), default=0.0) or 1.0
-    run_norm = max(1, len(question_sequence))
+    """Score every candidate and decide whether the evidence answers the question.
 
-    scored = []
-    for candidate, tokens, text in zip(pool.candidates, snippet_tokens, normalized, strict=True):
-        covered = frozenset(profile.content_tokens & tokens)
-        coverage = sum(weights[t] for t in covered) / total_weight
-        contiguity = _longest_run(question_sequence, tokens) / run_norm
-        retrieval = 0.5 * candidate.fused_rank / max_fused + 0.5 * candidate.norm_score
-        relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
-        relevance += W_PHRASE * _longest_run(all_tokens, tokens) / max(1, len(all_tokens))
-        if profile.answer_types and coverage > 0 and states_answer_type(text, profile.answer_types):
-            relevance += W_ANSWER_TYPE
-        scored.append(
-            ScoredCandidate(
-                candidate=candidate,
-                relevance=round(relevance, 6),
-                coverage=coverage,
-                contiguity=contiguity,
-                covered_tokens=covered,
-                elements=_elements_in(text),
-            )
-        )
+    A candidate's numbers depend only on which of the question's tokens its snippet holds (plus its own
+    retrieval figures, answer type and elements), so presence is one boolean matrix (candidates × the
+    question's distinct tokens), and coverage, contiguity and phrasing are worked out once per distinct
+    row of it rather than once per candidate: a pool of hundreds has a few dozen such rows.
+    """
+    asked = list(dict.fromkeys([*sorted(profile.content_tokens), *tokenize(profile.text)]))
+    normalized = [c.normalized for c in pool.candidates]
+    present = _presence(normalized, asked)
+    column = {token: j for j, token in enumerate(asked)}
+    weights = _token_weights(profile.content_tokens, present, column)
+    scored = _scored(profile, pool, asked, present, weights)
     # Ties broken by first-seen order, so the outcome never depends on anything but the input.
     scored.sort(key=lambda s: -s.relevance)
 
@@ -143,21 +117,171 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     )
 
 
-def _question_tokens_in(pool: CandidatePool, asked: AbstractSet[str]) -> list[frozenset[str]]:
-    """Per candidate, which of the question's tokens it holds.
+def _scored(
+    profile: QuestionProfile,
+    pool: CandidatePool,
+    asked: list[str],
+    present: npt.NDArray[np.bool_],
+    weights: dict[str, float],
+) -> list[ScoredCandidate]:
+    """Every candidate with its numbers, in pool order, from the presence matrix.
 
-    Only the question's own tokens matter to the score, so each snippet is asked about those, not tokenised whole.
+    Coverage depends only on which content tokens a snippet holds, so it is summed once per distinct row of
+    those columns; the two runs (contiguity, phrasing) are counted for all snippets at once, column by column.
     """
-    return [frozenset(c.tokens_among(asked)) for c in pool.candidates]
+    candidates = pool.candidates
+    if not candidates:
+        return []
+    column = {token: j for j, token in enumerate(asked)}
+    all_tokens = tokenize(profile.text)
+    question_sequence = [t for t in all_tokens if t in profile.content_tokens]
+    total_weight = sum(weights.values()) or 1.0
+    max_fused = max((c.fused_rank for c in candidates), default=0.0) or 1.0
+    # Only the elements the question requires are ever looked at (selection, notes and `missing` ask about
+    # `profile.required` alone), so only their cues are searched for.
+    required = frozenset(profile.required)
+
+    content = sorted(profile.content_tokens)
+    rows, row_of = _distinct_rows(present[:, [column[t] for t in content]])
+    per_row = [_covered(row, content, profile.content_tokens, weights, total_weight) for row in rows]
+    coverage = np.array([figures[1] for figures in per_row], dtype=np.float64)[row_of]
+    contiguity = _longest_runs(present[:, [column[t] for t in question_sequence]]) / max(1, len(question_sequence))
+    phrase_run = _longest_runs(present[:, [column[t] for t in all_tokens]])
+    fused = np.array([c.fused_rank for c in candidates], dtype=np.float64)
+    norm = np.array([c.norm_score for c in candidates], dtype=np.float64)
+    retrieval = 0.5 * fused / max_fused + 0.5 * norm
+    # Elementwise, in the order the per-candidate formula always had (IEEE doubles: the same numbers).
+    relevance = W_COVERAGE * coverage + W_CONTIGUITY * contiguity + W_RETRIEVAL * retrieval
+    relevance = relevance + W_PHRASE * phrase_run / max(1, len(all_tokens))
+    if profile.answer_types:
+        states = [
+            cov > 0 and states_answer_type(c.normalized, profile.answer_types)
+            for c, cov in zip(candidates, coverage.tolist(), strict=True)
+        ]
+        relevance = np.where(np.array(states, dtype=bool), relevance + W_ANSWER_TYPE, relevance)
+    return [
+        ScoredCandidate(
+            candidate,
+            round(score, 6),  # Python's correctly rounded `round`, as always (numpy's differs in the last digit)
+            per_row[row][1],
+            run,
+            per_row[row][0],
+            _elements_in(candidate.normalized, required) if required else _NO_ELEMENTS,
+        )
+        for candidate, score, row, run in zip(
+            candidates, relevance.tolist(), row_of.tolist(), contiguity.tolist(), strict=True
+        )
+    ]
 
 
-def _token_weights(content_tokens: Iterable[str], snippet_tokens: list[frozenset[str]]) -> dict[str, float]:
+def _covered(
+    row: npt.NDArray[np.bool_],
+    content: list[str],
+    content_tokens: frozenset[str],
+    weights: dict[str, float],
+    total_weight: float,
+) -> tuple[frozenset[str], float]:
+    """The content tokens a row marks, and their weighted share of the question (summed as it always was)."""
+    covered = frozenset(content_tokens & {token for token, held in zip(content, row.tolist(), strict=True) if held})
+    return covered, sum(weights[t] for t in covered) / total_weight
+
+
+def _longest_runs(sequence: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+    """Per row, the longest run of consecutive True columns (the longest stretch of the question a snippet holds)."""
+    best = np.zeros(sequence.shape[0], dtype=np.int64)
+    run = np.zeros(sequence.shape[0], dtype=np.int64)
+    for held in sequence.T:
+        run += 1
+        run *= held
+        np.maximum(best, run, out=best)
+    return best
+
+
+_FEW_WORD_TOKENS = 8
+_PAIR_FILTER = 1 << 16
+_CODE_POINT = (1 << 21) - 1
+
+
+def _pair_hash(first: npt.NDArray[np.int64], second: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """A 16-bit hash of a code-point pair (both below 2**21): a cheap first test before the exact lookup."""
+    return (first * 40503 + second) & (_PAIR_FILTER - 1)
+
+
+def _distinct_rows(present: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """The distinct rows of a boolean matrix and, per row, which of them it is (`np.unique(axis=0)`, faster).
+
+    Up to 64 columns a row packs into one integer, and integers are unique-d far faster than rows; wider rows
+    are keyed by their packed bytes.
+    """
+    packed = np.packbits(present, axis=1, bitorder="little")
+    if packed.shape[1] > 8:
+        which: dict[bytes, int] = {}
+        inverse = np.array([which.setdefault(row.tobytes(), len(which)) for row in packed], dtype=np.intp)
+        first = np.zeros(len(which), dtype=np.intp)
+        first[inverse[::-1]] = np.arange(len(inverse) - 1, -1, -1)
+        return present[first], inverse
+    padded = np.zeros((present.shape[0], 8), dtype=np.uint8)
+    padded[:, : packed.shape[1]] = packed
+    codes = padded.view(np.uint64).reshape(-1)
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return present[first], inverse.reshape(-1)
+
+
+_NO_ELEMENTS: frozenset[ElementCategory] = frozenset()
+
+
+def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
+    """Which of the question's tokens each (normalised) snippet holds: `tokens_present`, for all snippets at once.
+
+    A token of two CJK characters is present exactly when it is a substring (see `tokens_present`): when one
+    of the snippet's adjacent code-point pairs equals it. All snippets' pairs are one integer array (joined
+    by a newline, which `normalize` never leaves in a text and which is no CJK character, so no pair across
+    two snippets equals a token), looked up at once. Any other token must be a whole word run: only the
+    snippets that hold it as a substring are tokenised to check.
+    """
+    present = np.zeros((len(normalized), len(asked)), dtype=bool)
+    pairs = [j for j, token in enumerate(asked) if is_cjk_pair(token)]
+    if pairs and normalized:
+        joined = "\n".join(normalized).encode("utf-32-le", "surrogatepass")
+        points = np.frombuffer(joined, dtype=np.uint32).astype(np.int64)
+        wanted = np.array([(ord(asked[j][0]) << 21) | ord(asked[j][1]) for j in pairs], dtype=np.int64)
+        # A small filter table first (a hash of the pair), so only the few positions it lets through are
+        # looked up exactly among the wanted pairs.
+        table = np.zeros(_PAIR_FILTER, dtype=bool)
+        table[_pair_hash(wanted >> 21, wanted & _CODE_POINT)] = True
+        maybe = np.flatnonzero(table[_pair_hash(points[:-1], points[1:])])
+        codes = (points[maybe] << 21) | points[maybe + 1]
+        order = np.argsort(wanted)
+        sorted_wanted = wanted[order]
+        slot = np.minimum(np.searchsorted(sorted_wanted, codes), len(sorted_wanted) - 1)
+        hit = sorted_wanted[slot] == codes
+        found, slot = maybe[hit], slot[hit]
+        starts = np.cumsum([0, *(len(text) + 1 for text in normalized[:-1])])
+        owner = np.searchsorted(starts, found, side="right") - 1
+        present[owner, np.array(pairs, dtype=np.intp)[order[slot]]] = True
+    others = frozenset(t for t in asked if not is_cjk_pair(t))
+    if others:
+        index = {token: j for j, token in enumerate(asked)}
+        # A few such tokens (a Japanese question's lone kanji): a substring test skips most snippets. Many (an
+        # English question): `tokens_present` costs one pass over the snippet however many are asked.
+        few = len(others) <= _FEW_WORD_TOKENS
+        for i, text in enumerate(normalized):
+            if not few or any(token in text for token in others):
+                for token in tokens_present(text, others):
+                    present[i, index[token]] = True
+    return present
+
+
+def _token_weights(
+    content_tokens: Iterable[str], present: npt.NDArray[np.bool_], column: dict[str, int]
+) -> dict[str, float]:
     """IDF of each question token over the candidates (0 when no candidate holds it)."""
-    n = len(snippet_tokens)
+    n = present.shape[0]
+    df = present.sum(axis=0).tolist()
     weights: dict[str, float] = {}
     for token in content_tokens:
-        df = sum(1 for tokens in snippet_tokens if token in tokens)
-        weights[token] = math.log(1.0 + (n + 1) / (df + 0.5)) if df else 0.0
+        held = df[column[token]]
+        weights[token] = math.log(1.0 + (n + 1) / (held + 0.5)) if held else 0.0
     return weights
 
 

@@ -11,7 +11,7 @@ async caller checks the request's deadline (`build_pool_async`), so no history b
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -20,7 +20,7 @@ from graphs.chunked import Chunked, finish, finish_async
 from graphs.text.contradiction import find_contradiction
 from graphs.text.near_duplicates import NearDuplicates, find_near_duplicates
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import tokenize_normalized, tokens_present
+from graphs.text.tokenize import tokenize_normalized
 
 RRF_K = 10
 """Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
@@ -47,16 +47,10 @@ class Candidate:
 
     @property
     def tokens(self) -> frozenset[str]:
-        """Every `tokenize` token of the snippet, built on first use (scoring needs only `tokens_among`)."""
+        """Every `tokenize` token of the snippet, built on first use (scoring asks about the question's tokens only)."""
         if self._tokens is None:
             self._tokens = frozenset(tokenize_normalized(self.normalized))
         return self._tokens
-
-    def tokens_among(self, wanted: Iterable[str]) -> set[str]:
-        """Which of `wanted` are tokens of the snippet (`set(wanted) & tokens`, without tokenising it all)."""
-        if self._tokens is not None:
-            return set(self._tokens.intersection(wanted))
-        return tokens_present(self.normalized, wanted)
 
     @property
     def pages(self) -> list[int]:
@@ -96,23 +90,30 @@ def disagree(first: str, second: str) -> bool:
     return bool(names_a - names_b) and bool(names_b - names_a)  # a name replaced, not merely added
 
 
-def _hit_query(hit: SearchHit, round_: SearchRound) -> str | None:
-    """Which query found a hit: `metadata.query` when the caller says, else the round's only query."""
-    query = hit.metadata.get("query")
+def _hit_query(hit: SearchHit, only: str | None) -> str | None:
+    """Which query found a hit: `metadata.query` when the caller says, else the round's only query (`only`)."""
+    query = hit.metadata.get("query") if hit.metadata else None
     if isinstance(query, str) and query:
         return query
+    return only
+
+
+def _only_query(round_: SearchRound) -> str | None:
+    """The round's query when it ran exactly one, else None."""
     issued = [*round_.queries_text, *round_.queries_vector]
     return issued[0] if len(issued) == 1 else None
 
 
 class _Placed(NamedTuple):
-    """One hit of the history with what fusion needs: its round, its rank in its list, its query."""
+    """One hit of the history with what fusion needs: its round, its rank in its list, its query; and its location."""
 
     hit: SearchHit
     round_index: int
     rank: int
     query: str | None
     top_score: float | None
+    location: tuple[str, int | None, str | None]
+    locates: bool
 
 
 def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
@@ -127,8 +128,9 @@ def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
         # a hit (`metadata.query`); otherwise a rising score marks the start of the next list.
         lists: list[list[tuple[SearchHit, str | None]]] = []
         previous: tuple[str | None, float | None] | None = None
+        only = _only_query(round_)
         for hit in round_.results:
-            query = _hit_query(hit, round_)
+            query = _hit_query(hit, only)
             new_list = previous is None or query != previous[0]
             if query is None and previous is not None and hit.score is not None and previous[1] is not None:
                 new_list = new_list or hit.score > previous[1]
@@ -139,7 +141,10 @@ def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
         for ranked in lists:
             scores = [h.score for h, _ in ranked if h.score is not None and h.score > 0]
             top = max(scores) if scores else None
-            placed += [_Placed(hit, round_index, rank, query, top) for rank, (hit, query) in enumerate(ranked, 1)]
+            placed += [
+                _Placed(hit, round_index, rank, query, top, _location(hit), _locates(hit))
+                for rank, (hit, query) in enumerate(ranked, 1)
+            ]
     return placed
 
 
@@ -205,8 +210,8 @@ def _text_plan(placed: list[_Placed]) -> Chunked[_TextPlan]:
     seen_locations: set[tuple[str, int | None, str | None]] = set()
     seen_texts: set[str] = set()
     for index, entry in enumerate(placed):
-        location = _location(entry.hit)
-        if _locates(entry.hit) and location in seen_locations:
+        location = entry.location
+        if entry.locates and location in seen_locations:
             plan.normalized.append(None)
         else:
             folded = normalize(entry.hit.snippet)
@@ -230,21 +235,17 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
     by_location: dict[tuple[str, int | None, str | None], int] = {}
     by_text: dict[str, int] = {}
     created_by: list[int | None] = [None] * len(texts.distinct)  # the candidate each distinct text created
-    normalized, distinct_of, earlier = texts.normalized, texts.distinct_of, similar.earlier  # locals: a hot loop
+    normalized, distinct_of = texts.normalized, texts.distinct_of  # locals: a hot loop
     work = 0
     for index, entry in enumerate(placed):
-        hit, text = entry.hit, normalized[index]
-        location = _location(hit)
-        found = by_location.get(location) if _locates(hit) else None
+        text, location = normalized[index], entry.location
+        found = by_location.get(location) if entry.locates else None
         if found is None and text is not None:
             found = by_text.get(text)
         if found is None:
-            own = distinct_of[index]
-            if earlier[own]:
-                found, work = _agreeing_near_duplicate(pool, hit, earlier[own], created_by, work)
-            if found is None:
-                found = created_by[own] = _open_candidate(pool, hit, texts.distinct[own])
-        _merge(pool.candidates[found], entry, text)
+            found, work = _near_duplicate_or_new(pool, entry, texts, distinct_of[index], similar, created_by, work)
+        else:
+            _merge(pool.candidates[found], entry, text)
         by_location.setdefault(location, found)
         if text is not None:
             by_text.setdefault(text, found)
@@ -252,6 +253,31 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
         if work >= _HITS_PER_CHUNK:
             work = 0
             yield
+
+
+def _near_duplicate_or_new(
+    pool: CandidatePool,
+    entry: _Placed,
+    texts: _TextPlan,
+    own: int,
+    similar: NearDuplicates,
+    created_by: list[int | None],
+    work: int,
+) -> tuple[int, int]:
+    """Merge a hit whose location and text are new into an agreeing near-duplicate, or open a candidate for it.
+
+    `own` is the hit's text among the distinct texts; returns the candidate's index and the work so far.
+    """
+    earlier = similar.earlier[own]
+    found = None
+    if earlier:
+        found, work = _agreeing_near_duplicate(pool, entry.hit, earlier, created_by, work)
+    if found is not None:
+        _merge(pool.candidates[found], entry, texts.distinct[own])
+        return found, work
+    found = created_by[own] = len(pool.candidates)
+    pool.candidates.append(_first_sighting(found, entry, texts.distinct[own]))
+    return found, work
 
 
 def _agreeing_near_duplicate(
@@ -272,21 +298,28 @@ def _agreeing_near_duplicate(
     return None, work
 
 
-def _open_candidate(pool: CandidatePool, hit: SearchHit, normalized: str) -> int:
-    """A new candidate from the hit's own location and snippet; returns its index in the pool."""
-    index = len(pool.candidates)
-    pool.candidates.append(
-        Candidate(
-            cid=f"c{index + 1}",
-            document_id=hit.document_id,
-            page=hit.page,
-            chunk_id=hit.chunk_id,
-            snippet=hit.snippet,
-            best_score=hit.score,
-            normalized=normalized,
-        )
+def _first_sighting(index: int, entry: _Placed, normalized: str) -> Candidate:
+    """A new candidate from a hit's own location and snippet, with that hit already merged into it.
+
+    What `_merge` would record for a first sighting, written out: most hits of a request open a candidate,
+    so this is the common path.
+    """
+    hit = entry.hit
+    score, top = hit.score, entry.top_score
+    return Candidate(
+        cid=f"c{index + 1}",
+        document_id=hit.document_id,
+        page=hit.page,
+        chunk_id=hit.chunk_id,
+        snippet=hit.snippet,
+        best_score=score,
+        fused_rank=0.0 + 1.0 / (RRF_K + entry.rank),
+        norm_score=max(0.0, min(1.0, score / top)) if score is not None and top else 0.0,
+        queries=[entry.query] if entry.query else [],
+        rounds=[entry.round_index],
+        occurrences=1,
+        normalized=normalized,
     )
-    return index
 
 
 _HITS_PER_CHUNK = 512
@@ -298,7 +331,7 @@ _DISAGREE_COST = 16
 def _merge(candidate: Candidate, entry: _Placed, normalized: str | None) -> None:
     """Record one more sighting of a candidate: location, best score and snippet, rank, query, round."""
     hit = entry.hit
-    location = _location(hit)
+    location = entry.location
     if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
         candidate.merged.append(location)
     if hit.score is not None and (candidate.best_score is None or hit.score > candidate.best_score):

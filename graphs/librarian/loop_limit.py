@@ -3,7 +3,7 @@
 A session may run at most `max_loops` SEARCH rounds. The first call fixes the limit (its
 `constraints.max_loops`, or the default) and the signed state pins it, so a client can neither raise
 it later by editing its request nor reset the count: history_check.py verifies that the rounds
-counted here are the ones the state has seen. The runner's `check` and the `validate` node read the
+counted here are the ones the state has seen. The runner's `check` and `nodes.validate` read the
 limit with `pinned_loop_limit`; routing asks `loop_limit_reached`; the `fail` node reports with
 `no_evidence_error`.
 """

@@ -16,6 +16,7 @@ from langgraph.types import Command
 from contracts.common import ErrorResponse
 from contracts.librarian import (
     CompleteAction,
+    LibrarianRequest,
     LibrarianState,
     MissingElement,
     SearchAction,
@@ -23,7 +24,7 @@ from contracts.librarian import (
 from contracts.limits import LIBRARIAN
 from graphs.context import AgentContext
 from graphs.librarian.assessment import Assessment, ScoredCandidate, assess
-from graphs.librarian.candidates import build_pool_async
+from graphs.librarian.candidates import CandidatePool, build_pool_async
 from graphs.librarian.history_check import chain_digest, query_digest
 from graphs.librarian.llm_step import decide_with_llm
 from graphs.librarian.loop_limit import no_evidence_error, pinned_loop_limit, rounds_left
@@ -46,7 +47,19 @@ log = structlog.get_logger(__name__)
 MAX_HINT_LOCATIONS = 50
 
 
-async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """Read the step and judge it, as one graph step: `validate`, `ingest`, then `judge`.
+
+    The three are plain functions called in order rather than nodes of their own: each always follows the
+    one before, and a graph step costs more than `validate` does (see `build_graph`).
+    """
+    update = validate(state)
+    update["pool"] = await ingest(state["request"], runtime.context)
+    update.update(await judge({**state, **update}, runtime.context))
+    return update
+
+
+def validate(state: LibrarianGraphState) -> LibrarianGraphState:
     """Fix the loop limit (the runner's `check` already verified the history) and analyse the question."""
     request = state["request"]
     return {
@@ -57,12 +70,10 @@ async def validate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -
     }
 
 
-async def ingest(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def ingest(request: LibrarianRequest, context: AgentContext) -> CandidatePool:
     """Fold the whole history into the deduplicated candidate pool, in chunks that stop at the deadline."""
-    context = runtime.context
-    history = state["request"].search_history
     threshold = context.librarian.near_dup_threshold
-    return {"pool": await build_pool_async(history, near_dup_threshold=threshold, checkpoint=context.checkpoint)}
+    return await build_pool_async(request.search_history, near_dup_threshold=threshold, checkpoint=context.checkpoint)
 
 
 def _issued_queries(state: LibrarianGraphState) -> list[str]:
@@ -79,14 +90,14 @@ def _conversation(state: LibrarianGraphState) -> str:
     return "\n".join(f"{t.role}: {t.content[:500]}" for t in turns)
 
 
-async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+async def judge(state: LibrarianGraphState, context: AgentContext) -> LibrarianGraphState:
     """Judge sufficiency and name what is missing: rules always, plus one model call when a model is configured."""
     assessment = assess(state["profile"], state["pool"])
-    if runtime.context.llm is None:
+    if context.llm is None:
         return {"assessment": assessment}
     request = state["request"]
     decision = await decide_with_llm(
-        runtime.context,
+        context,
         state["profile"],
         assessment,
         conversation=_conversation(state),
@@ -113,12 +124,25 @@ def _bounded(missing: list[MissingElement]) -> list[MissingElement]:
     ]
 
 
+def _history_digest(state: LibrarianGraphState) -> str:
+    """The hash chain over the whole history, extending the prior state's chain by the newest round.
+
+    The runner's `check` (`verify_continuation`) has already proved the prior digest is the chain of every
+    round but the last, so only the newest round is encoded and hashed again.
+    """
+    history = state["request"].search_history
+    prior = state.get("prior")
+    if prior is not None and history and len(history) == prior.rounds_seen + 1:
+        return chain_digest(history[-1:], start=prior.history_digest)
+    return chain_digest(history)
+
+
 def _next_state(state: LibrarianGraphState, *, issued: list[str]) -> LibrarianState:
     request = state["request"]
     return LibrarianState(
         rounds_seen=len(request.search_history),
         max_loops=state["loop_limit"],
-        history_digest=chain_digest(request.search_history),
+        history_digest=_history_digest(state),
         query_digest=query_digest(request.user_query, request.subject_id),
         subject_id=request.subject_id,
         issued_queries=issued[-200:],

@@ -232,6 +232,16 @@ def _normalise(text: str) -> str:
 
 def figures(text: str) -> list[Figure]:
     """The figures `text` states, in order (see the module docstring for what counts)."""
+    return list(_figures(text))
+
+
+@lru_cache(maxsize=512)
+def _figures(text: str) -> tuple[Figure, ...]:
+    """`figures`, parsed once per text (bounded cache), as `_clauses` is.
+
+    Callers compare one text against many: a candidate's snippet against each later near-duplicate hit, a
+    selected snippet against the others.
+    """
     cleaned = _normalise(_CIRCLED.sub(" ", _CITATION.sub(" ", text)))
     masked = _mask_labels(cleaned)
     found: list[tuple[int, Figure]] = []
@@ -254,7 +264,7 @@ def figures(text: str) -> list[Figure]:
         figure = _word_figure(masked, match)
         if figure is not None:
             found.append((match.start(), figure))
-    return [figure for _, figure in sorted(found, key=lambda item: item[0])]
+    return tuple(figure for _, figure in sorted(found, key=lambda item: item[0]))
 
 
 def _mask_labels(text: str) -> str:

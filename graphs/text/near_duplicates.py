@@ -22,8 +22,9 @@ check). `find_near_duplicates` therefore works in bulk, with numpy, in bounded c
    `NEAR_DUP_MAX_COMPARED` earlier texts (the earliest, which is where a first-seen-wins merge looks
    first). Only inputs with more candidates than that for one text can decide differently from an
    all-pairs search.
-4. MinHash signatures are computed for texts in candidate pairs only (one matrix), the estimate gate
-   and the exact Jaccard are vectorised over all pairs.
+4. The exact Jaccard is vectorised over all candidate pairs; MinHash signatures (one matrix) and the
+   estimate gate only for the pairs that reach the threshold by it, usually a handful: both tests must
+   pass, and the exact one costs less per pair than a text's 64-value signature.
 
 Every step is a generator (`graphs.chunked`): it yields after each chunk of about `NEAR_DUP_CHUNK`
 shingles, so an async caller checks its deadline and lets the event loop run in between.
@@ -104,9 +105,9 @@ class NearDuplicates:
     earlier: list[list[int]]
     """`earlier[j]`: indexes i < j of texts that are near-duplicates of text j, ascending."""
     compared: int
-    """Pairs whose MinHash estimate was computed (at most `NEAR_DUP_MAX_COMPARED` per text)."""
+    """Pairs whose exact Jaccard was computed (at most `NEAR_DUP_MAX_COMPARED` per text)."""
     verified: int
-    """Pairs whose exact Jaccard was computed (a subset of those compared)."""
+    """Pairs at or above the threshold whose MinHash estimate was then computed (a subset of those compared)."""
 
 
 def is_near_duplicate(first: str, second: str, threshold: float) -> bool:
@@ -132,14 +133,17 @@ def find_near_duplicates(normalized: Sequence[str], threshold: float) -> Chunked
     n = len(normalized)
     sets = yield from shingle_sets(normalized)
     left, right = yield from _candidate_pairs(sets, threshold)
+    # Both tests must pass; the exact one runs first because it is the cheaper per pair (a sort of the two
+    # sets, against 64 hashes of every shingle of a text for its signature) and it rejects nearly every pair,
+    # so signatures are computed only for the few pairs that are near-duplicates by exact Jaccard.
     compared = len(left)
     if compared:
-        left, right = yield from _estimate_gate(sets, left, right, threshold)
-    verified = len(left)
-    if verified:
         similarity = yield from jaccard_of_pairs(sets, left, right)
         keep = similarity >= threshold
         left, right = left[keep], right[keep]
+    verified = len(left)
+    if verified:
+        left, right = yield from _estimate_gate(sets, left, right, threshold)
     earlier: list[list[int]] = [[] for _ in range(n)]
     for i, j in zip(left.tolist(), right.tolist(), strict=True):  # sorted by (j, i)
         earlier[j].append(i)

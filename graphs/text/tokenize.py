@@ -80,6 +80,11 @@ def tokenize_normalized(normalized: str) -> list[str]:
 _CJK_PAIR = re.compile(f"[{_CJK}]{{2}}")
 
 
+def is_cjk_pair(token: str) -> bool:
+    """Whether a token is two CJK characters: present in a normalised text exactly when it is a substring of it."""
+    return _CJK_PAIR.fullmatch(token) is not None
+
+
 @lru_cache(maxsize=64)
 def _split_wanted(wanted: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
     """Tokens of two CJK characters, and the rest (cached: one question's tokens are asked of every snippet)."""

@@ -39,3 +39,15 @@ def test_every_rewritten_character_alone_and_before_a_combining_mark() -> None:
     for code in [*range(0xA0, 0x100), *range(0x2000, 0x2190), 0x3000, *range(0xFF00, 0xFFF0)]:
         for text in (chr(code), f"a{chr(code)}\u0301\u3099", f"{chr(code)}{chr(code)}"):
             assert normalize(text) == definition(text), hex(code)
+
+
+def test_every_whitespace_character_collapses_as_the_regex_does() -> None:
+    """`normalize` splits with `str.split()`: it must cut at exactly the characters `\\s` matches, nowhere else."""
+    spaces = [chr(c) for c in range(0x110000) if _WHITESPACE.fullmatch(chr(c)) or chr(c).isspace()]
+    assert len(spaces) > 20  # the ASCII ones, NEL, NBSP, the Unicode spaces, line and paragraph separators
+    for space in spaces:
+        for text in (space, f"a{space}b", f"{space}a{space}{space}b{space}", f"東京{space}\u3000タワー{space}"):
+            assert normalize(text) == definition(text), hex(ord(space))
+    # Format characters that look like spaces but are not whitespace stay (zero width space, word joiner, BOM).
+    for other in ("\u200b", "\u180e", "\u2060", "\ufeff"):
+        assert normalize(f"a{other}b") == definition(f"a{other}b")
