@@ -35,7 +35,7 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.tools import PROJECT_ROOT, cpu_seconds
+from bench.tools import PROJECT_ROOT, cpu_seconds, emit
 from bench.workers import children
 from tests.support.live_service import free_port, start_service
 
@@ -285,7 +285,7 @@ def main() -> None:
         "targets": {"ratio_throughput_over_bound_at_80": ">= 0.9", "ratio_p99_over_model_latency_at_80": "<= 1.3"},
         "machine": {"nproc": os.cpu_count(), "python": platform.python_version()},
     }
-    print(json.dumps(report, indent=2))
+    emit(report, None)
 
 
 if __name__ == "__main__":

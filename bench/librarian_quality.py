@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from bench.tools import emit
 from graphs.librarian.question import profile_question
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
@@ -258,7 +259,7 @@ def main() -> None:
     )
     if args.misses is not None and missed is not None:
         args.misses.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in missed), encoding="utf-8")
-    print(json.dumps(report, indent=2, ensure_ascii=False))
+    emit(report, None)
 
 
 if __name__ == "__main__":
