@@ -33,6 +33,7 @@ import httpx
 import msgspec
 
 from bench.librarian_quality import JSQUAD, choose, load_questions
+from bench.librarian_throughput import bm25_rounds
 from bench.tools import command_line, emit
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
@@ -69,25 +70,7 @@ HEAVY_SNIPPET_CHARS = 150
 def heavy_body(corpus: Corpus, qid: str, question: str, rounds: int) -> dict[str, Any]:
     """A first call that already carries `rounds` rounds of 100 BM25 hits for the question."""
     ranked = corpus.text_search(question, rounds * HEAVY_HITS_PER_ROUND)
-    history = [
-        {
-            "queries_text": [question],
-            "queries_vector": [],
-            "results": [
-                {
-                    "document_id": chunk.document_id,
-                    "page": chunk.page,
-                    "chunk_id": chunk.chunk_id,
-                    "snippet": chunk.text[:HEAVY_SNIPPET_CHARS],
-                    "score": round(score, 4),
-                    "retrieval": "text",
-                    "metadata": {},
-                }
-                for chunk, score in ranked[start : start + HEAVY_HITS_PER_ROUND]
-            ],
-        }
-        for start in range(0, len(ranked), HEAVY_HITS_PER_ROUND)
-    ]
+    history = bm25_rounds(ranked, question, HEAVY_SNIPPET_CHARS, HEAVY_HITS_PER_ROUND)
     return {
         "request_id": f"heavy-{qid}",
         "user_query": question,

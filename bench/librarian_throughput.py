@@ -41,12 +41,37 @@ from bench.wrk_compare import (
     wrk_settings,
 )
 from contracts.librarian import LibrarianRequest
-from reference_orchestrator.corpus import Corpus, jsquad_chunks
+from reference_orchestrator.corpus import Chunk, Corpus, jsquad_chunks
 
 MODULE = "bench.librarian_throughput"
 THINK_PATH = "/agent/librarian/think"
 ROUNDS = 3
 HITS_PER_ROUND = 100
+
+
+def bm25_rounds(
+    ranked: list[tuple[Chunk, float]], question: str, snippet_chars: int, per_round: int = HITS_PER_ROUND
+) -> list[dict[str, Any]]:
+    """A search history of BM25-ranked paragraphs, `per_round` hits a round, as the Go side would send it."""
+    return [
+        {
+            "queries_text": [question],
+            "queries_vector": [],
+            "results": [
+                {
+                    "document_id": chunk.document_id,
+                    "page": chunk.page,
+                    "chunk_id": chunk.chunk_id,
+                    "snippet": chunk.text[:snippet_chars],
+                    "score": round(score, 4),
+                    "retrieval": "text",
+                    "metadata": {},
+                }
+                for chunk, score in ranked[start : start + per_round]
+            ],
+        }
+        for start in range(0, len(ranked), per_round)
+    ]
 
 
 def build_payload(question_index: int = 0, snippet_chars: int = 150, rounds: int = ROUNDS) -> tuple[bytes, str]:
@@ -64,25 +89,7 @@ def build_payload(question_index: int = 0, snippet_chars: int = 150, rounds: int
             break
     else:
         raise RuntimeError(f"no question from {question_index} on has {wanted} BM25 hits")
-    history = [
-        {
-            "queries_text": [question],
-            "queries_vector": [],
-            "results": [
-                {
-                    "document_id": chunk.document_id,
-                    "page": chunk.page,
-                    "chunk_id": chunk.chunk_id,
-                    "snippet": chunk.text[:snippet_chars],
-                    "score": round(score, 4),
-                    "retrieval": "text",
-                    "metadata": {},
-                }
-                for chunk, score in ranked[start : start + HITS_PER_ROUND]
-            ],
-        }
-        for start in range(0, wanted, HITS_PER_ROUND)
-    ]
+    history = bm25_rounds(ranked[:wanted], question, snippet_chars)
     body = msgspec.json.encode(
         {
             "request_id": "bench-throughput-1",
