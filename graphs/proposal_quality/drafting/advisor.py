@@ -72,8 +72,12 @@ class _FirstStep(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     risks: list[str]
 
 
-class OptionTemplate(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """An option's texts with `{title}`, `{info}`, `{risk}` and `{start}` placeholders (`Facts.values`)."""
+class Draft(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """An option before it gets its letter; `status` is the kind of status it would move the node to.
+
+    The templates of `advisor_options.yaml` are drafts too, whose texts hold `{title}`, `{info}`, `{risk}`
+    and `{start}` placeholders (`Facts.values`): `fill` makes the option for one node.
+    """
 
     label: str
     description: str
@@ -103,12 +107,12 @@ class OptionTemplate(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class ByStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The option that follows the node's status, one per status kind (a missing one fails at start-up)."""
 
-    done: OptionTemplate
-    hold: OptionTemplate
-    todo: OptionTemplate
-    doing: OptionTemplate
+    done: Draft
+    hold: Draft
+    todo: Draft
+    doing: Draft
 
-    def of(self, category: StatusCategory) -> OptionTemplate:
+    def of(self, category: StatusCategory) -> Draft:
         """The template for a status kind; a status the vocabulary does not know carries on like `doing`."""
         match category:
             case "done":
@@ -126,8 +130,8 @@ class AdvisorTexts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     kinds: dict[str, Kind]
     first_steps: list[_FirstStep]
     by_status: ByStatus
-    gather_information: OptionTemplate
-    reopen: OptionTemplate
+    gather_information: Draft
+    reopen: Draft
 
 
 @lru_cache(maxsize=1)
@@ -193,7 +197,7 @@ class Facts:
         return self.kind.info.format(title=self.title)
 
     def values(self) -> dict[str, str]:
-        """What an `OptionTemplate`'s placeholders stand for, for this node."""
+        """What an `Draft`'s placeholders stand for, for this node."""
         start = f"子ノードの「{self.open_children[0]}」" if self.open_children else f"「{self.title}」"
         return {"title": self.title, "info": self.info, "risk": self.kind.risk, "start": start}
 
@@ -262,21 +266,6 @@ def _named(titles: list[str], total: int | None = None) -> str:
 
 
 # --- options --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Draft:
-    """An option before it gets its letter; `status` is the kind of status it would move the node to."""
-
-    label: str
-    description: str
-    pros: str
-    cons: str
-    next_action: str
-    necessary_info: str
-    criteria_note: str
-    risks: list[str]
-    status: StatusCategory | None = None
 
 
 def _by_status(f: Facts) -> Draft:

@@ -14,7 +14,7 @@ from graphs.config_files import read_typed
 from graphs.llm.config import ConfigError
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting import advisor
-from graphs.proposal_quality.drafting.advisor import AdvisorTexts, OptionTemplate, advisor_report, advisor_texts
+from graphs.proposal_quality.drafting.advisor import AdvisorTexts, Draft, advisor_report, advisor_texts
 from graphs.proposal_quality.drafting.wording import StatusCategory
 
 PLACEHOLDERS = {"title", "info", "risk", "start"}
@@ -22,7 +22,7 @@ PLACEHOLDERS = {"title", "info", "risk", "start"}
 STATUS_WORDS: dict[StatusCategory, str] = {"done": "完了", "hold": "保留", "todo": "未着手", "doing": "進行中"}
 
 
-def _templates() -> dict[str, OptionTemplate]:
+def _templates() -> dict[str, Draft]:
     texts = advisor_texts()
     by_status = {f"by_status.{name}": getattr(texts.by_status, name) for name in texts.by_status.__struct_fields__}
     return {**by_status, "gather_information": texts.gather_information, "reopen": texts.reopen}
