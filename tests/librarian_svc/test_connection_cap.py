@@ -15,12 +15,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.live_service import LiveService
+from tests.support.raw_http import HEALTH, connect, read_response
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 CAP = 12
 FLOOD = 3 * CAP
-HEALTH = b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
 
 
 @pytest.fixture(name="service", scope="module")
@@ -35,12 +35,6 @@ def fixture_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSe
     service.stop()
 
 
-def connect(service: LiveService) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", service.port), timeout=10.0)
-    sock.settimeout(10.0)
-    return sock
-
-
 def closed_by_server(socks: list[socket.socket], wait_s: float = 2.0) -> list[socket.socket]:
     """The sockets the server has closed (they turn readable and read as end of stream; nothing else was sent)."""
     closed: list[socket.socket] = []
@@ -53,23 +47,6 @@ def closed_by_server(socks: list[socket.socket], wait_s: float = 2.0) -> list[so
             closed.append(sock)
             pending.remove(sock)
     return closed
-
-
-def read_response(sock: socket.socket) -> bytes:
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed before a response: {data!r}"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(
-        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-    )
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "closed mid-body"
-        body += chunk
-    return head + b"\r\n\r\n" + body
 
 
 def health(service: LiveService) -> bytes:

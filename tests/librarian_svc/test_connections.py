@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.live_service import LiveService
+from tests.support.raw_http import HEALTH, connect, read_response
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -34,12 +35,6 @@ def fixture_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveSe
     )
     yield service
     service.stop()
-
-
-def connect(service: LiveService) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", service.port), timeout=10.0)
-    sock.settimeout(10.0)
-    return sock
 
 
 def closed_after(sock: socket.socket) -> tuple[float, bytes]:
@@ -68,27 +63,6 @@ def wait_for_log(service: LiveService, condition: Callable[[dict[str, Any]], boo
             return True
         time.sleep(0.05)
     return False
-
-
-HEALTH = b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n"
-
-
-def read_response(sock: socket.socket) -> bytes:
-    """One whole response (head and a Content-Length body), however the bytes arrive."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed before a response: {data!r}"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(
-        int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
-    )
-    while len(body) < length:
-        chunk = sock.recv(65536)
-        assert chunk, "closed mid-body"
-        body += chunk
-    return head + b"\r\n\r\n" + body
 
 
 def test_a_connection_that_never_sends_is_closed_after_the_read_timeout(service: LiveService) -> None:
