@@ -21,15 +21,18 @@ sends it again as it was (a stateful step included: its state is in the caller's
 the time waited counts against the request's own deadline (`scope_wait_s`): one whose budget ran out
 while waiting answers ERROR TIMEOUT carrying its state, as any slow step does.
 
-Requests whose estimate is under `EXEMPT_MB` (every usual Librarian or GRACE step) never wait: at the
-instance's concurrency they fit in what the budget leaves, and a lock would only cost them time.
+Requests whose estimate is under `EXEMPT_MB` (bodies under 50 KB at the factor of 20: a Librarian step
+with a short history, a usual GRACE step) never wait: at the instance's concurrency they fit in what the
+budget leaves, and a lock would only cost them time.
 
-After each heavy request the allocator is asked to hand its free pages back (`malloc_trim`, on a worker
-thread, after the response is sent): glibc otherwise keeps a finished request's heap, so a worker stays at
-its high-water mark. With 80 of the heaviest requests at once on the `cloudrun.yaml` instance (README,
-"Memory"), in three runs each beside a run without it: the instance's RSS after the burst 621-781 MB vs
-978-1,066, the peak never higher (939 vs 1,174, 1,174 vs 1,179, 1,053 vs 1,138-1,192 MB). Server CPU was
-the same in two runs and 21 % higher in one, on a machine shared with other sessions.
+After heavy requests the allocator is asked to hand its free pages back (`malloc_trim`, on a worker
+thread, after the response is sent, once `TRIM_EVERY_MB` of them has finished): glibc otherwise keeps a
+finished request's heap, so a worker stays at its high-water mark. With 80 of the heaviest requests at
+once on the `cloudrun.yaml` instance (README, "Memory"), in three runs each beside a run without it: the
+instance's RSS after the burst 621-781 MB vs 978-1,066, the peak never higher (939 vs 1,174, 1,174 vs
+1,179, 1,053 vs 1,138-1,192 MB). Server CPU was the same in two runs and 21 % higher in one, on a machine
+shared with other sessions. Those heaviest requests each exceed `TRIM_EVERY_MB`, so they still trim after
+every one.
 (`MALLOC_ARENA_MAX=2` made no consistent difference to the peak, so it is not set.)
 """
 
@@ -57,6 +60,14 @@ log = structlog.get_logger(__name__)
 
 EXEMPT_MB = 1.0
 """Estimates below this run at once, outside the budget."""
+
+TRIM_EVERY_MB = 64.0
+"""`malloc_trim` once the heavy requests finished since the last trim add up to this much estimated memory.
+
+A trim walks the heap and costs about 2 ms of a 12 ms three-round Librarian step (a 161 KB body, a 3.2 MB
+estimate: measured in-process, trim on vs off, two runs each). After every request that was 20% of such
+a step; now such steps trim once in 20, while a heavy ACE request (1.1 MB body, about 110 MB estimated)
+still trims after each, which is what gives a burst's memory back."""
 
 RETRY_AFTER_S = 2
 """What a 503 from the door suggests: about the time the heaviest accepted request holds its memory."""
@@ -88,6 +99,7 @@ class MemoryBudget:
         """`capacity_mb`: the working memory heavy requests may hold at once."""
         self.capacity_mb = capacity_mb
         self.in_use_mb = 0.0
+        self._finished_since_trim_mb = 0.0
         self._waiting: deque[tuple[float, asyncio.Future[None]]] = deque()
 
     async def run(self, need_mb: float, start: Callable[[], Awaitable[T]]) -> T:
@@ -110,6 +122,14 @@ class MemoryBudget:
         """Give back what `reserve` returned."""
         if held_mb:
             self._release(held_mb)
+
+    def trim_due(self, finished_mb: float) -> bool:
+        """Count a finished heavy request; True when `TRIM_EVERY_MB` has finished since the last trim."""
+        self._finished_since_trim_mb += finished_mb
+        if self._finished_since_trim_mb < TRIM_EVERY_MB:
+            return False
+        self._finished_since_trim_mb = 0.0
+        return True
 
     @property
     def waiting(self) -> int:
@@ -201,7 +221,7 @@ def admission_middleware(
                 await app(scope, receive, send)
             finally:
                 budget.release(held)
-                if MALLOC_TRIM is not None:  # give the finished request's heap back, off the event loop
+                if budget.trim_due(need) and MALLOC_TRIM is not None:  # off the event loop
                     asyncio.get_running_loop().run_in_executor(None, MALLOC_TRIM, 0)
 
         return admit

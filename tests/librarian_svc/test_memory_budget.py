@@ -214,18 +214,27 @@ async def test_the_wait_at_the_door_counts_against_the_requests_own_deadline() -
     assert services.memory.in_use_mb == 0
 
 
-async def test_after_a_heavy_request_the_allocator_gives_its_free_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`malloc_trim` once per heavy request, after its response; light requests never pay for it."""
+async def test_after_heavy_requests_the_allocator_gives_its_free_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`malloc_trim` once the heavy requests finished since the last trim reach `TRIM_EVERY_MB`, after the
+    response of the one that reaches it; light requests never count nor pay for it."""
     trims: list[int] = []
     monkeypatch.setattr(memory_budget, "MALLOC_TRIM", trims.append)
-    app, _ = _heavy_app()
+    app, services = _heavy_app()
+    body = json.dumps(_ace_search_body(5_000)).encode()
+    each_mb = len(body) * 100 / 1_000_000  # ACE's factor
+    monkeypatch.setattr(memory_budget, "TRIM_EVERY_MB", 2.5 * each_mb)  # the third one reaches it
+    before_trim = 2
     async with AsyncTestClient(app):
-        heavy = _Exchange(app, json.dumps(_ace_search_body(5_000)).encode())
-        assert (await heavy.answer())[0] == 200
         light = _Exchange(app, json.dumps({"query": {"query_text": "x"}, "playbook": {"bullets": []}}).encode())
         assert (await light.answer())[0] == 200
+        for _ in range(before_trim):
+            assert (await _Exchange(app, body).answer())[0] == 200
+        await asyncio.sleep(0.05)
+        assert trims == [], "trimmed before TRIM_EVERY_MB of heavy requests had finished"
+        assert (await _Exchange(app, body).answer())[0] == 200
         for _ in range(100):  # the trim runs on a worker thread
             if trims:
                 break
             await asyncio.sleep(0.01)
     assert trims == [0]
+    assert services.memory.in_use_mb == 0
