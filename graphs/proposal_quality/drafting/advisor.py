@@ -124,12 +124,34 @@ class ByStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return self.doing
 
 
+class ByStructure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The options that follow the node's children, the parts its title lists, or splitting it (`_by_structure`)."""
+
+    held_child: Draft
+    finish_children: Draft
+    next_child: Draft
+    close_with_children: Draft
+    first_part: Draft
+    split: Draft
+
+
+class ByNeighbours(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The options that follow the board around the node (`_by_neighbours`)."""
+
+    hand_over: Draft
+    reuse_done: Draft
+    together: Draft
+    order_in_tray: Draft
+
+
 class AdvisorTexts(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """graphs/proposal_quality/drafting/advisor_options.yaml."""
 
     kinds: dict[str, Kind]
     first_steps: list[_FirstStep]
     by_status: ByStatus
+    by_structure: ByStructure
+    by_neighbours: ByNeighbours
     gather_information: Draft
     reopen: Draft
 
@@ -275,131 +297,42 @@ def _by_status(f: Facts) -> Draft:
 
 def _by_structure(f: Facts) -> Draft | None:
     """The option that follows the node's children, or the parts its title lists, or splitting it."""
-    t = f.title
+    options = advisor_texts().by_structure
     if f.held_children:
-        held = f.held_children[0]
-        return Draft(
-            label=f"保留中の「{held}」を先に動かす",
-            description=f"「{t}」の子ノードのうち{_named(f.held_children)}が保留です。そこを先に解消する進め方です。",
-            pros=f"「{t}」全体を止めている原因に先に手を打てる",
-            cons="ほかの子ノードが後回しになる",
-            next_action=f"「{held}」が止まっている理由を確かめ、再開できるかを判断する",
-            necessary_info=f"「{held}」の保留の理由と、解消に要るもの",
-            criteria_note=f"「{held}」が「{t}」の完了を止めているかどうか",
-            risks=[f"「{held}」の保留の理由がすぐには解消できず、「{t}」全体が待ちになる"],
-        )
+        held = {"held": f.held_children[0], "held_named": _named(f.held_children)}
+        return options.held_child.fill(f.values() | held)
     if f.open_children and len(f.done_children) >= len(f.open_children):
-        rest = _named(f.open_children)
-        return Draft(
-            label=f"残る{rest}を片づけて「{t}」を閉じる",
-            description=f"子ノード{f.children}件のうち{len(f.done_children)}件が完了しています。残りを終えて区切る進め方です。",
-            pros="終わりが見えている作業を確実に閉じられる",
-            cons="残りの子ノードに想定外の作業が隠れているとずれ込む",
-            next_action=f"{rest}の残り作業を書き出し、最初の1つに取りかかる",
-            necessary_info=f"{rest}の残り作業と、「{t}」の完了の条件",
-            criteria_note="残りの子ノードが、期限までに終えられる量かどうか",
-            risks=[f"{rest}に時間がかかり、「{t}」の完了が遅れる"],
-        )
+        rest = {"rest": _named(f.open_children), "children": str(f.children), "done_count": str(len(f.done_children))}
+        return options.finish_children.fill(f.values() | rest)
     if f.open_children:
-        first = f.open_children[0]
-        return Draft(
-            label=f"子ノードの「{first}」から順に進める",
-            description=f"「{t}」の未完了の子ノード{_named(f.open_children)}を、一つずつ終わらせていく進め方です。",
-            pros="進み具合が子ノード単位で見える",
-            cons="子ノードどうしのつながりを見落としやすい",
-            next_action=f"「{first}」の次の作業を1つ決めて取りかかる",
-            necessary_info=f"子ノード{len(f.open_children)}件の残り作業と順番、{f.info}",
-            criteria_note="子ノードの順番が、期限と依存関係に合っているかどうか",
-            risks=[f"未完了の子ノード{len(f.open_children)}件が並行して滞り、「{t}」全体が遅れる", f.kind.risk],
-        )
+        first = {"first": f.open_children[0], "open_named": _named(f.open_children)}
+        return options.next_child.fill(f.values() | first | {"open_count": str(len(f.open_children))})
     if f.done_children:
-        return Draft(
-            label=f"子ノードの成果で「{t}」を閉じる",
-            description=f"子ノード{_named(f.done_children)}はすべて完了しています。その成果で区切る進め方です。",
-            pros="すでに済んだ作業を無駄にせず区切れる",
-            cons="子ノードに含まれていない作業があると取りこぼす",
-            next_action=f"{_named(f.done_children)}の成果が「{t}」の完了の条件を満たすか確かめる",
-            necessary_info=f"「{t}」の完了の条件と、子ノードの成果",
-            criteria_note="子ノードの成果で、完了の条件をすべて満たせるかどうか",
-            risks=[f"子ノードの外に残っていた作業に気づかないまま「{t}」を閉じてしまう"],
-            status="done",
-        )
+        return options.close_with_children.fill(f.values() | {"done_named": _named(f.done_children)})
     if len(f.parts) >= 2:
-        first, rest = f.parts[0], _named(f.parts[1:])
-        return Draft(
-            label=f"「{first}」から先に進める",
-            description=f"「{t}」に含まれる{_named(f.parts)}を、「{first}」から順に片づける進め方です。",
-            pros="一度に一つに集中できる",
-            cons=f"{rest}に手が回るのが遅くなる",
-            next_action=f"「{first}」の最初の作業を決め、{rest}は子ノードとして登録しておく",
-            necessary_info=f"{_named(f.parts)}それぞれの期限と、どれが先に要るか",
-            criteria_note=f"「{first}」が、ほかの部分より先に要るかどうか",
-            risks=[f"{rest}の期限のほうが早く、あとで慌てる"],
-        )
+        parts = {"first": f.parts[0], "rest": _named(f.parts[1:]), "parts_named": _named(f.parts)}
+        return options.first_part.fill(f.values() | parts)
     if f.category == "done":
         return None
-    return Draft(
-        label=f"「{t}」を小さな作業に分けてから進める",
-        description=f"「{t}」を2〜3個の作業に分け、一つずつ終わらせていく進め方です。",
-        pros="進み具合が見えやすくなる",
-        cons="分ける作業そのものに時間がかかる",
-        next_action=f"「{t}」を2〜3個の作業に分けて子ノードにし、最初の1つを決める",
-        necessary_info=f"「{t}」の完了までに含まれる作業の一覧（{f.info}）",
-        criteria_note=f"「{t}」が一度に終えるには大きすぎると感じるかどうか",
-        risks=[f"「{t}」を細かく分けすぎて、管理の手間が増える"],
-    )
+    return options.split.fill(f.values())
 
 
 def _by_neighbours(f: Facts) -> Draft | None:
     """The option that follows the board around the node: a related node, a crowded tray."""
-    t = f.title
+    options = advisor_texts().by_neighbours
     if f.related is not None:
         other = f.related
-        other_status = neutral(other.node.status_label, 20) or "未設定"
-        if f.category == "done" and status_category(other.node.status_label) != "done":
-            return Draft(
-                label=f"「{t}」の成果を「{other.title}」へ引き継ぐ",
-                description=f"完了した「{t}」と同じ「{other.term}」を扱う「{other.title}」（{other_status}）に、成果を渡す進め方です。",
-                pros=f"「{other.title}」を一から始めずに済む",
-                cons="引き継ぎの手間がかかる",
-                next_action=f"「{t}」の成果と決めたことを「{other.title}」の担当に共有する",
-                necessary_info=f"「{t}」の成果物と、「{other.title}」で使う予定のもの",
-                criteria_note=f"「{t}」の成果が「{other.title}」でそのまま使えるかどうか",
-                risks=[f"引き継ぎ漏れがあり、「{other.title}」で同じ作業をやり直す"],
-            )
-        if status_category(other.node.status_label) == "done":
-            return Draft(
-                label=f"完了済みの「{other.title}」の成果を使って進める",
-                description=f"同じ「{other.term}」を扱う「{other.title}」は完了しています。その成果を土台にする進め方です。",
-                pros="一から作らずに済む",
-                cons=f"「{other.title}」のときと条件が違うと、そのままは使えない",
-                next_action=f"「{other.title}」の成果のうち「{t}」に使えるものを洗い出す",
-                necessary_info=f"「{other.title}」の成果物と、当時の前提条件",
-                criteria_note=f"「{other.title}」の前提が「{t}」にも当てはまるかどうか",
-                risks=[f"「{other.title}」の前提が変わっていて、使い回した部分に誤りが残る"],
-            )
-        return Draft(
-            label=f"関連する「{other.title}」と合わせて進める",
-            description=f"「{other.title}」（{other_status}）も「{other.term}」を扱っています。二つをまとめて進める進め方です。",
-            pros="重なる作業を一度で済ませられる",
-            cons="片方の遅れがもう片方に響く",
-            next_action=f"「{t}」と「{other.title}」で重なる作業を書き出し、どちらで扱うかを決める",
-            necessary_info=f"「{other.title}」の進み具合と担当、{f.info}",
-            criteria_note=f"「{t}」と「{other.title}」の重なりが大きいかどうか",
-            risks=[f"「{other.title}」の進み具合に引きずられ、「{t}」の完了が遅れる"],
-        )
+        other_status = status_category(other.node.status_label)
+        shown_status = neutral(other.node.status_label, 20) or "未設定"
+        values = f.values() | {"other": other.title, "term": other.term, "other_status": shown_status}
+        if f.category == "done" and other_status != "done":
+            return options.hand_over.fill(values)
+        if other_status == "done":
+            return options.reuse_done.fill(values)
+        return options.together.fill(values)
     if f.sibling_count >= 2 and f.category != "done":
-        others, tray = _named(f.siblings, f.sibling_count), f.tray or "このトレイ"
-        return Draft(
-            label=f"同じトレイの{f.sibling_count}件と順番を決めてから進める",
-            description=f"「{tray}」には「{t}」のほかに{others}があります。着手の順番を先に決める進め方です。",
-            pros="期限の近いものから手を付けられる",
-            cons="順番を決めているあいだ、どの作業も進まない",
-            next_action=f"「{t}」と{others}の期限を並べ、着手する順番を決める",
-            necessary_info=f"「{tray}」の各ノードの期限と、使える時間",
-            criteria_note=f"「{t}」より先に終えたいノードがあるかどうか",
-            risks=[f"{others}に時間を取られ、「{t}」が後回しになり続ける"],
-        )
+        tray = {"count": str(f.sibling_count), "tray": f.tray or "このトレイ"}
+        return options.order_in_tray.fill(f.values() | tray | {"others": _named(f.siblings, f.sibling_count)})
     return None
 
 

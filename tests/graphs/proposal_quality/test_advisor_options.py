@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from string import Formatter
 from typing import Any, get_args
@@ -68,3 +69,46 @@ def test_a_node_of_each_status_gets_its_template_first(category: StatusCategory)
     }
     expected = advisor_texts().by_status.of(category).label.format_map(values)
     assert report["options"][0]["label"] == f"案A: {expected}"
+
+
+def _node(node_id: str, title: str, status: str, parent: str | None = None) -> BoardNode:
+    return BoardNode(id=node_id, title=title, status=status, tray="trays", parent_id=parent)
+
+
+BRANCH_BOARDS: dict[str, list[BoardNode]] = {
+    "by_structure.held_child": [_node("x", "会場の予約", "進行中"), _node("c", "下見", "保留", "x")],
+    "by_structure.finish_children": [
+        _node("x", "会場の予約", "進行中"),
+        _node("c1", "下見", "完了", "x"),
+        _node("c2", "見積", "未着手", "x"),
+    ],
+    "by_structure.next_child": [
+        _node("x", "会場の予約", "進行中"),
+        _node("c1", "下見", "未着手", "x"),
+        _node("c2", "見積", "未着手", "x"),
+    ],
+    "by_structure.close_with_children": [_node("x", "会場の予約", "進行中"), _node("c", "下見", "完了", "x")],
+    "by_structure.first_part": [_node("x", "請求書の発行・送付", "未着手")],
+    "by_structure.split": [_node("x", "会場の予約", "未着手")],
+    "by_neighbours.hand_over": [_node("x", "会場の予約", "完了"), _node("o", "会場の装飾", "未着手")],
+    "by_neighbours.reuse_done": [_node("x", "会場の予約", "未着手"), _node("o", "会場の装飾", "完了")],
+    "by_neighbours.together": [_node("x", "会場の予約", "未着手"), _node("o", "会場の装飾", "進行中")],
+    "by_neighbours.order_in_tray": [
+        _node("x", "会場の予約", "未着手"),
+        _node("a", "ログイン画面", "未着手"),
+        _node("b", "決済API", "未着手"),
+    ],
+}
+"""A board on which each structure or neighbour option applies to node `x`."""
+
+
+@pytest.mark.parametrize("name", sorted(BRANCH_BOARDS))
+def test_each_structure_and_neighbour_template_is_filled_where_it_applies(name: str) -> None:
+    """Every template of the YAML is reached and filled: a placeholder the code does not fill would raise here."""
+    section, key = name.split(".")
+    template: Draft = getattr(getattr(advisor_texts(), section), key)
+    parsed = Formatter().parse(template.label)
+    pattern = "".join(re.escape(literal) + (".+" if field is not None else "") for literal, field, _, _ in parsed)
+    report = advisor_report(Board.of(BRANCH_BOARDS[name]), focus_id="x", intent=None, notes=[])
+    labels = [option["label"] for option in report["options"]]
+    assert any(re.fullmatch(f"案[A-C]: {pattern}", label) for label in labels), labels
