@@ -22,6 +22,9 @@ from graphs.text.near_duplicates import NearDuplicates, find_near_duplicates
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize_normalized
 
+Location = tuple[str, int | None, str | None]
+"""Where a hit stands: document, page, chunk id."""
+
 RRF_K = 10
 """Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
 
@@ -90,7 +93,7 @@ def disagree(first: str, second: str) -> bool:
     return bool(names_a - names_b) and bool(names_b - names_a)  # a name replaced, not merely added
 
 
-def _hit_query(hit: SearchHit, only: str | None) -> str | None:
+def hit_query(hit: SearchHit, only: str | None) -> str | None:
     """Which query found a hit: `metadata.query` when the caller says, else the round's only query (`only`)."""
     query = hit.metadata.get("query") if hit.metadata else None
     if isinstance(query, str) and query:
@@ -98,7 +101,7 @@ def _hit_query(hit: SearchHit, only: str | None) -> str | None:
     return only
 
 
-def _only_query(round_: SearchRound) -> str | None:
+def only_query(round_: SearchRound) -> str | None:
     """The round's query when it ran exactly one, else None."""
     issued = [*round_.queries_text, *round_.queries_vector]
     return issued[0] if len(issued) == 1 else None
@@ -112,7 +115,7 @@ class _Placed(NamedTuple):
     rank: int
     query: str | None
     top_score: float | None
-    location: tuple[str, int | None, str | None]
+    location: Location
     locates: bool
 
 
@@ -128,9 +131,9 @@ def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
         # a hit (`metadata.query`); otherwise a rising score marks the start of the next list.
         lists: list[list[tuple[SearchHit, str | None]]] = []
         previous: tuple[str | None, float | None] | None = None
-        only = _only_query(round_)
+        only = only_query(round_)
         for hit in round_.results:
-            query = _hit_query(hit, only)
+            query = hit_query(hit, only)
             new_list = previous is None or query != previous[0]
             if query is None and previous is not None and hit.score is not None and previous[1] is not None:
                 new_list = new_list or hit.score > previous[1]
@@ -142,13 +145,14 @@ def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
             scores = [h.score for h, _ in ranked if h.score is not None and h.score > 0]
             top = max(scores) if scores else None
             placed += [
-                _Placed(hit, round_index, rank, query, top, _location(hit), _locates(hit))
+                _Placed(hit, round_index, rank, query, top, location(hit), _locates(hit))
                 for rank, (hit, query) in enumerate(ranked, 1)
             ]
     return placed
 
 
-def _location(hit: SearchHit) -> tuple[str, int | None, str | None]:
+def location(hit: SearchHit) -> Location:
+    """Where a hit stands: its document, page and chunk."""
     return (hit.document_id, hit.page, hit.chunk_id)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
+from graphs.librarian.candidates import Location, hit_query, location, only_query
 from graphs.librarian.question import QuestionProfile
 from graphs.text.contradiction import find_contradiction
 from graphs.text.tokenize import tokenize
@@ -60,8 +61,6 @@ SEARCH_VOTE = 0.02
 """What the search side's own best for the question adds to its score when choosing: a vote that decides a near-tie
 between the rules' candidates (relevance is about 1.0 for a passage that covers the whole question)."""
 
-Location = tuple[str, int | None, str | None]
-
 
 def question_query_best(profile: QuestionProfile, history: Sequence[SearchRound]) -> Location | None:
     """Where the search side's best hit stands for the query closest to the whole question, if one was sent.
@@ -78,14 +77,12 @@ def question_query_best(profile: QuestionProfile, history: Sequence[SearchRound]
         return None
     best_share, best_hit = 0.0, None
     for round_ in history:
-        queries = [*round_.queries_text, *round_.queries_vector]
+        only = only_query(round_)
         first_hits: dict[str, Location] = {}
         for hit in round_.results:
-            query = hit.metadata.get("query")
-            if not isinstance(query, str) or not query:
-                query = queries[0] if len(queries) == 1 else None
+            query = hit_query(hit, only)
             if query is not None and query in round_.queries_text:
-                first_hits.setdefault(query, (hit.document_id, hit.page, hit.chunk_id))
+                first_hits.setdefault(query, location(hit))
         for query in round_.queries_text:
             share = len(wanted & set(tokenize(query))) / len(wanted)
             if share > best_share and query in first_hits:
@@ -93,13 +90,13 @@ def question_query_best(profile: QuestionProfile, history: Sequence[SearchRound]
     return best_hit
 
 
-def _located_at(usable: list[ScoredCandidate], location: Location | None) -> ScoredCandidate | None:
-    """The usable candidate standing at `location` (its own place or a merged duplicate's)."""
-    if location is None:
+def _located_at(usable: list[ScoredCandidate], place: Location | None) -> ScoredCandidate | None:
+    """The usable candidate standing at `place` (its own place or a merged duplicate's)."""
+    if place is None:
         return None
     for scored in usable:
         candidate = scored.candidate
-        if location == (candidate.document_id, candidate.page, candidate.chunk_id) or location in candidate.merged:
+        if place == (candidate.document_id, candidate.page, candidate.chunk_id) or place in candidate.merged:
             return scored
     return None
 

@@ -83,11 +83,10 @@ def test_a_request_head_sent_a_byte_at_a_time_is_cut_off_with_408(service: LiveS
                 time.sleep(0.05)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        after, received = closed_after(sock)
+        _, received = closed_after(sock)
         total = time.monotonic() - started
     assert total <= READ_TIMEOUT_S + SLACK_S, total
     assert received.startswith(b"HTTP/1.1 408 "), received
-    assert after >= 0
 
 
 def test_a_stalled_body_is_cut_off_and_logged_as_a_disconnect(service: LiveService) -> None:
