@@ -43,8 +43,8 @@ import ctypes
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import structlog
@@ -53,8 +53,6 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 from contracts.common import ErrorResponse
 from librarian_svc import drain
 from librarian_svc.request_context import current_request_id
-
-T = TypeVar("T")
 
 log = structlog.get_logger(__name__)
 
@@ -101,14 +99,6 @@ class MemoryBudget:
         self.in_use_mb = 0.0
         self._finished_since_trim_mb = 0.0
         self._waiting: deque[tuple[float, asyncio.Future[None]]] = deque()
-
-    async def run(self, need_mb: float, start: Callable[[], Awaitable[T]]) -> T:
-        """Run `start()` once `need_mb` fits; a request larger than the whole budget runs alone."""
-        held = await self.reserve(need_mb)
-        try:
-            return await start()
-        finally:
-            self.release(held)
 
     async def reserve(self, need_mb: float) -> float:
         """Wait until `need_mb` fits; what was reserved (0 for an exempt request), for `release`."""

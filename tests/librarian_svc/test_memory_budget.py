@@ -18,13 +18,15 @@ from librarian_svc.settings import load_settings
 
 
 async def _hold(budget: MemoryBudget, need: float, log: list[str], name: str, release: asyncio.Event) -> str:
-    async def work() -> str:
+    """A request as the door runs it: reserve, work until released, give back (whatever happens)."""
+    held = await budget.reserve(need)
+    try:
         log.append(f"start {name}")
         await release.wait()
         log.append(f"end {name}")
         return name
-
-    return await budget.run(need, work)
+    finally:
+        budget.release(held)
 
 
 async def test_light_requests_never_wait() -> None:
