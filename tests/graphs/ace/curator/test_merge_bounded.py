@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.ace import Bullet, DeltaContextItem, Playbook, PlaybookMetadata
+from graphs.ace.curator import merge as merge_module
 from graphs.ace.curator.merge import MergeOutcome, merge
 from graphs.ace.playbook.sections import SectionRules
 from graphs.embeddings.cache import CachedEmbeddings
@@ -161,6 +163,20 @@ def test_the_bounded_merge_matches_the_reference_on_random_input(
 ) -> None:
     p, deltas, threshold, budget = case
     new, old = both(p, deltas, dedup_threshold=threshold, max_bullets=budget)
+    assert_same(new, old)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=cases())
+def test_the_merge_in_blocks_of_two_or_three_matches_the_reference(
+    case: tuple[Playbook, list[DeltaContextItem], float, int | None],
+) -> None:
+    """The same random cases with every block tiny, so rows past the first prefilter block, ADDs past the
+    first batch and bullets past the first embedding chunk are all compared with the reference (a block's
+    row offset lost would show here, not with the usual sizes on 12 bullets)."""
+    p, deltas, threshold, budget = case
+    with mock.patch.multiple(merge_module, PREFILTER_ROWS=2, ADD_BATCH=2, EMBED_CHUNK=3):
+        new, old = both(p, deltas, dedup_threshold=threshold, max_bullets=budget)
     assert_same(new, old)
 
 
