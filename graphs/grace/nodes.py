@@ -17,7 +17,7 @@ thread pool, and a thread hop per node costs more than these steps do.
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import Literal
 
 import msgspec
 from langgraph.runtime import Runtime
@@ -47,8 +47,6 @@ from graphs.grace.routing import route_after_advance, route_after_judge, route_a
 from graphs.grace.search_results import search_result
 from graphs.grace.state import GraceGraphState
 from graphs.grace.wording import figure, levels, say
-
-Node = TypeVar("Node", bound=str)
 
 
 def _step(session: GraceState, step_id: int | None) -> PlanStep:

@@ -30,16 +30,7 @@ from graphs.ace.heuristic_text import content_tokens, excerpt, is_japanese, key_
 from graphs.text.contradiction import Figure, FigureKind, figure_conflicts, figures, polarity_conflict
 from graphs.text.tokenize import terms
 
-__all__ = [
-    "Verdict",
-    "content_tokens",
-    "derive_insights",
-    "evaluate_bullets",
-    "excerpt",
-    "is_japanese",
-    "judge",
-    "report_verdict",
-]
+__all__ = ["Verdict", "derive_insights", "evaluate_bullets", "judge", "report_verdict"]
 
 Outcome = Literal["success", "failure", "unknown"]
 

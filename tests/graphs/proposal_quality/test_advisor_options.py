@@ -112,3 +112,11 @@ def test_each_structure_and_neighbour_template_is_filled_where_it_applies(name: 
     report = advisor_report(Board.of(BRANCH_BOARDS[name]), focus_id="x", intent=None, notes=[])
     labels = [option["label"] for option in report["options"]]
     assert any(re.fullmatch(f"案[A-C]: {pattern}", label) for label in labels), labels
+
+
+@pytest.mark.parametrize("name", sorted(advisor_texts().kinds))
+def test_each_kinds_info_uses_only_the_title(name: str) -> None:
+    """`Facts.info` fills a kind's `info` with the node's title on every request: another field would fail them all."""
+    info = advisor_texts().kinds[name].info
+    fields = {field for _, field, _, _ in Formatter().parse(info) if field is not None}
+    assert fields <= {"title"}, fields
