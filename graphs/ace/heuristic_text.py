@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from graphs.text.tokenize import is_function_token, terms, tokenize
+from graphs.text.tokenize import terms
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"'`\u3040-\u30ff\u3400-\u9fff])|(?<=[。！？])\s*|\n+")
@@ -33,11 +33,6 @@ EXCERPT_CHARS = 300
 def is_japanese(text: str) -> bool:
     """Whether to phrase output in Japanese (the text has kana or kanji)."""
     return _CJK.search(text) is not None
-
-
-def content_tokens(text: str) -> set[str]:
-    """The tokens of `text` that carry content (function words and particles left out)."""
-    return {token for token in tokenize(text) if not is_function_token(token)}
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

@@ -41,7 +41,7 @@ from graphs.ace.curator.llm import curate_with_llm
 from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
 from graphs.ace.generator.heuristic import generate_extractive
 from graphs.ace.generator.llm import generate_with_llm
-from graphs.ace.heuristic_text import content_tokens, stem
+from graphs.ace.heuristic_text import stem
 from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.playbook.store import PlaybookCorrupt, PlaybookStore
 from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge
@@ -52,6 +52,7 @@ from graphs.ace.state import AceGraphState
 from graphs.context import AgentContext
 from graphs.llm.ask import failure_reason
 from graphs.llm.errors import ModelFailure, ModelTimeout
+from graphs.text.tokenize import content_tokens
 
 log = structlog.get_logger(__name__)
 

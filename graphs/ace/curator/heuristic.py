@@ -13,10 +13,11 @@ Near-duplicate ADDs become UPDATEs in the merge, whoever proposed them.
 from __future__ import annotations
 
 from contracts.ace import DeltaContextItem, Insight, Playbook, ReflectionResult, SearchQuery
-from graphs.ace.heuristic_text import content_tokens, excerpt
+from graphs.ace.heuristic_text import excerpt
 from graphs.ace.playbook.sections import SectionRules
 from graphs.ace.search.hybrid import HybridSearch
 from graphs.text.normalize import normalize
+from graphs.text.tokenize import content_tokens
 
 MATCH_COSINE = 0.3
 DELETE_MARGIN = 3

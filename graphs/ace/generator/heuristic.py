@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contracts.ace import Trajectory
-from graphs.ace.heuristic_text import content_tokens, coverage, covered, excerpt, is_japanese, sentences, topic
+from graphs.ace.heuristic_text import coverage, covered, excerpt, is_japanese, sentences, topic
 from graphs.ace.search.hybrid import Hit
 from graphs.ace.search.index import search_text
+from graphs.text.tokenize import content_tokens
 
 MAX_ANSWER_BULLETS = 3
 MIN_COVERAGE = 0.3

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from contracts.ace import Bullet, BulletEvaluation, Insight, Trajectory
-from graphs.ace.heuristic_text import content_tokens, excerpt, is_japanese, key_terms, listing, topic
+from graphs.ace.heuristic_text import excerpt, is_japanese, key_terms, listing, topic
 from graphs.text.contradiction import Figure, FigureKind, figure_conflicts, figures, polarity_conflict
-from graphs.text.tokenize import terms
+from graphs.text.tokenize import content_tokens, terms
 
 __all__ = ["Verdict", "derive_insights", "evaluate_bullets", "judge", "report_verdict"]
 

@@ -14,12 +14,13 @@ import pytest
 
 from contracts.ace import Bullet, Playbook, SearchQuery, Trajectory
 from graphs.ace.generator.heuristic import GeneratedAnswer, generate_extractive
-from graphs.ace.heuristic_text import content_tokens, stem
+from graphs.ace.heuristic_text import stem
 from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge
 from graphs.ace.search.hybrid import HybridSearch
 from graphs.ace.search.index import IndexCache
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
+from graphs.text.tokenize import content_tokens
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, bullet, playbook, real_playbook
 
 SEARCH = HybridSearch(CachedEmbeddings(HashingEmbeddings(dim=256), model="engine-test"), alpha=0.5, cache=IndexCache())
