@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from langgraph.graph import END, START, StateGraph
 
 from graphs.context import AgentContext
 from graphs.grace.nodes import (
+    Judged,
+    NextStep,
     ask_intervention,
     ask_question,
     emit_search,
@@ -33,8 +35,8 @@ def build_graph() -> Any:
     step (`executor.next_step`: the `onward` edges), and sealing the state into the action (the
     four nodes that end the request).
     """
-    onward = ("emit_search", "ask_question", "reason", "finish")  # routing.route_after_advance
-    judged = ("replan", "ask_intervention", *onward)  # routing.route_after_judge, then on
+    onward = get_args(NextStep)  # routing.route_after_advance
+    judged = get_args(Judged)  # routing.route_after_judge, then on
     graph = StateGraph(GraceGraphState, context_schema=AgentContext)
     graph.add_conditional_edges(START, route_entry, ["make_plan", "take_tool_result", "take_user_response"])
     graph.add_node("make_plan", make_plan, destinations=onward)
