@@ -17,43 +17,31 @@ Each worker process does the same for itself (`workers.create_worker_app`).
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from types import FrameType
-from typing import NoReturn
 
 from librarian_svc.startup_gc import collector_paused
 
 
-def _exit_now(status: int) -> NoReturn:
-    """End the process once serving is over, without tearing the interpreter down.
-
-    Everything that matters has happened by then (requests drained, model clients closed, workers
-    joined). Finalising the heap took the supervisor 1.5 s of CPU on a busy machine after its
-    workers had exited, time Cloud Run's 10 s do not have.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
-    _exit_now(0)
+    from librarian_svc.drain import exit_now
+
+    exit_now(0)
 
 
 def main(app_factory: str | None = None) -> int:
     """Run the service until SIGTERM/SIGINT; return the process exit status (`app_factory`: tests add routes)."""
     with collector_paused():
-        from librarian_svc.settings import ConfigError, load_settings
+        from librarian_svc.settings import ConfigError, load_settings, report_config_error
 
         try:
             settings = load_settings()
         except ConfigError as exc:
-            print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
-            return 2
+            return report_config_error(exc)
 
         from librarian_svc import workers
+        from librarian_svc.drain import exit_now
         from librarian_svc.log_setup import configure_logging
 
         configure_logging(settings.log_format, settings.log_level)
@@ -67,7 +55,7 @@ def main(app_factory: str | None = None) -> int:
             # on for serving once the app is built.
             return workers.serve_in_process(config)
     workers.share_ephemeral_key(settings)
-    _exit_now(workers.supervise(config))
+    exit_now(workers.supervise(config))
 
 
 if __name__ == "__main__":

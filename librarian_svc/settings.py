@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -288,3 +289,13 @@ __all__ = [
     "load_settings",
     "load_state_settings",
 ]
+
+
+CONFIG_ERROR_STATUS = 2
+"""Exit status for a configuration error, in the single process as in a worker."""
+
+
+def report_config_error(exc: ConfigError) -> int:
+    """Print the one line a configuration problem gets (never a traceback); the exit status to end with."""
+    print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
+    return CONFIG_ERROR_STATUS

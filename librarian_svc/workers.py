@@ -33,6 +33,7 @@ from uvicorn.supervisors.multiprocess import Process
 
 from librarian_svc import drain
 from librarian_svc.http_protocol import ReadTimeoutProtocol
+from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
 
 if TYPE_CHECKING:
@@ -47,9 +48,6 @@ log = structlog.get_logger(__name__)
 
 APP_FACTORY = "librarian_svc.workers:create_worker_app"
 """What uvicorn imports and calls in each worker (an import string: worker processes are spawned)."""
-
-CONFIG_ERROR = 2
-"""Exit status for a configuration error, in the single process as in a worker."""
 
 SIGNAL_TICK_S = 0.1
 """How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""
@@ -86,8 +84,7 @@ def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = 
             configure_logging(settings.log_format, settings.log_level)
             app = create_app(settings, extra_route_handlers=extra_route_handlers)
         except ConfigError as exc:
-            print(f"librarian-svc: configuration error: {exc}", file=sys.stderr)
-            sys.exit(CONFIG_ERROR)
+            sys.exit(report_config_error(exc))
         except Exception as exc:  # a bug: the traceback, and no restart loop
             log.exception("worker failed to start", exc_info=exc)
             sys.exit(STARTUP_FAILURE)
@@ -213,7 +210,7 @@ class Supervisor(Multiprocess):
             if not process.process.is_alive():
                 process.process.join()
                 status = process.exitcode
-                self.failure = status if status in (CONFIG_ERROR, STARTUP_FAILURE) else STARTUP_FAILURE
+                self.failure = status if status in (CONFIG_ERROR_STATUS, STARTUP_FAILURE) else STARTUP_FAILURE
                 log.error("the first worker could not start: stopping", pid=process.pid, exit_status=status)
                 self.should_exit.set()
                 return False
@@ -249,7 +246,7 @@ class Supervisor(Multiprocess):
             process.kill()
             process.process.join()
             self._health.pop(id(process), None)
-            if process.exitcode in (CONFIG_ERROR, STARTUP_FAILURE):
+            if process.exitcode in (CONFIG_ERROR_STATUS, STARTUP_FAILURE):
                 log.error("a worker could not start: stopping", pid=process.pid, exit_status=process.exitcode)
                 self.failure = process.exitcode
                 self.should_exit.set()
