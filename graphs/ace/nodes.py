@@ -339,7 +339,7 @@ async def _merge(
         source=f"{state['request_id']}: {query[:200]}",
         counters_changed=counters_changed,
         reserved_ids=_request_ids(state),
-        checkpoint=runtime.context.checkpoint,
+        budget=runtime.context,
     )
 
 
