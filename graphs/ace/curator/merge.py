@@ -24,15 +24,14 @@ they share few shingles; the vectors are the search's own (same embedder, same c
 whether a text is the same text re-quoted, which here is the "identical after normalisation" check.
 
 Cost: one request may carry 20,000 bullets and hundreds of ADDs, so nothing here is quadratic in Python.
-Each section an ADD goes to is embedded once (`_SectionVectors`, in chunks through the search's own
-`embed_chunked`), every ADD's candidates
-among the section's original bullets come from one matrix product per batch of ADDs (a float32
-pre-filter with a margin), and only those candidates, plus the bullets this merge itself added or
-changed, get the exact cosine search uses (`graphs.ace.search.index.cosines`), so the decisions are the
-ones a full re-embedding per ADD gave. Order, identity and "identical after normalisation" are kept in
-dictionaries instead of list scans. Between chunks the merge awaits its `budget`'s checkpoint (the
-request's `AgentContext`, as search's index build does), so other requests are served and the request's
-deadline binds the merge's CPU work too.
+Each section an ADD goes to is embedded once (`_SectionVectors`, in chunks by search's own
+`embed_chunked`), every ADD's candidates among the section's original bullets come from one matrix
+product per batch of ADDs (a float32 pre-filter with a margin), and only those candidates, plus the
+bullets this merge itself added or changed, get the exact cosine search uses
+(`graphs.ace.search.index.cosines`), so the decisions are the ones a full re-embedding per ADD gave.
+Order, identity and "identical after normalisation" are kept in dictionaries instead of list scans.
+Between chunks the merge awaits its `budget`'s checkpoint (the request's `AgentContext`, as search's
+index build does), so other requests are served and the request's deadline binds the merge's CPU work too.
 
 Deltas that break the rules are skipped with a note here; the HTTP layer rejects a caller's own invalid
 deltas before they get this far (`graphs.ace.checks.delta_problems`), while a model's are dropped and logged.
