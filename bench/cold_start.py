@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.proc_stats import cpu_seconds
 from bench.tools import (
     PROJECT_ROOT,
     child_env,
     command_line,
-    cpu_seconds,
     emit,
     free_port,
     log,

@@ -23,7 +23,6 @@ waiting for a core.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
@@ -38,7 +37,8 @@ from typing import Any
 
 import httpx
 
-from bench.tools import cpu_seconds, emit, free_port, log, machine_info, server_process
+from bench.proc_stats import cpu_seconds, peak_rss_mb, reset_peak_rss
+from bench.tools import emit, free_port, log, machine_info, server_process
 from contracts.limits import ACE, GRACE, LIBRARIAN, PROPOSAL
 
 MODULE = "bench.hostile"
@@ -444,22 +444,6 @@ class HealthProbe:
         }
 
 
-def _reset_peak_rss(pid: int) -> None:
-    """Reset VmHWM (proc(5): writing 5 to clear_refs), so the next reading is this request's peak."""
-    with contextlib.suppress(OSError):
-        Path(f"/proc/{pid}/clear_refs").write_text("5", encoding="ascii")
-
-
-def _peak_rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
 def _wait_idle(pid: int, quiet_s: float = 2.0) -> None:
     """Wait until the server has used no CPU for `quiet_s` (it finishes a request nobody waits for any more)."""
     last = cpu_seconds(pid)
@@ -474,7 +458,7 @@ def _wait_idle(pid: int, quiet_s: float = 2.0) -> None:
 def measure_case(client: httpx.Client, pid: int, case: Case, post: Post) -> dict[str, Any]:
     body = json.dumps(case.body(post), ensure_ascii=False).encode()
     over = json.dumps(case.over(post), ensure_ascii=False).encode()
-    _reset_peak_rss(pid)
+    reset_peak_rss(pid)
     cpu_before = cpu_seconds(pid) or 0.0
     with HealthProbe(str(client.base_url)) as probe:
         started = time.perf_counter()
@@ -500,7 +484,7 @@ def measure_case(client: httpx.Client, pid: int, case: Case, post: Post) -> dict
         "budget_s": BUDGET_S,
         "within_budget": wall <= BUDGET_S + MARGIN_S,
         "health_during": probe.summary(),
-        "peak_rss_mb": _peak_rss_mb(pid),
+        "peak_rss_mb": peak_rss_mb(pid),
         "over_limit": {
             "limit": case.limit,
             "body_bytes": len(over),

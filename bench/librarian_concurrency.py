@@ -35,8 +35,8 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.tools import PROJECT_ROOT, cpu_seconds, emit
-from bench.workers import children
+from bench.proc_stats import tree_cpu_seconds
+from bench.tools import PROJECT_ROOT, emit
 from tests.support.live_service import free_port, start_service
 
 # The scripted model behaves like a competent one: with no candidates it plans a search; once the
@@ -106,14 +106,6 @@ def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.05)
     process.kill()
     raise RuntimeError("fake model server did not start")
-
-
-def tree_cpu_seconds(pid: int) -> float | None:
-    """CPU time of a process and all its descendants (the uvicorn supervisor and its workers); None off Linux."""
-    own = cpu_seconds(pid)
-    if own is None:
-        return None
-    return own + sum(tree_cpu_seconds(child) or 0.0 for child in children(pid))
 
 
 @dataclass

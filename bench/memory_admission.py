@@ -41,17 +41,14 @@ import yaml
 from bench.hostile import (
     CASES,
     Case,
-    _peak_rss_mb,
-    _reset_peak_rss,
     _wait_idle,
     ace_curate_body,
     ace_generate_body,
     ace_reflect_body,
     ace_search_body,
 )
-from bench.librarian_concurrency import tree_cpu_seconds
+from bench.proc_stats import peak_rss_mb, reset_peak_rss, rss_mb, tree, tree_cpu_seconds
 from bench.tools import PROJECT_ROOT, emit, free_port, log, machine_info, ratio, server_process
-from bench.workers import children, rss_mb
 
 MODULE = "bench.memory_admission"
 CLOUDRUN = PROJECT_ROOT / "cloudrun.yaml"
@@ -91,13 +88,6 @@ def memory_mb(quantity: str) -> float:
         raise ValueError(f"memory quantity {quantity!r}")
     scale = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "K": 1e3 / 2**20, "M": 1e6 / 2**20, "G": 1e9 / 2**20, None: 2**-20}
     return round(float(match[1]) * scale[match[2]], 1)
-
-
-def tree(pid: int) -> list[int]:
-    found = [pid]
-    for child in children(pid):
-        found += tree(child)
-    return found
 
 
 class TreeSampler:
@@ -153,9 +143,9 @@ def _single(case: Case) -> dict[str, Any]:
         body = json.dumps(case.body(post), ensure_ascii=False).encode()  # GRACE walks its session here
         _wait_idle(process.pid)
         before = rss_mb(process.pid) or 0.0
-        _reset_peak_rss(process.pid)
+        reset_peak_rss(process.pid)
         answer = client.post(case.path, content=body, headers=JSON)
-        peak = _peak_rss_mb(process.pid) or 0.0
+        peak = peak_rss_mb(process.pid) or 0.0
     result = {
         "path": case.path,
         "body_bytes": len(body),

@@ -19,11 +19,11 @@ import platform
 import random
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.proc_stats import open_fds, status_kib
 from bench.soak_mix import MIX, Operation
 from bench.tools import PROJECT_ROOT, emit
 from graphs.ace.search.index import MAX_CACHED_INDEXES, MAX_CACHED_ROWS
@@ -34,13 +34,9 @@ from tests.support.live_service import start_service
 HASH_CACHE_SIZE = _token_features.cache_info().maxsize
 
 
-def proc_sample(pid: int) -> tuple[int, int]:
-    """(resident set size in KiB, open file descriptors) of a process."""
-    rss = 0
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            rss = int(line.split()[1])
-    return rss, len(os.listdir(f"/proc/{pid}/fd"))
+def proc_sample(pid: int, started: float) -> dict[str, Any]:
+    """The process's resident set (KiB) and open descriptors, `t_s` seconds into the run."""
+    return {"t_s": round(time.monotonic() - started, 1), "rss_kib": status_kib(pid, "VmRSS"), "fds": open_fds(pid)}
 
 
 async def drive(
@@ -66,8 +62,7 @@ async def drive(
 
         async def sampler() -> None:
             while time.monotonic() - started < seconds:
-                rss, fds = proc_sample(pid)
-                samples.append({"t_s": round(time.monotonic() - started, 1), "rss_kib": rss, "fds": fds})
+                samples.append(proc_sample(pid, started))
                 await asyncio.sleep(sample_s)
 
         sampling = asyncio.create_task(sampler())
@@ -83,8 +78,7 @@ async def drive(
             await asyncio.sleep(max(0.0, index / rate - elapsed))
         await asyncio.gather(*tasks)
         await sampling
-    rss, fds = proc_sample(pid)
-    samples.append({"t_s": round(time.monotonic() - started, 1), "rss_kib": rss, "fds": fds})
+    samples.append(proc_sample(pid, started))
     return samples, latencies, counts, errors
 
 

@@ -302,16 +302,6 @@ def ratio(numerator: float, denominator: float) -> float | None:
     return round(numerator / denominator, 3) if denominator else None
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time (user + system) a live process has used so far; None off Linux."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    # After the command name: state is field 3, utime and stime are fields 14 and 15 of proc(5).
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def emit(report: Mapping[str, Any], output: Path | None) -> None:
     """Print the report as JSON on stdout and, when asked, write it to `output`."""
     text = json.dumps(report, indent=2, ensure_ascii=False)

@@ -30,6 +30,7 @@ from typing import Any
 
 import httpx
 
+from bench.proc_stats import children, cmdline, rss_mb
 from bench.tools import PROJECT_ROOT, child_env, emit, free_port, log, machine_info, ratio
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
@@ -38,28 +39,10 @@ GRACE_S = 8.0
 DECISION = json.dumps({"sufficient": True, "missing": [], "selected": [], "queries_text": [], "queries_vector": []})
 
 
-def rss_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
-def children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="ascii").split()]
-    except OSError:
-        return []
-
-
 def role(pid: int) -> str:
     """A supervisor's child: a worker, or multiprocessing's resource tracker (spawn starts one)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+    command = cmdline(pid)
+    if command is None:
         return "gone"
     return "resource_tracker" if b"resource_tracker" in command else "worker"
 

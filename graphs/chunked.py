@@ -5,12 +5,19 @@ be driven two ways without being written twice: `finish_async` awaits the reques
 every yield (the deadline binds and the event loop answers `/health` and other requests in between),
 `finish` calls a plain check there (tests, sync callers, work moved to a thread). The generator itself
 never sees a clock or a loop, so it stays a pure function of its input.
+
+Async loops whose items are uneven (sentences, snippets) pace themselves with a `Pacer` instead: it counts
+the work done in units (characters, rows) and awaits the checkpoint each time another chunk's worth is done.
+Both take the request's `Checkpoint` (`graphs.context`), so one deadline binds every kind of chunked work.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator
-from typing import TypeVar
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from graphs.context import Checkpoint
 
 T = TypeVar("T")
 
@@ -32,7 +39,7 @@ def finish(work: Chunked[T], between: Callable[[], None] | None = None) -> T:
         work.close()
 
 
-async def finish_async(work: Chunked[T], between: Callable[[], Awaitable[None]]) -> T:
+async def finish_async(work: Chunked[T], between: Checkpoint) -> T:
     """Run chunked work on the event loop, awaiting `between` (the context's `checkpoint`) at each pause."""
     try:
         while True:
@@ -43,3 +50,26 @@ async def finish_async(work: Chunked[T], between: Callable[[], Awaitable[None]])
         return result
     finally:
         work.close()
+
+
+class Pacer:
+    """Awaits `checkpoint` each time another `every` units of work (characters, rows) have been done.
+
+    For async loops whose steps are uneven: a step reports its size with `tick`, and a long run of small
+    steps or one large step both reach the checkpoint after about `every` units. Without a checkpoint
+    (a caller outside a request) it only counts.
+    """
+
+    def __init__(self, checkpoint: Checkpoint | None, every: int) -> None:
+        """Pace work against `checkpoint` (the request's `AgentContext.checkpoint`), every `every` units."""
+        self.checkpoint = checkpoint
+        self.every = every
+        self.done = 0
+        self.due = every
+
+    async def tick(self, units: int = 1) -> None:
+        """Count `units` of work just done; await the checkpoint once a chunk's worth has been done since the last."""
+        self.done += units
+        if self.done >= self.due and self.checkpoint is not None:
+            self.due = self.done + self.every
+            await self.checkpoint()

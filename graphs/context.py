@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from contracts.common import EngineName, Usage
 from graphs.config_files import GraceConfig, SectionDefinition
@@ -34,6 +34,39 @@ else:
     # LangChain's chat-model stack (tens of ms of cold start) just for a type hint.
     ChatModel = Any
     Embedder = Any
+
+Checkpoint = Callable[[], Awaitable[None]]
+"""Awaited between chunks of CPU work on the event loop: a `Budget`'s checkpoint (`AgentContext.checkpoint`)."""
+
+
+class Budget(Protocol):
+    """What bounds a request's CPU work: the request's `AgentContext` (its deadline), or `UNBOUNDED` outside one.
+
+    The one type every bounded computation takes (index builds, the curator's merge, chunked generators
+    through `graphs.chunked`), so a node passes its context and a benchmark or test passes `UNBOUNDED`.
+    """
+
+    def check_deadline(self) -> None:
+        """Raise `DeadlineExceeded` once the budget is spent (safe on a worker thread)."""
+        ...
+
+    async def checkpoint(self) -> None:
+        """Check, then yield to the event loop so other requests and `/health` are served."""
+        ...
+
+
+class Unbounded:
+    """No deadline: for callers outside a request (benchmarks, the command line, tests)."""
+
+    def check_deadline(self) -> None:
+        """Never raises."""
+
+    async def checkpoint(self) -> None:
+        """Only yields."""
+        await asyncio.sleep(0)
+
+
+UNBOUNDED = Unbounded()
 
 
 @dataclass(frozen=True, kw_only=True)

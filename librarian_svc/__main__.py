@@ -55,6 +55,7 @@ def main(app_factory: str | None = None) -> int:
             # on for serving once the app is built.
             return workers.serve_in_process(config)
     workers.share_ephemeral_key(settings)
+    workers.share_worker_count(settings)
     exit_now(workers.supervise(config))
 
 

@@ -31,12 +31,10 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-import msgspec
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from contracts.common import ErrorResponse
-from librarian_svc.memory_budget import waiting_for_admission
+from librarian_svc.memory_budget import unavailable, waiting_for_admission
 
 log = structlog.get_logger(__name__)
 
@@ -89,19 +87,15 @@ def connection_cap(configured: int, descriptor_limit: int) -> int:
 
 
 def _refusal(retry_after_s: int) -> bytes:
-    body = msgspec.json.encode(
-        ErrorResponse(
-            request_id=uuid.uuid4().hex,
-            error_type="OTHER",
-            message="the worker's connection limit (MAX_CONNECTIONS_PER_WORKER) is reached and every connection "
-            "has a request in flight; send the request again after Retry-After",
-        )
+    headers, body = unavailable(
+        uuid.uuid4().hex,
+        "OTHER",
+        "the worker's connection limit (MAX_CONNECTIONS_PER_WORKER) is reached and every connection "
+        "has a request in flight; send the request again after Retry-After",
+        retry_after_s,
     )
-    return (
-        b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-        + f"content-length: {len(body)}\r\nretry-after: {retry_after_s}\r\nconnection: close\r\n\r\n".encode()
-        + body
-    )
+    head = b"".join(name + b": " + value + b"\r\n" for name, value in [*headers, (b"connection", b"close")])
+    return b"HTTP/1.1 503 Service Unavailable\r\n" + head + b"\r\n" + body
 
 
 REFUSED_503 = _refusal(1)

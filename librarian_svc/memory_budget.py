@@ -50,7 +50,7 @@ import msgspec
 import structlog
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from contracts.common import ErrorResponse
+from contracts.common import ErrorResponse, ErrorType
 from librarian_svc import drain
 from librarian_svc.request_context import current_request_id
 
@@ -255,18 +255,24 @@ async def _refuse(scope: Scope, send: Send, need_mb: float, budget: MemoryBudget
         in_use_mb=round(budget.in_use_mb, 1),
         waiting=budget.waiting,
     )
-    body = msgspec.json.encode(
-        ErrorResponse(request_id=current_request_id(scope), error_type="TIMEOUT", message=message)
-    )
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 503,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(math.ceil(RETRY_AFTER_S)).encode()),
-            ],
-        }
-    )
+    headers, body = unavailable(current_request_id(scope), "TIMEOUT", message, math.ceil(RETRY_AFTER_S))
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def unavailable(
+    request_id: str, error_type: ErrorType, message: str, retry_after_s: int
+) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and ERROR body of a 503 that asks the caller to send the same request again after a while.
+
+    For the doors that answer below Litestar, before anything of the request was read: this one (memory,
+    as ASGI messages) and the connection cap (`http_protocol`, raw bytes on the socket). Same body and
+    headers from both, so a client handles one kind of "retry later".
+    """
+    body = msgspec.json.encode(ErrorResponse(request_id=request_id, error_type=error_type, message=message))
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(retry_after_s).encode()),
+    ]
+    return headers, body

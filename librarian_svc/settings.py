@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
@@ -122,26 +122,27 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         return f"Settings(engine={self.llm.provider!r}, port={self.port}, state={self.state!r})"
 
 
-def _int(env: Mapping[str, str], name: str, *, low: int, high: int) -> int:
+Number = TypeVar("Number", int, float)
+
+
+def _number(env: Mapping[str, str], name: str, parse: type[Number], what: str, low: Number, high: Number) -> Number:
+    """The variable parsed with `parse` (`what` it must be, for the error) and within [low, high]."""
     raw = env.get(name, ENV_DEFAULTS[name]).strip()
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not an integer") from None
+        raise ConfigError(f"{name}={raw!r} is not {what}") from None
     if not low <= value <= high:
         raise ConfigError(f"{name}={value} is out of range [{low}, {high}]")
     return value
+
+
+def _int(env: Mapping[str, str], name: str, *, low: int, high: int) -> int:
+    return _number(env, name, int, "an integer", low, high)
 
 
 def _float(env: Mapping[str, str], name: str, *, low: float, high: float) -> float:
-    raw = env.get(name, ENV_DEFAULTS[name]).strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a number") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{name}={value} is out of range [{low}, {high}]")
-    return value
+    return _number(env, name, float, "a number", low, high)
 
 
 def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:

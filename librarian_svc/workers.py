@@ -152,6 +152,16 @@ def share_ephemeral_key(settings: Settings) -> None:
     os.environ["STATE_SIGNING_KEYS"] = secrets.token_hex(32)
 
 
+def share_worker_count(settings: Settings) -> None:
+    """Hand the workers the number of workers the supervisor resolved, instead of `auto` for each to resolve.
+
+    `WEB_CONCURRENCY=auto` reads the cgroup quota and the affinity (`cpus.available_cpus`). Resolved once,
+    here, the workers inherit the number through the environment: they all load the count this supervisor
+    started, and none reads the cgroup files again at start-up.
+    """
+    os.environ["WEB_CONCURRENCY"] = str(settings.web_concurrency)
+
+
 @dataclass
 class _Health:
     """What the supervisor knows of one worker's liveness."""

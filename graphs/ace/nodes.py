@@ -44,7 +44,7 @@ from graphs.ace.generator.llm import generate_with_llm
 from graphs.ace.heuristic_text import stem
 from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.playbook.store import PlaybookCorrupt, PlaybookStore
-from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge
+from graphs.ace.reflector.heuristic import reflect_by_rules
 from graphs.ace.reflector.llm import reflect_with_llm
 from graphs.ace.reflector.prompt import ReflectorPromptBuilder
 from graphs.ace.search.hybrid import HybridSearch
@@ -211,14 +211,15 @@ async def reflect(state: AceGraphState, runtime: Runtime[AgentContext]) -> AceGr
     """One reflection iteration: insights and one evaluation per used bullet."""
     trajectory, used = state["trajectory"], state["used"]
     ground_truth, test_report = state["ground_truth"], state["test_report"]
-    # The rules read the answer, the ground truth and the report once per used bullet: up to a second of
-    # CPU at the request limits, so on a worker thread where the event loop keeps answering others.
-    verdict = await asyncio.to_thread(judge, trajectory, ground_truth, test_report)
-    rule_evaluations = await asyncio.to_thread(evaluate_bullets, trajectory, ground_truth, verdict, used)
     context = runtime.context
+    # The rules compare the answer and the ground truth with every used bullet: up to a second of CPU at
+    # the request limits, so on a worker thread (one hop, the texts read once) where the event loop keeps
+    # answering others. The lesson is the rules' own only without a model.
+    rule_evaluations, insights = await asyncio.to_thread(
+        reflect_by_rules, trajectory, ground_truth, test_report, used, with_insights=context.llm is None
+    )
     iteration = state["iteration"] + 1
     if context.llm is None:
-        insights = await asyncio.to_thread(derive_insights, trajectory, ground_truth, verdict, used, rule_evaluations)
         # The rules do not refine: a second pass would repeat the first.
         return {"insights": insights, "evaluations": rule_evaluations, "iteration": iteration, "converged": True}
     prompt = ReflectorPromptBuilder(context.prompts_dir).prompt(
@@ -339,7 +340,7 @@ async def _merge(
         source=f"{state['request_id']}: {query[:200]}",
         counters_changed=counters_changed,
         reserved_ids=_request_ids(state),
-        checkpoint=runtime.context.checkpoint,
+        budget=runtime.context,
     )
 
 

@@ -1,4 +1,4 @@
-"""Chunked CPU work: one generator, driven to its result with a pause (check or checkpoint) between chunks."""
+"""Chunked CPU work: one generator, driven to its result with a pause (check or checkpoint) between chunks; a pacer."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from graphs.chunked import Chunked, finish, finish_async
+from graphs.chunked import Chunked, Pacer, finish, finish_async
 
 
 def three_chunks(log: list[str]) -> Chunked[int]:
@@ -44,3 +44,25 @@ def test_a_pause_that_raises_stops_the_work_there() -> None:
     with pytest.raises(TimeoutError):
         finish(three_chunks(log), stop)
     assert log == ["chunk 0"]
+
+
+def test_the_pacer_awaits_the_checkpoint_once_per_chunk_of_units() -> None:
+    done_at_checkpoint: list[int] = []
+
+    async def checkpoint() -> None:
+        done_at_checkpoint.append(pacer.done)
+
+    pacer = Pacer(checkpoint, every=10)
+
+    async def work() -> None:
+        for size in [3, 3, 3, 3, 25, 1, 9, 2]:
+            await pacer.tick(size)
+
+    asyncio.run(work())
+    assert done_at_checkpoint == [12, 37, 47]  # one pause per chunk's worth, however large one step is
+
+
+def test_a_pacer_without_a_checkpoint_only_counts() -> None:
+    pacer = Pacer(None, every=1)
+    asyncio.run(pacer.tick(5))
+    assert pacer.done == 5

@@ -7,8 +7,10 @@ import sys
 
 import pytest
 
+from librarian_svc import settings as settings_module
 from librarian_svc.cpus import available_cpus
 from librarian_svc.settings import ENV_DEFAULTS, ConfigError, load_settings
+from librarian_svc.workers import share_worker_count
 from tests.support.live_service import PROJECT_ROOT
 
 
@@ -153,3 +155,18 @@ def test_web_concurrency_is_a_number_or_every_available_cpu() -> None:
     assert load_settings({"WEB_CONCURRENCY": " AUTO "}).web_concurrency == available_cpus()
     assert ENV_DEFAULTS["WEB_CONCURRENCY"] == "auto"
     assert load_settings({}).web_concurrency == available_cpus()
+
+
+def test_workers_inherit_the_worker_count_the_supervisor_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`auto` is resolved once, by the supervisor: its workers load that number and never read the cgroup again."""
+    monkeypatch.setenv("WEB_CONCURRENCY", "auto")
+    monkeypatch.setattr(settings_module, "available_cpus", lambda: 5)
+    supervisor = load_settings()
+    assert supervisor.web_concurrency == 5
+    share_worker_count(supervisor)
+
+    def read_again() -> int:
+        raise AssertionError("a worker resolved WEB_CONCURRENCY=auto again")
+
+    monkeypatch.setattr(settings_module, "available_cpus", read_again)
+    assert load_settings().web_concurrency == 5

@@ -24,13 +24,14 @@ they share few shingles; the vectors are the search's own (same embedder, same c
 whether a text is the same text re-quoted, which here is the "identical after normalisation" check.
 
 Cost: one request may carry 20,000 bullets and hundreds of ADDs, so nothing here is quadratic in Python.
-Each section an ADD goes to is embedded once (`_SectionVectors`, in chunks), every ADD's candidates
-among the section's original bullets come from one matrix product per batch of ADDs (a float32
-pre-filter with a margin), and only those candidates, plus the bullets this merge itself added or
-changed, get the exact cosine search uses (`graphs.ace.search.index.cosines`), so the decisions are the
-ones a full re-embedding per ADD gave. Order, identity and "identical after normalisation" are kept in
-dictionaries instead of list scans. Between chunks the merge awaits `checkpoint` (the request's
-`AgentContext.checkpoint`), so other requests are served and the deadline binds.
+Each section an ADD goes to is embedded once (`_SectionVectors`, in chunks by search's own
+`embed_chunked`), every ADD's candidates among the section's original bullets come from one matrix
+product per batch of ADDs (a float32 pre-filter with a margin), and only those candidates, plus the
+bullets this merge itself added or changed, get the exact cosine search uses
+(`graphs.ace.search.index.cosines`), so the decisions are the ones a full re-embedding per ADD gave.
+Order, identity and "identical after normalisation" are kept in dictionaries instead of list scans.
+Between chunks the merge awaits its `budget`'s checkpoint (the request's `AgentContext`, as search's
+index build does), so other requests are served and the request's deadline binds the merge's CPU work too.
 
 Deltas that break the rules are skipped with a note here; the HTTP layer rejects a caller's own invalid
 deltas before they get this far (`graphs.ace.checks.delta_problems`), while a model's are dropped and logged.
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import datetime
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -52,22 +53,21 @@ from langchain_core.embeddings import Embeddings
 from contracts.ace import Bullet, BulletEvaluation, DeltaContextItem, Playbook
 from graphs.ace.playbook.ids import IdAllocator
 from graphs.ace.playbook.sections import SectionRules
-from graphs.ace.search.index import cosines, embed_texts
+from graphs.ace.search.index import cosines, embed_chunked
+from graphs.chunked import Pacer
+from graphs.context import UNBOUNDED, Budget, Checkpoint
 from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
 
 log = structlog.get_logger(__name__)
 
 Vector = npt.NDArray[np.float32]
-Checkpoint = Callable[[], Awaitable[None]]
 
 PREFILTER_MARGIN = 1e-3
 """How far below the threshold a BLAS cosine may fall and still be re-scored exactly.
 
 A float32 dot product of unit vectors is off by at most about dim × 6e-8 (3e-5 at 512 dimensions, 2e-4 at
 3,072), so no bullet the exact cosine puts at or above the threshold is lost by the pre-filter."""
-EMBED_CHUNK = 1_000
-"""Bullets embedded per call when a section's vectors are built (a checkpoint between calls)."""
 ADD_BATCH = 128
 """ADDs pre-filtered together (one pass over the section's rows)."""
 PREFILTER_ROWS = 1_024
@@ -76,10 +76,6 @@ CONTRADICTION_CHUNK = 64
 """Near-duplicates checked for a contradiction between checkpoints."""
 NORMALIZE_CHUNK = 1_000
 """Bullet texts normalised between checkpoints."""
-
-
-async def _no_checkpoint() -> None:
-    return None
 
 
 @dataclass
@@ -279,9 +275,9 @@ class _Merger:
             self.skip(delta, refusal)
             return
         kept_apart: list[str] = []
-        for count, (bullet_id, similarity) in enumerate(near(), start=1):
-            if count % CONTRADICTION_CHUNK == 0:  # a lesson near-duplicating thousands of bullets it contradicts
-                await checkpoint()
+        pacer = Pacer(checkpoint, CONTRADICTION_CHUNK)  # a lesson near-duplicating thousands of bullets it contradicts
+        for bullet_id, similarity in near():
+            await pacer.tick()
             clash = find_contradiction(self.by_id[bullet_id].content, content)
             if clash is not None:
                 note = (
@@ -340,7 +336,7 @@ class _Merger:
         self.by_id[bullet.id] = bullet
 
     async def prepare(
-        self, deltas: list[DeltaContextItem], embeddings: Embeddings, threshold: float, checkpoint: Checkpoint
+        self, deltas: list[DeltaContextItem], embeddings: Embeddings, threshold: float, budget: Budget
     ) -> None:
         """Embed what the ADDs compare against, once: their texts, their sections' bullets, the candidate rows."""
         adds = [
@@ -351,30 +347,23 @@ class _Merger:
         if not adds:
             return
         texts = list(dict.fromkeys(d.content.strip() for d in deltas if d.type != "DELETE" and d.content.strip()))
-        for start in range(0, len(texts), EMBED_CHUNK):
-            chunk = texts[start : start + EMBED_CHUNK]
-            self.text_vectors.update(zip(chunk, await embed_texts(embeddings, chunk), strict=True))
-            await checkpoint()
+        self.text_vectors.update(zip(texts, await embed_chunked(embeddings, texts, budget), strict=True))
+        await budget.checkpoint()
         for section in dict.fromkeys(d.section for _, d in adds):
             ids = [i for i in self.members.get(section, []) if i in self.by_id]
-            self.vectors[section] = await self._embed_section(ids, embeddings, checkpoint)
-            self.identical[section] = await self._normalized(ids, checkpoint)
+            self.vectors[section] = await self._embed_section(ids, embeddings, budget)
+            self.identical[section] = await self._normalized(ids, budget.checkpoint)
             queued = [(i, self.text_vectors[d.content.strip()]) for i, d in adds if d.section == section]
             for start in range(0, len(queued), ADD_BATCH):
-                await self.vectors[section].prefilter(queued[start : start + ADD_BATCH], threshold, checkpoint)
+                await self.vectors[section].prefilter(queued[start : start + ADD_BATCH], threshold, budget.checkpoint)
 
-    async def _embed_section(self, ids: list[str], embeddings: Embeddings, checkpoint: Checkpoint) -> _SectionVectors:
-        """The section's vectors and norms, `EMBED_CHUNK` bullets at a time into one preallocated matrix."""
-        rows: npt.NDArray[np.float32] | None = None
-        norms = np.zeros(len(ids), dtype=np.float32)
-        for start in range(0, len(ids), EMBED_CHUNK):
-            chunk = await embed_texts(embeddings, [self.by_id[i].content for i in ids[start : start + EMBED_CHUNK]])
-            if rows is None:
-                rows = np.empty((len(ids), chunk.shape[1]), dtype=np.float32)
-            rows[start : start + len(chunk)] = chunk
-            norms[start : start + len(chunk)] = np.linalg.norm(chunk, axis=1)  # per row: the same as all at once
-            await checkpoint()
-        return _SectionVectors(ids, np.zeros((0, 0), dtype=np.float32) if rows is None else rows, norms)
+    async def _embed_section(self, ids: list[str], embeddings: Embeddings, budget: Budget) -> _SectionVectors:
+        """The section's vectors and their float32 norms (per row: the same as the index's over all rows)."""
+        if not ids:  # a section the ADDs open
+            return _SectionVectors(ids, np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.float32))
+        rows = await embed_chunked(embeddings, [self.by_id[i].content for i in ids], budget)
+        await budget.checkpoint()
+        return _SectionVectors(ids, rows, np.linalg.norm(rows, axis=1).astype(np.float32))
 
     async def _normalized(self, ids: list[str], checkpoint: Checkpoint) -> dict[str, list[str]]:
         index: dict[str, list[str]] = {}
@@ -426,7 +415,7 @@ async def merge(
     counters_changed: bool = False,
     now: datetime.datetime | None = None,
     reserved_ids: Iterable[str] = (),
-    checkpoint: Checkpoint = _no_checkpoint,
+    budget: Budget = UNBOUNDED,
 ) -> MergeOutcome:
     """Apply `deltas` to `playbook` (counters already applied) as the module docstring describes.
 
@@ -442,12 +431,12 @@ async def merge(
         now: The time to record as `updated_at` (default: the current time).
         reserved_ids: Ids named elsewhere in the request (a trajectory's used ids, the caller's deltas): never
             issued to a new bullet, whatever the playbook's metadata says, and their numbers raise the mark.
-        checkpoint: Awaited between chunks of work (the request's `AgentContext.checkpoint`: yields to the
-            event loop and raises `DeadlineExceeded` once the budget is spent).
+        budget: What bounds the merge's work (the request's `AgentContext`): its checkpoint is awaited between
+            chunks, yielding to the event loop and raising `DeadlineExceeded` once the deadline has passed.
     """
     merger = _Merger(playbook, rules, source)
     merger.allocator.reserve(reserved_ids)
-    await merger.prepare(deltas, embeddings, dedup_threshold, checkpoint)
+    await merger.prepare(deltas, embeddings, dedup_threshold, budget)
     for index, delta in enumerate(deltas):
         match delta.type:
             case "DELETE":
@@ -455,8 +444,9 @@ async def merge(
             case "UPDATE":
                 merger.update(delta)
             case "ADD":
-                await merger.add(delta, functools.partial(merger.near, index, delta, dedup_threshold), checkpoint)
-        await checkpoint()  # one delta is bounded work: an exact cosine per candidate, contradictions in chunks
+                near = functools.partial(merger.near, index, delta, dedup_threshold)
+                await merger.add(delta, near, budget.checkpoint)
+        await budget.checkpoint()  # one delta is bounded work: an exact cosine per candidate, contradictions in chunks
     bullets = merger.bullets
     if max_bullets is not None:
         bullets = merger.prune(bullets, max_bullets)

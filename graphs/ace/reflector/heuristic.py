@@ -30,7 +30,16 @@ from graphs.ace.heuristic_text import excerpt, is_japanese, key_terms, listing, 
 from graphs.text.contradiction import Figure, FigureKind, figure_conflicts, figures, polarity_conflict
 from graphs.text.tokenize import content_tokens, terms
 
-__all__ = ["Verdict", "derive_insights", "evaluate_bullets", "judge", "report_verdict"]
+__all__ = [
+    "Reading",
+    "Verdict",
+    "derive_insights",
+    "evaluate_bullets",
+    "judge",
+    "read",
+    "reflect_by_rules",
+    "report_verdict",
+]
 
 Outcome = Literal["success", "failure", "unknown"]
 
@@ -54,8 +63,37 @@ _SUCCESS = re.compile(r"\b(?:pass(?:es|ed)?|success(?:ful)?|succeeded|ok|correct
 
 
 @dataclass(frozen=True)
+class Reading:
+    """The answer and the ground truth as the rules compare them, tokenised and parsed once per reflection.
+
+    The verdict, every used bullet's evaluation and the lesson all compare against these; with up to
+    hundreds of used bullets and long texts at the request limits, reading them once per rule cost more
+    than the rules.
+    """
+
+    answer: str
+    """The generated answer without cited ids (`_answer_text`)."""
+    answer_tokens: set[str]
+    truth_tokens: set[str]
+    answer_figures: list[Figure]
+    truth_figures: list[Figure]
+
+
+def read(trajectory: Trajectory, ground_truth: str) -> Reading:
+    """Tokenise and parse the trajectory's answer and the ground truth (once: the verdict carries the result)."""
+    answer = _answer_text(trajectory)
+    return Reading(
+        answer=answer,
+        answer_tokens=content_tokens(answer),
+        truth_tokens=content_tokens(ground_truth),
+        answer_figures=figures(answer),
+        truth_figures=figures(ground_truth),
+    )
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """How the trajectory went and the evidence for it."""
+    """How the trajectory went and the evidence for it, with the texts as read to reach it."""
 
     outcome: Outcome
     missing: list[str]
@@ -66,6 +104,8 @@ class Verdict:
     """Lines of the test report that report a failure."""
     coverage: float | None
     """Share of the ground truth's content tokens found in the answer (None without a ground truth)."""
+    reading: Reading
+    """The answer and the ground truth as read for this verdict (the evaluations and the lesson reuse them)."""
 
 
 def report_verdict(test_report: str) -> tuple[Outcome, list[str]]:
@@ -85,36 +125,53 @@ def _answer_text(trajectory: Trajectory) -> str:
 
 def judge(trajectory: Trajectory, ground_truth: str, test_report: str) -> Verdict:
     """Decide success or failure and collect what differs between the answer and the ground truth."""
-    answer = _answer_text(trajectory)
+    reading = read(trajectory, ground_truth)
     coverage: float | None = None
     missing: list[str] = []
     wrong: list[tuple[str, str]] = []
     answer_outcome: Outcome = "unknown"
     if ground_truth.strip():
-        truth_tokens = content_tokens(ground_truth)
-        answer_tokens = content_tokens(answer)
-        coverage = len(truth_tokens & answer_tokens) / len(truth_tokens) if truth_tokens else 1.0
+        truth_tokens = reading.truth_tokens
+        coverage = len(truth_tokens & reading.answer_tokens) / len(truth_tokens) if truth_tokens else 1.0
         answer_outcome = "success" if coverage >= MATCH_COVERAGE else "failure"
-        answer_terms = set(terms(answer))
+        answer_terms = set(terms(reading.answer))
         missing = [t for t in terms(ground_truth) if t not in answer_terms][:MAX_LISTED_TERMS]
-        conflicts = figure_conflicts(figures(answer), figures(ground_truth), bare="second")
+        conflicts = figure_conflicts(reading.answer_figures, reading.truth_figures, bare="second")
         wrong = [(x.text, y.text) for x, y in conflicts][:MAX_LISTED_TERMS]
     outcome, failing = report_verdict(test_report)
     if outcome == "unknown":
         outcome = answer_outcome
-    return Verdict(outcome=outcome, missing=missing, wrong_figures=wrong, failing_checks=failing, coverage=coverage)
+    return Verdict(
+        outcome=outcome,
+        missing=missing,
+        wrong_figures=wrong,
+        failing_checks=failing,
+        coverage=coverage,
+        reading=reading,
+    )
+
+
+def reflect_by_rules(
+    trajectory: Trajectory, ground_truth: str, test_report: str, used: list[Bullet], *, with_insights: bool
+) -> tuple[list[BulletEvaluation], list[Insight]]:
+    """The rules' whole reflection in one call (one worker-thread hop): the evaluations, and the lesson if asked.
+
+    The texts are read once, by `judge`; the evaluations and the lesson reuse its reading.
+    """
+    verdict = judge(trajectory, ground_truth, test_report)
+    evaluations = evaluate_bullets(trajectory, ground_truth, verdict, used)
+    insights = derive_insights(trajectory, ground_truth, verdict, used, evaluations) if with_insights else []
+    return evaluations, insights
 
 
 def evaluate_bullets(
     trajectory: Trajectory, ground_truth: str, verdict: Verdict, used: list[Bullet]
 ) -> list[BulletEvaluation]:
-    """One evaluation per used bullet (see the module docstring for the rules)."""
-    answer = _answer_text(trajectory)
-    applied_tokens = content_tokens(f"{trajectory.query}\n{answer}")
-    answer_tokens = content_tokens(answer)
-    truth_tokens = content_tokens(ground_truth)
-    truth_figures = figures(ground_truth)
-    answer_figures = {f.key for f in figures(answer)}
+    """One evaluation per used bullet (see the module docstring); `verdict` is `judge`'s on these same texts."""
+    reading = verdict.reading
+    applied_tokens = content_tokens(f"{trajectory.query}\n{reading.answer}")
+    answer_tokens, truth_tokens, truth_figures = reading.answer_tokens, reading.truth_tokens, reading.truth_figures
+    answer_figures = {f.key for f in reading.answer_figures}
     evaluations = []
     for bullet in used:
         tokens = content_tokens(bullet.content)
@@ -208,9 +265,8 @@ def _lead(query: str, japanese: bool) -> str:
     return "For questions about " + (", ".join(words) or excerpt(subject, 80))
 
 
-def _action(ground_truth: str, japanese: bool) -> str:
-    """What the ground truth asks an answer to do: give a figure or a date, follow steps, or be specific."""
-    found = figures(ground_truth)
+def _action(ground_truth: str, found: list[Figure], japanese: bool) -> str:
+    """What the ground truth (with its figures `found`) asks of an answer: a figure, a date, steps, or specifics."""
     if any(f.kind == "date" for f in found):
         return "正確な日付を答え、出典で確かめる" if japanese else "give the exact date and check it against the source"
     if found:
@@ -311,7 +367,7 @@ def _lesson_from_truth(
     wrong = listing(x for x, _ in verdict.wrong_figures)
     ids = ", ".join(harmful)
     expected = excerpt(ground_truth)
-    action = _action(ground_truth, japanese)
+    action = _action(ground_truth, verdict.reading.truth_figures, japanese)
     correct = f"{action}: {expected}"
     if japanese:
         lesson = f"{lead}、{action}: {expected}"

@@ -24,8 +24,6 @@ from langchain_core.embeddings import Embeddings
 from contracts.ace import Bullet, Playbook, SearchQuery, SearchResult
 from graphs.ace.search.index import (
     INDEX_CACHE,
-    UNBOUNDED,
-    Budget,
     IndexCache,
     PlaybookIndex,
     abuild_index,
@@ -33,6 +31,7 @@ from graphs.ace.search.index import (
     cosines,
     search_text,
 )
+from graphs.context import UNBOUNDED, Budget
 from graphs.text.tokenize import tokenize
 
 Floats = npt.NDArray[np.float64]

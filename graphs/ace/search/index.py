@@ -18,7 +18,6 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +25,7 @@ from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet
 from graphs.ace.search.bm25 import Bm25Index
+from graphs.context import UNBOUNDED, Budget
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.text.tokenize import tokenize
 
@@ -35,7 +35,7 @@ MAX_CACHED_INDEXES = 32
 INLINE_BUILD_LIMIT = 1_000
 """Above this many bullets the index is built on a worker thread so the event loop keeps serving."""
 EMBED_CHUNK = 2_000
-"""Bullets embedded per call while an index is built (a deadline check between calls)."""
+"""Texts embedded per call by `embed_chunked` (index builds, the curator's merge): a checkpoint between calls."""
 
 
 def search_text(bullet: Bullet) -> str:
@@ -182,32 +182,6 @@ def build_index(embeddings: Embeddings, texts: list[str], cache: IndexCache = IN
     return index
 
 
-class Budget(Protocol):
-    """What bounds an index build: the request's `AgentContext` (its deadline) is one."""
-
-    def check_deadline(self) -> None:
-        """Raise once the budget is spent (safe on a worker thread)."""
-        ...
-
-    async def checkpoint(self) -> None:
-        """Check, then yield to the event loop."""
-        ...
-
-
-class Unbounded:
-    """No deadline: for callers outside a request (benchmarks, the command line, tests)."""
-
-    def check_deadline(self) -> None:
-        """Never raises."""
-
-    async def checkpoint(self) -> None:
-        """Only yields."""
-        await asyncio.sleep(0)
-
-
-UNBOUNDED = Unbounded()
-
-
 async def abuild_index(
     embeddings: Embeddings, texts: list[str], cache: IndexCache = INDEX_CACHE, budget: Budget = UNBOUNDED
 ) -> PlaybookIndex:
@@ -220,7 +194,7 @@ async def abuild_index(
     key = (embedder_key(embeddings), texts_fingerprint(texts))
     index = cache.get(key, texts)
     if index is None:
-        vectors = await _embed_chunked(embeddings, texts, budget)
+        vectors = await embed_chunked(embeddings, texts, budget)
         if len(texts) > INLINE_BUILD_LIMIT:
             index = await asyncio.to_thread(_assemble, vectors, texts, budget.check_deadline)
         else:
@@ -229,8 +203,12 @@ async def abuild_index(
     return index
 
 
-async def _embed_chunked(embeddings: Embeddings, texts: list[str], budget: Budget) -> npt.NDArray[np.float32]:
-    """The texts' vectors, `EMBED_CHUNK` at a time, written into one preallocated matrix (no second copy)."""
+async def embed_chunked(embeddings: Embeddings, texts: list[str], budget: Budget) -> npt.NDArray[np.float32]:
+    """The texts' vectors, `EMBED_CHUNK` at a time, in one preallocated float32 matrix (no second copy).
+
+    The budget's checkpoint comes between calls, so a playbook of 20,000 bullets (search's index, the
+    merge's section) yields to the event loop while it is embedded and stops at the request's deadline.
+    """
     first = await embed_texts(embeddings, texts[:EMBED_CHUNK])
     if len(texts) <= EMBED_CHUNK:
         return first

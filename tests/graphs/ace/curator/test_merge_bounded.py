@@ -3,7 +3,8 @@
 `reference_merge.py` is that earlier merge, kept as the oracle: a table of grow-and-refine cases and a
 property over random playbooks and deltas (a small vocabulary, so identical, near-duplicate and
 contradicting ADDs are common) must give the same playbook, applied deltas, pruned ids and notes. The
-bounded merge must also hand control back between chunks and stop at the request's deadline.
+bounded merge must also hand control back between chunks and stop at the request's deadline, also when
+the curator's node runs it (the node passes the request's context as the merge's budget).
 """
 
 from __future__ import annotations
@@ -16,11 +17,16 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langgraph.runtime import Runtime
 
-from contracts.ace import Bullet, DeltaContextItem, Playbook, PlaybookMetadata
+from contracts.ace import Bullet, DeltaContextItem, Playbook, PlaybookMetadata, ReflectionResult
+from graphs.ace import nodes
 from graphs.ace.curator import merge as merge_module
 from graphs.ace.curator.merge import MergeOutcome, merge
 from graphs.ace.playbook.sections import SectionRules
+from graphs.ace.search import index as index_module
+from graphs.ace.state import AceGraphState
+from graphs.context import AgentContext
 from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from graphs.errors import DeadlineExceeded
@@ -175,7 +181,10 @@ def test_the_merge_in_blocks_of_two_or_three_matches_the_reference(
     first batch and bullets past the first embedding chunk are all compared with the reference (a block's
     row offset lost would show here, not with the usual sizes on 12 bullets)."""
     p, deltas, threshold, budget = case
-    with mock.patch.multiple(merge_module, PREFILTER_ROWS=2, ADD_BATCH=2, EMBED_CHUNK=3):
+    with (
+        mock.patch.multiple(merge_module, PREFILTER_ROWS=2, ADD_BATCH=2),
+        mock.patch.object(index_module, "EMBED_CHUNK", 3),
+    ):
         new, old = both(p, deltas, dedup_threshold=threshold, max_bullets=budget)
     assert_same(new, old)
 
@@ -187,25 +196,28 @@ def big_playbook(size: int) -> Playbook:
     return Playbook(metadata=PlaybookMetadata(last_bullet_number=size), bullets=bullets)
 
 
+class CountingBudget:
+    """An unbounded budget that counts its checkpoints."""
+
+    def __init__(self) -> None:
+        self.checkpoints = 0
+
+    def check_deadline(self) -> None:
+        pass
+
+    async def checkpoint(self) -> None:
+        self.checkpoints += 1
+
+
 def test_the_merge_yields_between_chunks() -> None:
-    calls = 0
-
-    async def counting() -> None:
-        nonlocal calls
-        calls += 1
-
+    budget = CountingBudget()
     deltas = [add(f"new lesson {i} about retries") for i in range(100)]
+    size = 3 * index_module.EMBED_CHUNK
     asyncio.run(
-        merge(
-            big_playbook(3_000),
-            deltas,
-            rules=PERMISSIVE,
-            embeddings=EMBEDDINGS,
-            dedup_threshold=0.85,
-            checkpoint=counting,
-        )
+        merge(big_playbook(size), deltas, rules=PERMISSIVE, embeddings=EMBEDDINGS, dedup_threshold=0.85, budget=budget)
     )
-    assert calls >= 3_000 // 1_000 + 100  # the section's embedding chunks and every delta at least
+    embedding_pauses = size // index_module.EMBED_CHUNK - 1  # between the section's embedding chunks
+    assert budget.checkpoints >= embedding_pauses + len(deltas)  # and after every delta at least
 
 
 def test_the_merge_stops_at_the_requests_deadline() -> None:
@@ -218,6 +230,28 @@ def test_the_merge_stops_at_the_requests_deadline() -> None:
                 rules=PERMISSIVE,
                 embeddings=EMBEDDINGS,
                 dedup_threshold=0.85,
-                checkpoint=context.checkpoint,
+                budget=context,
             )
         )
+
+
+def test_the_curators_merge_node_is_bound_by_the_requests_deadline() -> None:
+    """`merge_deltas` hands the request's context to the merge: with its budget spent, the merge stops."""
+    reflection = ReflectionResult(
+        insights=[], bullet_evaluations=[], trajectory_query="q", trajectory_dataset="default"
+    )
+    state: AceGraphState = {
+        "request_id": "r",
+        "reflection": reflection,
+        "playbook": big_playbook(2_000),
+        "client_deltas": [add("a lesson")],
+        "proposed": [],
+        "rules": PERMISSIVE,
+        "dedup_threshold": 0.85,
+        "max_bullets": None,
+    }
+    live: Runtime[AgentContext] = Runtime(context=make_context().for_request(timeout_s=60.0))
+    assert isinstance(asyncio.run(nodes.merge_deltas(state, live))["merged"], MergeOutcome)
+    spent: Runtime[AgentContext] = Runtime(context=make_context().for_request(timeout_s=0.0))
+    with pytest.raises(DeadlineExceeded):
+        asyncio.run(nodes.merge_deltas(state, spent))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import msgspec
 import pytest
@@ -10,10 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.ace import Bullet, Insight, Trajectory
-from graphs.ace.reflector.heuristic import derive_insights, evaluate_bullets, judge, report_verdict
+from graphs.ace.reflector import heuristic
+from graphs.ace.reflector.heuristic import (
+    derive_insights,
+    evaluate_bullets,
+    judge,
+    reflect_by_rules,
+    report_verdict,
+)
 from graphs.ace.reflector.llm import extract_insights
 from graphs.ace.reflector.prompt import BUILTIN_TEMPLATE, ReflectorPromptBuilder
 from graphs.prompt_files import PROMPTS_DIR
+from graphs.text import contradiction, tokenize
 from tests.graphs.ace.helpers import bullet
 from tests.graphs.ace.strategies import TEXT_CHARS, bullet_ids, insights
 
@@ -195,3 +205,36 @@ def test_cited_bullet_ids_are_not_figures_of_the_answer() -> None:
     )
     verdict = judge(trajectory, "333メートル", "")
     assert verdict.wrong_figures == [("300メートル", "333メートル")]  # 00001 of the cited id is not a figure
+
+
+def test_the_rules_read_the_answer_and_the_ground_truth_once_for_every_bullet() -> None:
+    """One reflection tokenises and parses each text once, however many bullets it judges, and decides as the
+    three steps called one by one do."""
+    trajectory = Trajectory(
+        query="東京タワーの高さは？",
+        generated_answer="東京タワーの高さは300メートルである。 [gen-00001]",
+        used_bullet_ids=["gen-00001", "gen-00002", "gen-00003"],
+    )
+    used = [TOWER, UNRELATED, CORRECT]
+    tokenised: Counter[str] = Counter()
+    parsed: Counter[str] = Counter()
+
+    def counted_tokens(text: str) -> set[str]:
+        tokenised[text] += 1
+        return tokenize.content_tokens(text)
+
+    def counted_figures(text: str) -> list[contradiction.Figure]:
+        parsed[text] += 1
+        return contradiction.figures(text)
+
+    with (
+        mock.patch.object(heuristic, "content_tokens", counted_tokens),
+        mock.patch.object(heuristic, "figures", counted_figures),
+    ):
+        evaluations, insights = reflect_by_rules(trajectory, "333メートル", "", used, with_insights=True)
+    assert max(tokenised.values()) == 1, tokenised
+    assert max(parsed.values()) == 1, parsed
+    verdict = judge(trajectory, "333メートル", "")
+    assert evaluations == evaluate_bullets(trajectory, "333メートル", verdict, used)
+    assert insights == derive_insights(trajectory, "333メートル", verdict, used, evaluations)
+    assert reflect_by_rules(trajectory, "333メートル", "", used, with_insights=False) == (evaluations, [])
