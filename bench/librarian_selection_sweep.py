@@ -6,8 +6,12 @@ is recorded, and every grid point replays only the selection (pool, assessment a
 history, as the COMPLETE step computes them): a point costs about a second instead of a bench run. The replay at
 the current thresholds must reproduce the loops' own recall and snippets (`replay_matches_loops`).
 
+`--fit` also refits `selection.ANSWER_MODEL` and `ANSWER_BIAS` (a logistic regression: is this candidate, one of
+each question's `ANSWER_CANDIDATES` most relevant, the gold paragraph) on the recorded loops of the first
+`--backend`, per slice and on all slices together, and reports the weights and each fit's log loss on every slice.
+
     python -m bench.librarian_selection_sweep --slice dev --slice dev2 [--backend bm25 --backend postgres]
-        [--grid TIE_SHARE=0.82,0.84,0.85 --grid DISPUTED_TIE_SHARE=0.72,0.76,0.8 ...] [--output FILE]
+        [--grid ANSWER_PROBABILITY=0.036,0.038,0.04 --grid SEARCH_VOTE=0,0.02 ...] [--fit] [--output FILE]
 
 Only `dev` and `dev2` are accepted: the `final` slice is never tuned on.
 """
@@ -25,6 +29,8 @@ from typing import Any
 
 import httpx
 import msgspec
+import numpy as np
+import numpy.typing as npt
 
 import graphs.librarian.selection as selection
 from bench.librarian_quality import JSQUAD, Question, baseline, key_terms, load_questions, postgres_backend, slices
@@ -40,7 +46,7 @@ from reference_orchestrator.corpus import SearchBackend
 from reference_orchestrator.loop import execute_search, run_question
 
 TUNING_SLICES = ("dev", "dev2")
-THRESHOLDS = ("TIE_SHARE", "DISPUTED_TIE_SHARE", "SECOND_OPINION_SHARE", "SEARCH_VOTE", "GAIN_SHARE", "MIN_GAIN")
+THRESHOLDS = ("ANSWER_PROBABILITY", "SECOND_OPINION_SHARE", "SEARCH_VOTE", "GAIN_SHARE", "MIN_GAIN")
 """The module constants of `graphs.librarian.selection` a grid may set."""
 MAX_EVIDENCE = 5
 """The request's default `constraints.max_evidence`, which the bench's loops use."""
@@ -113,6 +119,63 @@ def replay(recorded: list[Recorded]) -> tuple[int, float]:
     return found, round(snippets / max(1, completes), 3)
 
 
+FIT_L2 = 0.001
+FIT_STEPS = 6000
+FIT_RATE = 1.0
+
+
+def answer_rows(recorded: list[Recorded]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """One row per weighed candidate of every COMPLETE: its features and a last 1.0 (the bias); and 1.0 if gold."""
+    rows, golds = [], []
+    for loop in recorded:
+        if loop.assessment is None:
+            continue
+        ranking = selection.question_query_ranking(loop.profile, loop.history)
+        for scored, features in selection.answer_features(loop.assessment, ranking):
+            rows.append([*features, 1.0])
+            golds.append(float(loop.gold in {(scored.candidate.document_id, p) for p in scored.candidate.pages}))
+    return np.array(rows), np.array(golds)
+
+
+def _probabilities(x: npt.NDArray[np.float64], w: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return np.asarray(1.0 / (1.0 + np.exp(-(x @ w))), dtype=np.float64)
+
+
+def log_loss(rows: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]], w: npt.NDArray[np.float64]) -> float:
+    """Mean negative log likelihood of every candidate's gold / not gold."""
+    x, y = rows
+    p = np.clip(_probabilities(x, w), 1e-12, 1 - 1e-12)
+    return float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
+
+
+def fit_answer_model(rows: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]) -> npt.NDArray[np.float64]:
+    """Logistic-regression weights (`ANSWER_MODEL` then `ANSWER_BIAS`) by gradient descent on the mean log loss
+    plus `FIT_L2` · |w|² / 2 (bias excluded), which is convex, so the fit does not depend on where it starts."""
+    x, y = rows
+    w = np.zeros(x.shape[1])
+    for _ in range(FIT_STEPS):
+        penalty = FIT_L2 * w
+        penalty[-1] = 0.0
+        w -= FIT_RATE * (x.T @ (_probabilities(x, w) - y) / len(y) + penalty)
+    return w
+
+
+def fit_report(recorded: dict[str, list[Recorded]]) -> dict[str, Any]:
+    """Weights fitted per slice and on all together, and every fit's log loss on every slice (current weights too)."""
+    rows = {name: answer_rows(loops) for name, loops in recorded.items()}
+    everything = answer_rows([loop for loops in recorded.values() for loop in loops])
+    fits = {"current": np.array([*selection.ANSWER_MODEL, selection.ANSWER_BIAS])}
+    fits.update({name: fit_answer_model(r) for name, r in rows.items()})
+    fits["all"] = fit_answer_model(everything)
+    return {
+        name: {
+            "weights (ANSWER_MODEL, ANSWER_BIAS)": [round(float(v), 2) for v in w],
+            "log_loss": {slice_: round(log_loss(r, w), 4) for slice_, r in rows.items()},
+        }
+        for name, w in fits.items()
+    }
+
+
 def parse_grid(entries: Sequence[str]) -> dict[str, list[float]]:
     """`NAME=v1,v2` entries as {NAME: [v1, v2]}; unknown names are refused."""
     grid: dict[str, list[float]] = {}
@@ -125,7 +188,7 @@ def parse_grid(entries: Sequence[str]) -> dict[str, list[float]]:
 
 
 async def sweep(
-    slice_names: list[str], backends: list[str], grid: dict[str, list[float]], budget: float
+    slice_names: list[str], backends: list[str], grid: dict[str, list[float]], budget: float, fit: bool = False
 ) -> dict[str, Any]:
     corpus, questions = load_questions(JSQUAD)
     configure_logging("console", "warning")
@@ -170,8 +233,10 @@ async def sweep(
             row[f"{side} min(recall - R@5)"] = round(min(margins), 4)
             row[f"{side} within {budget}"] = all(results[side, name][1] <= budget for name in slice_names)
         rows.append(row)
+    fitted = fit_report({name: recorded[backends[0], name] for name in slice_names}) if fit else None
     return {
         "command": command_line("bench.librarian_selection_sweep"),
+        **({f"answer_model_fit ({backends[0]})": fitted} if fitted is not None else {}),
         "slices": slice_names,
         "current": {name: getattr(selection, name) for name in THRESHOLDS},
         "loops": loops,
@@ -189,10 +254,13 @@ def main() -> None:
     parser.add_argument("--backend", action="append", choices=["bm25", "postgres"], help="default: bm25")
     parser.add_argument("--grid", action="append", default=[], help="NAME=v1,v2,... (repeat; product of all)")
     parser.add_argument("--budget", type=float, default=1.46, help="mean snippets allowed on each slice")
+    parser.add_argument("--fit", action="store_true", help="also refit ANSWER_MODEL on the first backend's loops")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
-    grid = parse_grid(args.grid) or {"TIE_SHARE": [selection.TIE_SHARE]}
-    report = asyncio.run(sweep(args.slice or list(TUNING_SLICES), args.backend or ["bm25"], grid, args.budget))
+    grid = parse_grid(args.grid) or {"ANSWER_PROBABILITY": [selection.ANSWER_PROBABILITY]}
+    report = asyncio.run(
+        sweep(args.slice or list(TUNING_SLICES), args.backend or ["bm25"], grid, args.budget, args.fit)
+    )
     emit(report, args.output)
 
 

@@ -1,33 +1,41 @@
-"""The rules' evidence selection: which near-ties and which word-adding candidates are kept beside the best."""
+"""The rules' evidence selection: which likely answers and which word-adding candidates are kept beside the best."""
 
 from __future__ import annotations
 
+import pytest
+
+import graphs.librarian.selection as selection
 from contracts.librarian import SearchHit, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
 from graphs.librarian.candidates import Candidate
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import (
-    DISPUTED_TIE_SHARE,
+    ANSWER_PROBABILITY,
     GAIN_SHARE,
     SECOND_OPINION_SHARE,
-    TIE_SHARE,
+    answer_probabilities,
+    best_sentence_coverage,
     question_query_best,
+    question_query_ranking,
     select_minimal,
 )
 from graphs.text.normalize import normalize
 
 
-def _scored(page: int, relevance: float, covered: frozenset[str] = frozenset({"東京", "タワ"})) -> ScoredCandidate:
+def _scored(
+    page: int, relevance: float, covered: frozenset[str] = frozenset({"東京", "タワ"}), snippet: str | None = None
+) -> ScoredCandidate:
     # Distinct passages (few shared tokens), so none counts as another version of the same statement.
     own = ["展望台", "電波塔", "港区", "夜景", "鉄骨"][page]
+    text = snippet if snippet is not None else f"東京タワーの{own}"
     candidate = Candidate(
         cid=f"c{page + 1}",
         document_id="tower",
         page=page,
         chunk_id=f"tower#{page}",
-        snippet=f"東京タワーの{own}",
+        snippet=text,
         best_score=1.0,
-        normalized=normalize(f"東京タワーの{own}"),
+        normalized=normalize(text),
     )
     return ScoredCandidate(
         candidate=candidate,
@@ -45,19 +53,26 @@ def _assessment(ranked: list[ScoredCandidate]) -> Assessment:
     )
 
 
-def test_every_near_tie_is_kept_up_to_max_evidence() -> None:
-    # Five candidates the rules cannot tell apart (every one within TIE_SHARE of the best), none adding a token:
-    # all are returned up to max_evidence, the most relevant first (a cap on ties lost the 3rd and 4th).
+def _probability(ranked: list[ScoredCandidate], page: int, history: list[SearchRound] | None = None) -> float:
+    ranking = question_query_ranking(profile_question(QUESTION), history or [])
+    return next(p for s, p in answer_probabilities(_assessment(ranked), ranking) if s.candidate.page == page)
+
+
+def test_every_likely_answer_is_kept_up_to_max_evidence() -> None:
+    # Five candidates the rules cannot tell apart, each likely enough to be the answer, none adding a token: all
+    # are returned up to max_evidence, the likeliest first (a cap on ties lost the 3rd and 4th).
     ranked = [_scored(page, 1.0 - 0.01 * page) for page in range(5)]
-    assert all(s.relevance >= TIE_SHARE * ranked[0].relevance for s in ranked)
+    assert all(_probability(ranked, page) >= ANSWER_PROBABILITY for page in range(5))
     selected = select_minimal(profile_question("東京タワー"), _assessment(ranked), max_evidence=4)
     assert [s.candidate.page for s in selected] == [0, 1, 2, 3]
 
 
-def test_a_word_adding_candidate_is_kept_only_when_relevant_in_its_own_right() -> None:
-    # The best covers 東京 only; both others add タワ (half the question's weight) but are not near-ties.
+def test_a_word_adding_candidate_is_kept_only_when_relevant_in_its_own_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The best covers 東京 only; both others add タワ (half the question's weight). With no candidate likely
+    # enough to be kept as an answer, only the words rule decides: it wants relevance in its own right too.
+    monkeypatch.setattr(selection, "ANSWER_PROBABILITY", 1.01)
     best = _scored(0, 1.0, frozenset({"東京"}))
-    relevant = _scored(1, (GAIN_SHARE + TIE_SHARE) / 2, frozenset({"タワ"}))
+    relevant = _scored(1, (GAIN_SHARE + 1.0) / 2, frozenset({"タワ"}))
     in_passing = _scored(2, 0.9 * GAIN_SHARE, frozenset({"タワ"}))
     profile = profile_question("東京タワー")
     assert [s.candidate.page for s in select_minimal(profile, _assessment([best, relevant]), max_evidence=5)] == [0, 1]
@@ -65,9 +80,23 @@ def test_a_word_adding_candidate_is_kept_only_when_relevant_in_its_own_right() -
 
 
 def test_a_clear_best_is_returned_alone() -> None:
-    ranked = [_scored(0, 1.0), _scored(1, 0.9 * TIE_SHARE)]
+    ranked = [_scored(0, 1.0), _scored(1, 0.6)]
+    assert _probability(ranked, 1) < ANSWER_PROBABILITY
     selected = select_minimal(profile_question("東京タワー"), _assessment(ranked), max_evidence=5)
     assert [s.candidate.page for s in selected] == [0]
+
+
+def test_a_runner_up_that_states_the_question_in_one_sentence_is_likelier_than_one_that_scatters_it() -> None:
+    # Same relevance and words; page 2 holds 東京 and タワ in two different sentences, page 1 in one.
+    one = _scored(1, 0.9, snippet="東京タワーの展望台。港区にある。")
+    scattered = _scored(2, 0.9, snippet="東京の港区。タワーの夜景。")
+    weights = {"東京": 1.0, "タワ": 1.0}
+    assert best_sentence_coverage(one, weights) == 1.0
+    assert best_sentence_coverage(scattered, weights) == 0.5
+    ranked = [_scored(0, 1.0), one, scattered]
+    assert _probability(ranked, 1) >= ANSWER_PROBABILITY > _probability(ranked, 2)
+    selected = select_minimal(profile_question("東京タワー"), _assessment(ranked), max_evidence=5)
+    assert [s.candidate.page for s in selected] == [0, 1]
 
 
 QUESTION = "東京タワーの展望台の高さは何メートルですか"
@@ -97,21 +126,30 @@ def test_the_question_query_is_the_one_closest_to_the_question_wording() -> None
     assert question_query_best(profile_question(QUESTION), [unlabelled]) is None
 
 
-def test_where_the_search_side_agrees_a_runner_up_below_the_tie_share_is_left_out() -> None:
-    ranked = [_scored(0, 1.0), _scored(1, (DISPUTED_TIE_SHARE + TIE_SHARE) / 2)]
-    agreed = [_round({"東京タワーの展望台の高さは": 0})]
+def test_the_search_sides_ranking_makes_a_runner_up_likelier() -> None:
+    # The same runner-up, not likely enough where the search side ranks the best first and it nowhere, is kept
+    # where the search side ranks it first.
+    ranked = [_scored(0, 1.0), _scored(1, 0.65)]
+    agreed = [SearchRound(queries_text=["東京タワーの展望台の高さは"], results=[_hit(0, "東京タワーの展望台の高さは")])]
+    assert _probability(ranked, 1, agreed) < ANSWER_PROBABILITY
     selected = select_minimal(profile_question(QUESTION), _assessment(ranked), max_evidence=5, history=agreed)
     assert [s.candidate.page for s in selected] == [0]
+    disputed = [_round({"東京タワーの展望台の高さは": 1})]
+    assert _probability(ranked, 1, disputed) >= ANSWER_PROBABILITY
+    selected = select_minimal(profile_question(QUESTION), _assessment(ranked), max_evidence=5, history=disputed)
+    assert [s.candidate.page for s in selected] == [0, 1]
 
 
-def test_where_the_search_side_disagrees_its_best_is_kept_and_the_ties_widen() -> None:
-    # The search side's best for the question (page 2) is far from a tie, but it is a second judgement: it is
-    # kept, before the ties, so max_evidence cannot crowd it out; and page 1 now counts as a tie.
-    ranked = [
-        _scored(0, 1.0),
-        _scored(1, (DISPUTED_TIE_SHARE + TIE_SHARE) / 2),
-        _scored(2, SECOND_OPINION_SHARE + 0.01),
-    ]
+def _hit(page: int, query: str) -> SearchHit:
+    return SearchHit(
+        document_id="tower", page=page, chunk_id=f"tower#{page}", snippet="…", score=1.0, metadata={"query": query}
+    )
+
+
+def test_where_the_search_side_disagrees_its_best_is_kept_before_the_others() -> None:
+    # The search side's best for the question (page 2) is far from the rules' best, but it is a second judgement:
+    # it is kept, before the others, so max_evidence cannot crowd it out.
+    ranked = [_scored(0, 1.0), _scored(1, 0.95), _scored(2, SECOND_OPINION_SHARE + 0.01)]
     disputed = [_round({"東京タワーの展望台の高さは": 2})]
     profile = profile_question(QUESTION)
     selected = select_minimal(profile, _assessment(ranked), max_evidence=5, history=disputed)
@@ -123,7 +161,7 @@ def test_where_the_search_side_disagrees_its_best_is_kept_and_the_ties_widen() -
         s.candidate.page for s in select_minimal(profile, _assessment(ranked), max_evidence=1, history=disputed)
     ] == [0]
     # A search-side best that is barely relevant by the rules is not a second opinion worth a snippet.
-    weak = [_scored(0, 1.0), _scored(2, SECOND_OPINION_SHARE - 0.1)]
+    weak = [_scored(0, 1.0), _scored(2, GAIN_SHARE - 0.1)]
     assert [s.candidate.page for s in select_minimal(profile, _assessment(weak), max_evidence=5, history=disputed)] == [
         0
     ]
