@@ -8,9 +8,9 @@ files, and dump pydantic models. The chat-completion parameter types declare no 
 langchain-openai hands over plain dicts and lists, so for our calls the walk returns its input unchanged.
 It cost about 0.3 ms of CPU per call, a sixth of the SDK's share of a model call.
 
-`PlainBodyCompletions.create` (`plain_body_class`) posts the same body through the SDK's own `_post` (same options, same
-authentication, same response type, same error mapping), only without the walk; streaming calls and anything
-else go to the SDK's `create` untouched. Everything else (HTTP, retries off, parsing) is the SDK's.
+`PlainBodyCompletions.create` (`plain_body_class`) posts the same body through the SDK's own `_post` (same
+options, same authentication, same response type, same error mapping), only without the walk; streaming calls
+go to the SDK's `create` untouched. Everything else (HTTP, retries off, parsing) is the SDK's.
 """
 
 from __future__ import annotations
