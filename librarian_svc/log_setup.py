@@ -130,7 +130,9 @@ def configure_logging(log_format: str, level: str) -> None:
         uv.handlers.clear()
         uv.propagate = True
     logging.getLogger("uvicorn.access").disabled = True
-    for noisy in ("httpx", "httpcore", "openai", "google_genai"):
+    # The OpenAI SDK's own HTTP client (httpx2) logs one INFO line per model call: a stdlib record formatted
+    # through the whole chain on every think step, saying nothing the access line and usage do not.
+    for noisy in ("httpx", "httpcore", "httpx2", "httpcore2", "openai", "google_genai"):
         logging.getLogger(noisy).setLevel(max(numeric_level, logging.WARNING))
     # Library warnings (deprecations, an un-awaited coroutine in a provider's error path) become
     # log records in the same format, not bare lines on stderr that Cloud Logging cannot parse.

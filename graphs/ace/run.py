@@ -39,6 +39,7 @@ from graphs.ace.playbook.store import PlaybookStore
 from graphs.ace.search.hybrid import HybridSearch, candidate_mask
 from graphs.agent_spec import AgentSpec, server_timeout
 from graphs.context import AgentContext
+from graphs.invoke import run_to_output
 
 
 async def search(graph: None, context: AgentContext, request: AceSearchRequest, prior: None) -> SearchResultsAction:
@@ -89,8 +90,7 @@ async def list_playbooks(
 
 async def run_graph(graph: Any, context: AgentContext, request: Any, prior: None) -> Any:
     """Run one of the ACE graphs; its last node sets the response."""
-    result = await graph.ainvoke({"request": request, "request_id": context.request_id}, context=context)
-    return result["outcome"]
+    return await run_to_output(graph, {"request": request, "request_id": context.request_id}, context)
 
 
 ACE_MEMORY_PER_BODY_BYTE = 100

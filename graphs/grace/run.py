@@ -11,12 +11,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
+from langchain_core.runnables import RunnableConfig
 
 from contracts.grace import GRACE_STATE_VERSION, GraceEvent, GraceRequest, GraceResponse, GraceState
 from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
 from graphs.grace.protocol import check_request
 from graphs.grace.state import GraceGraphState, Outcome
+from graphs.invoke import OUTPUT_CHANNEL, run_to_output
 from graphs.request_limits import check_grace
 
 NODE_VISITS_PER_STEP = 4
@@ -49,43 +51,29 @@ async def stream(
     """Yield each progress record as its node finishes (numbered as the action numbers them), then the action."""
     base = prior.event_count if prior is not None else 0
     emitted = 0
-    final: dict[str, Any] | None = None
-    async for mode, chunk in graph.astream(
+    outcome: Outcome | None = None
+    # Updates only: each node's events as it finishes, and the outcome from the update that writes it (a
+    # values stream as well would snapshot every channel after every step for that one value).
+    async for chunk in graph.astream(
         _inputs(context, request, prior),
         {"recursion_limit": recursion_limit(context)},
         context=context,
-        stream_mode=["updates", "values"],
+        stream_mode="updates",
     ):
-        if mode == "values":
-            final = chunk
-            continue
         for update in chunk.values():
             for event in (update or {}).get("events", []):
                 yield msgspec.structs.replace(event, index=base + emitted)
                 emitted += 1
-    assert final is not None, "the graph always runs"
-    assert "outcome" in final, "the graph always ends in a node that sets `outcome`"
-    outcome: Outcome = final["outcome"]
+            if update and OUTPUT_CHANNEL in update:
+                outcome = update[OUTPUT_CHANNEL]
+    assert outcome is not None, "the graph always ends in a node that sets `outcome`"
     yield outcome
 
 
 async def step(graph: Any, context: AgentContext, request: GraceRequest, prior: GraceState | None) -> Outcome:
-    """One step, all at once: the action with its events, usage and the next state's token.
-
-    The graph's final values, read from a values-only stream: `ainvoke` also streams every node's
-    update to collect interrupts, which GRACE never raises (about 6% of a step's CPU).
-    """
-    final: dict[str, Any] | None = None
-    async for values in graph.astream(
-        _inputs(context, request, prior),
-        {"recursion_limit": recursion_limit(context)},
-        context=context,
-        stream_mode="values",
-    ):
-        final = values
-    assert final is not None, "the graph always runs"
-    assert "outcome" in final, "the graph always ends in a node that sets `outcome`"
-    outcome: Outcome = final["outcome"]
+    """One step, all at once: the action with its events, usage and the next state's token."""
+    config: RunnableConfig = {"recursion_limit": recursion_limit(context)}
+    outcome: Outcome = await run_to_output(graph, dict(_inputs(context, request, prior)), context, config=config)
     return outcome
 
 

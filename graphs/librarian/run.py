@@ -7,6 +7,7 @@ from typing import Any
 from contracts.librarian import LIBRARIAN_STATE_VERSION, LibrarianRequest, LibrarianResponse, LibrarianState
 from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
+from graphs.invoke import run_to_output
 from graphs.librarian.history_check import verify_continuation
 from graphs.librarian.loop_limit import pinned_loop_limit
 from graphs.request_limits import check_librarian
@@ -23,8 +24,7 @@ async def think(
     graph: Any, context: AgentContext, request: LibrarianRequest, prior: LibrarianState | None
 ) -> LibrarianResponse:
     """One step: SEARCH, COMPLETE or ERROR, with the next state sealed into it."""
-    result = await graph.ainvoke({"request": request, "prior": prior}, context=context)
-    outcome: LibrarianResponse = result["outcome"]
+    outcome: LibrarianResponse = await run_to_output(graph, {"request": request, "prior": prior}, context)
     return outcome
 
 

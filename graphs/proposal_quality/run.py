@@ -22,6 +22,7 @@ from contracts.proposal_quality import (
 from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
+from graphs.invoke import run_to_output
 from graphs.proposal_quality.board import board_from_dashboard, check_board_size, has_node
 from graphs.proposal_quality.state import ProposalRun
 from graphs.proposal_quality.validator import validate_report
@@ -72,14 +73,7 @@ async def run_report(
         board=board_from_dashboard(request.dashboard),
         max_attempts=1 + corrections,
     )
-    # The final values from a values-only stream: `ainvoke` also streams every node's update to collect
-    # interrupts, which this graph never raises.
-    final: dict[str, Any] | None = None
-    async for values in graph.astream({"run": run}, context=context, stream_mode="values"):
-        final = values
-    assert final is not None, "the graph always runs"
-    assert "outcome" in final, "the graph always ends in a node that sets `outcome`"
-    outcome: ProposalRunResponse = final["outcome"]
+    outcome: ProposalRunResponse = await run_to_output(graph, {"run": run}, context)
     return outcome
 
 
