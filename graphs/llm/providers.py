@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     import httpx2
     from google.auth.credentials import Credentials
     from langchain_core.language_models import BaseChatModel
-    from langchain_openai.chat_models.base import BaseChatOpenAI
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -45,14 +44,6 @@ def _openai_http_client() -> httpx2.AsyncClient:
 
     limits = httpx2.Limits(max_connections=1000, keepalive_expiry=60)
     return openai.DefaultAioHttpClient(limits=limits)
-
-
-def _plain_bodies(chat: BaseChatOpenAI) -> BaseChatOpenAI:
-    """`chat` calling the SDK's chat completions without its no-op body transform (`graphs.llm.openai_body`)."""
-    from graphs.llm.openai_body import plain_body_completions
-
-    chat.async_client = plain_body_completions(chat.root_async_client)
-    return chat
 
 
 def _secret(value: str | None) -> SecretStr | None:
@@ -130,35 +121,31 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
             # The cap goes out as `max_completion_tokens` (OpenAI deprecated `max_tokens`); Ollama and LM Studio read
             # only `max_tokens`, so OpenAI-compatible servers get both, with the same value.
             compatible = cfg.provider == "openai-compatible"
-            return _plain_bodies(
-                ChatOpenAI(
-                    http_async_client=_openai_http_client(),
-                    model=cfg.model or "",
-                    api_key=_secret(cfg.api_key),
-                    base_url=cfg.base_url,
-                    temperature=cfg.temperature,
-                    max_completion_tokens=cfg.max_output_tokens,
-                    extra_body={"max_tokens": cfg.max_output_tokens} if compatible else None,
-                    timeout=cfg.timeout_s,
-                    max_retries=0,
-                )
+            return ChatOpenAI(
+                http_async_client=_openai_http_client(),
+                model=cfg.model or "",
+                api_key=_secret(cfg.api_key),
+                base_url=cfg.base_url,
+                temperature=cfg.temperature,
+                max_completion_tokens=cfg.max_output_tokens,
+                extra_body={"max_tokens": cfg.max_output_tokens} if compatible else None,
+                timeout=cfg.timeout_s,
+                max_retries=0,
             )
         case "azure":
             from langchain_openai import AzureChatOpenAI
 
-            return _plain_bodies(
-                AzureChatOpenAI(
-                    http_async_client=_openai_http_client(),
-                    model=cfg.model,
-                    azure_endpoint=cfg.azure_endpoint,
-                    azure_deployment=cfg.azure_deployment,
-                    api_version=cfg.api_version,
-                    api_key=_secret(cfg.api_key),
-                    temperature=cfg.temperature,
-                    max_completion_tokens=cfg.max_output_tokens,
-                    timeout=cfg.timeout_s,
-                    max_retries=0,
-                )
+            return AzureChatOpenAI(
+                http_async_client=_openai_http_client(),
+                model=cfg.model,
+                azure_endpoint=cfg.azure_endpoint,
+                azure_deployment=cfg.azure_deployment,
+                api_version=cfg.api_version,
+                api_key=_secret(cfg.api_key),
+                temperature=cfg.temperature,
+                max_completion_tokens=cfg.max_output_tokens,
+                timeout=cfg.timeout_s,
+                max_retries=0,
             )
     raise ConfigError(f"LLM_PROVIDER={cfg.provider!r} is not a known provider")  # pragma: no cover
 
