@@ -31,7 +31,7 @@ from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
 from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues, states_answer_type
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import is_cjk_pair, tokenize, tokens_present
+from graphs.text.tokenize import is_cjk_pair, tokens_present
 
 W_COVERAGE = 0.5
 W_CONTIGUITY = 0.3
@@ -99,12 +99,12 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     question's distinct tokens), and coverage, contiguity and phrasing are worked out once per distinct
     row of it rather than once per candidate: a pool of hundreds has a few dozen such rows.
     """
-    asked = list(dict.fromkeys([*sorted(profile.content_tokens), *tokenize(profile.text)]))
-    normalized = [c.normalized for c in pool.candidates]
-    present = _presence(normalized, asked)
+    asked = list(dict.fromkeys([*sorted(profile.content_tokens), *profile.tokens]))
     column = {token: j for j, token in enumerate(asked)}
+    normalized = [c.normalized for c in pool.candidates]
+    present = _presence(normalized, column)
     weights = _token_weights(profile.content_tokens, present, column)
-    scored = _scored(profile, pool, asked, present, weights)
+    scored = _scored(profile, pool, column, present, weights)
     # Ties broken by first-seen order, so the outcome never depends on anything but the input.
     scored.sort(key=lambda s: -s.relevance)
 
@@ -120,7 +120,7 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
 def _scored(
     profile: QuestionProfile,
     pool: CandidatePool,
-    asked: list[str],
+    column: dict[str, int],
     present: npt.NDArray[np.bool_],
     weights: dict[str, float],
 ) -> list[ScoredCandidate]:
@@ -132,8 +132,7 @@ def _scored(
     candidates = pool.candidates
     if not candidates:
         return []
-    column = {token: j for j, token in enumerate(asked)}
-    all_tokens = tokenize(profile.text)
+    all_tokens = profile.tokens
     question_sequence = [t for t in all_tokens if t in profile.content_tokens]
     total_weight = sum(weights.values()) or 1.0
     max_fused = max((c.fused_rank for c in candidates), default=0.0) or 1.0
@@ -230,8 +229,10 @@ def _distinct_rows(present: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_
 _NO_ELEMENTS: frozenset[ElementCategory] = frozenset()
 
 
-def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
-    """Which of the question's tokens each (normalised) snippet holds: `tokens_present`, for all snippets at once.
+def _presence(normalized: list[str], column: dict[str, int]) -> npt.NDArray[np.bool_]:
+    """Which of the question's tokens (`column`: token -> its column) each (normalised) snippet holds.
+
+    `tokens_present`, for all snippets at once.
 
     A token of two CJK characters is present exactly when it is a substring (see `tokens_present`): when one
     of the snippet's adjacent code-point pairs equals it. All snippets' pairs are one integer array (joined
@@ -239,6 +240,7 @@ def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
     two snippets equals a token), looked up at once. Any other token must be a whole word run: only the
     snippets that hold it as a substring are tokenised to check.
     """
+    asked = list(column)
     present = np.zeros((len(normalized), len(asked)), dtype=bool)
     pairs = [j for j, token in enumerate(asked) if is_cjk_pair(token)]
     if pairs and normalized:
@@ -261,14 +263,13 @@ def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
         present[owner, np.array(pairs, dtype=np.intp)[order[slot]]] = True
     others = frozenset(t for t in asked if not is_cjk_pair(t))
     if others:
-        index = {token: j for j, token in enumerate(asked)}
         # A few such tokens (a Japanese question's lone kanji): a substring test skips most snippets. Many (an
         # English question): `tokens_present` costs one pass over the snippet however many are asked.
         few = len(others) <= _FEW_WORD_TOKENS
         for i, text in enumerate(normalized):
             if not few or any(token in text for token in others):
                 for token in tokens_present(text, others):
-                    present[i, index[token]] = True
+                    present[i, column[token]] = True
     return present
 
 

@@ -128,6 +128,8 @@ class QuestionProfile:
     phrase: str
     stripped: str
     required: tuple[ElementCategory, ...]
+    tokens: tuple[str, ...] = ()
+    """`tokenize(text)`, in order: worked out once per step for every part that reads the question's tokens."""
     answer_types: tuple[AnswerType, ...] = ()
 
     def suffix(self, category: MissingCategory) -> str:
@@ -190,7 +192,8 @@ def profile_question(user_query: str) -> QuestionProfile:
     japanese = bool(_JAPANESE.search(normalized))
     # A bigram that straddles a particle (「雨が」「の期」) matches how a sentence is phrased, not what it is
     # about: coverage counts the question's content alone (phrasing has its own, smaller weight).
-    tokens = [t for t in tokenize(user_query) if not is_function_token(t)]
+    all_tokens = tuple(tokenize(user_query))
+    tokens = [t for t in all_tokens if not is_function_token(t)]
     content = frozenset(t for t in tokens if not _HIRAGANA_CHAR.search(t)) or frozenset(tokens)
     # Element cues are read after an English wh-head: the "when" of "When was it built?" asks for a date,
     # not for the conditions a "when" clause would.
@@ -209,5 +212,6 @@ def profile_question(user_query: str) -> QuestionProfile:
         phrase=search_phrase(user_query),
         stripped=without_question_words(user_query),
         required=required,
+        tokens=all_tokens,
         answer_types=answer_types,
     )
