@@ -17,6 +17,7 @@ import msgspec
 from contracts.librarian import MissingCategory
 from graphs.config_files import read_text, read_typed
 from graphs.llm.config import ConfigError
+from graphs.text.first_chars import guarded
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
@@ -103,7 +104,8 @@ def answer_type_cues() -> dict[AnswerType, AnswerTypeCues]:
     cues = {}
     for name, spec in raw.items():
         try:
-            evidence = re.compile(spec.evidence)
+            # Guarded by the characters a match can start with: searched in every snippet of every step.
+            evidence = guarded(re.compile(spec.evidence))
         except re.error as exc:
             raise ConfigError(f"{source}: {name}.evidence is not a valid regular expression ({exc})") from None
         cues[name] = AnswerTypeCues(question=tuple(normalize(c) for c in spec.question), evidence=evidence)
