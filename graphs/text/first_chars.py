@@ -56,6 +56,22 @@ def guarded(pattern: re.Pattern[str]) -> re.Pattern[str]:
         return pattern
 
 
+def any_of(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
+    """One guarded pattern that matches somewhere in a text exactly when one of `patterns` does, or None.
+
+    `(?:a)|(?:b)` matches at a position exactly when `a` or `b` does there, so one search of it answers "does
+    any of them match", stopping at the first position either matches instead of scanning the text once per
+    pattern. None when they do not combine unchanged: no patterns, a capturing group (a later pattern's group
+    numbers would shift under its back references), or a global flag inside one (an error once not first).
+    """
+    if not patterns or any(pattern.groups for pattern in patterns):
+        return None
+    try:
+        return guarded(re.compile("|".join(f"(?:{pattern.pattern})" for pattern in patterns)))
+    except re.error:
+        return None
+
+
 def _skips_already(items: Any) -> bool:
     """Whether `re` skips impossible positions by itself (a guard would take that faster scan away).
 

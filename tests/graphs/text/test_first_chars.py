@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.config_files import read_typed
-from graphs.librarian.question import AnswerType, _AnswerTypeSpec, answer_type_cues
-from graphs.text.first_chars import guarded
+from graphs.librarian.question import AnswerType, _AnswerTypeSpec, answer_type_cues, states_answer_type
+from graphs.text.first_chars import any_of, guarded
 
 # CJK, digits (ASCII and full-width), letters of both cases, spaces, a newline and the classes' own specials.
 ALPHABET = "年月日国語島地方大陸一二三十明治か4219０abcxyzABCfoo -]^\\\n.。"
@@ -81,3 +81,39 @@ def test_the_answer_type_patterns_are_loaded_guarded() -> None:
     loaded = answer_type_cues()
     for name, spec in raw.items():
         assert loaded[name].evidence.pattern == guarded(re.compile(spec.evidence)).pattern
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=ALPHABET, max_size=40),
+    chosen=st.lists(st.sampled_from(PATTERNS[:3] + PATTERNS[4:5] + PATTERNS[7:12]), min_size=1, max_size=4),
+)
+def test_any_of_matches_exactly_when_one_of_the_patterns_does(text: str, chosen: list[str]) -> None:
+    patterns = [guarded(re.compile(source)) for source in chosen]
+    either = any_of(patterns)
+    expected = any(pattern.search(text) for pattern in patterns)
+    if either is None:  # only patterns with groups are left apart here
+        assert any(pattern.groups for pattern in patterns)
+    else:
+        assert (either.search(text) is not None) == expected
+
+
+@pytest.mark.parametrize(
+    "sources",
+    [
+        [],
+        [r"(a)\1", r"\d"],  # a group: the second pattern's numbers would move
+        [r"(?i)abc", r"\d"],  # a global flag, no longer first
+    ],
+)
+def test_patterns_that_do_not_combine_unchanged_are_left_apart(sources: list[str]) -> None:
+    assert any_of([re.compile(source) for source in sources]) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, max_size=60), data=st.data())
+def test_states_answer_type_is_any_kind_searched_alone(text: str, data: st.DataObject) -> None:
+    cues = answer_type_cues()
+    wanted = tuple(data.draw(st.lists(st.sampled_from(sorted(cues)), min_size=1, max_size=3, unique=True)))
+    expected = any(cues[kind].evidence.search(text) for kind in wanted)
+    assert states_answer_type(text, wanted) == expected
