@@ -144,8 +144,17 @@ def _placed_hits(history: list[SearchRound]) -> list[_Placed]:
         for ranked in lists:
             scores = [h.score for h, _ in ranked if h.score is not None and h.score > 0]
             top = max(scores) if scores else None
+            # `location(hit)` and `_locates(hit)` written out: this runs once per hit of the history.
             placed += [
-                _Placed(hit, round_index, rank, query, top, location(hit), _locates(hit))
+                _Placed(
+                    hit,
+                    round_index,
+                    rank,
+                    query,
+                    top,
+                    (hit.document_id, hit.page, hit.chunk_id),
+                    hit.page is not None or bool(hit.chunk_id),
+                )
                 for rank, (hit, query) in enumerate(ranked, 1)
             ]
     return placed
@@ -246,10 +255,13 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
         found = by_location.get(location) if entry.locates else None
         if found is None and text is not None:
             found = by_text.get(text)
-        if found is None:
-            found, work = _near_duplicate_or_new(pool, entry, texts, distinct_of[index], similar, created_by, work)
-        else:
+        if found is not None:
             _merge(pool.candidates[found], entry, text)
+        elif similar.earlier[own := distinct_of[index]]:
+            found, work = _near_duplicate_or_new(pool, entry, texts, own, similar, created_by, work)
+        else:  # the common case: a hit like no earlier one opens its own candidate
+            found = created_by[own] = len(pool.candidates)
+            pool.candidates.append(_first_sighting(found, entry, texts.distinct[own]))
         by_location.setdefault(location, found)
         if text is not None:
             by_text.setdefault(text, found)
