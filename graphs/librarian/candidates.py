@@ -19,7 +19,7 @@ from contracts.librarian import SearchHit, SearchRound
 from graphs.chunked import Chunked, finish, finish_async
 from graphs.text.contradiction import find_contradiction
 from graphs.text.near_duplicates import NearDuplicates, find_near_duplicates
-from graphs.text.normalize import normalize
+from graphs.text.normalize import normalize, normalize_many
 from graphs.text.tokenize import tokenize_normalized
 
 Location = tuple[str, int | None, str | None]
@@ -217,25 +217,26 @@ def _text_plan(placed: list[_Placed]) -> Chunked[_TextPlan]:
     """Which hits reach the text checks: those whose location no earlier hit had (or that have none).
 
     Of those, the first of each normalised text is the one the near-duplicate search looks at, so the
-    search runs once over distinct texts instead of once per hit.
+    search runs once over distinct texts instead of once per hit. Their snippets are normalised together,
+    a chunk of hits at a time (`normalize_many`).
     """
-    plan = _TextPlan()
+    plan = _TextPlan(normalized=[None] * len(placed))
+    checked: list[int] = []
     seen_locations: set[tuple[str, int | None, str | None]] = set()
-    seen_texts: set[str] = set()
     for index, entry in enumerate(placed):
-        location = entry.location
-        if entry.locates and location in seen_locations:
-            plan.normalized.append(None)
-        else:
-            folded = normalize(entry.hit.snippet)
-            plan.normalized.append(folded)
+        if not entry.locates or entry.location not in seen_locations:
+            checked.append(index)
+        seen_locations.add(entry.location)
+    seen_texts: set[str] = set()
+    for start in range(0, len(checked), _HITS_PER_CHUNK):
+        chunk = checked[start : start + _HITS_PER_CHUNK]
+        for index, folded in zip(chunk, normalize_many([placed[i].hit.snippet for i in chunk]), strict=True):
+            plan.normalized[index] = folded
             if folded not in seen_texts:
                 seen_texts.add(folded)
                 plan.distinct_of[index] = len(plan.distinct)
                 plan.distinct.append(folded)
-        seen_locations.add(location)
-        if index % _HITS_PER_CHUNK == _HITS_PER_CHUNK - 1:
-            yield
+        yield
     return plan
 
 
