@@ -31,7 +31,7 @@ from contracts.librarian import MissingElement
 from graphs.librarian.candidates import Candidate, CandidatePool
 from graphs.librarian.question import ElementCategory, QuestionProfile, element_cues, states_answer_type
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import is_cjk_pair, tokenize, tokens_present
+from graphs.text.tokenize import cjk_code_points, is_cjk_char, is_cjk_pair, tokens_present
 
 W_COVERAGE = 0.5
 W_CONTIGUITY = 0.3
@@ -99,12 +99,12 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
     question's distinct tokens), and coverage, contiguity and phrasing are worked out once per distinct
     row of it rather than once per candidate: a pool of hundreds has a few dozen such rows.
     """
-    asked = list(dict.fromkeys([*sorted(profile.content_tokens), *tokenize(profile.text)]))
-    normalized = [c.normalized for c in pool.candidates]
-    present = _presence(normalized, asked)
+    asked = list(dict.fromkeys([*sorted(profile.content_tokens), *profile.tokens]))
     column = {token: j for j, token in enumerate(asked)}
+    normalized = [c.normalized for c in pool.candidates]
+    present = _presence(normalized, column)
     weights = _token_weights(profile.content_tokens, present, column)
-    scored = _scored(profile, pool, asked, present, weights)
+    scored = _scored(profile, pool, column, present, weights)
     # Ties broken by first-seen order, so the outcome never depends on anything but the input.
     scored.sort(key=lambda s: -s.relevance)
 
@@ -120,7 +120,7 @@ def assess(profile: QuestionProfile, pool: CandidatePool) -> Assessment:
 def _scored(
     profile: QuestionProfile,
     pool: CandidatePool,
-    asked: list[str],
+    column: dict[str, int],
     present: npt.NDArray[np.bool_],
     weights: dict[str, float],
 ) -> list[ScoredCandidate]:
@@ -132,8 +132,7 @@ def _scored(
     candidates = pool.candidates
     if not candidates:
         return []
-    column = {token: j for j, token in enumerate(asked)}
-    all_tokens = tokenize(profile.text)
+    all_tokens = profile.tokens
     question_sequence = [t for t in all_tokens if t in profile.content_tokens]
     total_weight = sum(weights.values()) or 1.0
     max_fused = max((c.fused_rank for c in candidates), default=0.0) or 1.0
@@ -230,46 +229,78 @@ def _distinct_rows(present: npt.NDArray[np.bool_]) -> tuple[npt.NDArray[np.bool_
 _NO_ELEMENTS: frozenset[ElementCategory] = frozenset()
 
 
-def _presence(normalized: list[str], asked: list[str]) -> npt.NDArray[np.bool_]:
-    """Which of the question's tokens each (normalised) snippet holds: `tokens_present`, for all snippets at once.
+def _presence(normalized: list[str], column: dict[str, int]) -> npt.NDArray[np.bool_]:
+    """Which of the question's tokens (`column`: token -> its column) each (normalised) snippet holds.
 
-    A token of two CJK characters is present exactly when it is a substring (see `tokens_present`): when one
-    of the snippet's adjacent code-point pairs equals it. All snippets' pairs are one integer array (joined
-    by a newline, which `normalize` never leaves in a text and which is no CJK character, so no pair across
-    two snippets equals a token), looked up at once. Any other token must be a whole word run: only the
-    snippets that hold it as a substring are tokenised to check.
+    `tokens_present`, for all snippets at once. All snippets' code points are one integer array, joined by a
+    newline, which `normalize` never leaves in a text and which is no CJK character, so nothing found across
+    two snippets counts:
+    - a token of two CJK characters is present exactly when it is a substring (see `tokens_present`): when one
+      of the snippet's adjacent code-point pairs equals it, looked up for all pairs at once;
+    - a token of one CJK character is present exactly when it stands alone, a CJK run of its own (`tokenize`
+      cuts longer runs into bigrams): an occurrence whose neighbours are not CJK, checked for all at once;
+    - any other token must be a whole word run: only the snippets that hold it as a substring are tokenised.
     """
+    asked = list(column)
     present = np.zeros((len(normalized), len(asked)), dtype=bool)
     pairs = [j for j, token in enumerate(asked) if is_cjk_pair(token)]
-    if pairs and normalized:
-        joined = "\n".join(normalized).encode("utf-32-le", "surrogatepass")
-        points = np.frombuffer(joined, dtype=np.uint32).astype(np.int64)
-        wanted = np.array([(ord(asked[j][0]) << 21) | ord(asked[j][1]) for j in pairs], dtype=np.int64)
-        # A small filter table first (a hash of the pair), so only the few positions it lets through are
-        # looked up exactly among the wanted pairs.
-        table = np.zeros(_PAIR_FILTER, dtype=bool)
-        table[_pair_hash(wanted >> 21, wanted & _CODE_POINT)] = True
-        maybe = np.flatnonzero(table[_pair_hash(points[:-1], points[1:])])
-        codes = (points[maybe] << 21) | points[maybe + 1]
-        order = np.argsort(wanted)
-        sorted_wanted = wanted[order]
-        slot = np.minimum(np.searchsorted(sorted_wanted, codes), len(sorted_wanted) - 1)
-        hit = sorted_wanted[slot] == codes
-        found, slot = maybe[hit], slot[hit]
+    singles = [j for j, token in enumerate(asked) if len(token) == 1 and is_cjk_char(token)]
+    if (pairs or singles) and normalized:
+        points = np.frombuffer("\n".join(normalized).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         starts = np.cumsum([0, *(len(text) + 1 for text in normalized[:-1])])
-        owner = np.searchsorted(starts, found, side="right") - 1
-        present[owner, np.array(pairs, dtype=np.intp)[order[slot]]] = True
-    others = frozenset(t for t in asked if not is_cjk_pair(t))
+        for found, columns in (
+            _pairs_found(points.astype(np.int64), asked, pairs),
+            _singles_found(points, asked, singles),
+        ):
+            present[np.searchsorted(starts, found, side="right") - 1, columns] = True
+    others = frozenset(asked).difference(asked[j] for j in (*pairs, *singles))
     if others:
-        index = {token: j for j, token in enumerate(asked)}
-        # A few such tokens (a Japanese question's lone kanji): a substring test skips most snippets. Many (an
-        # English question): `tokens_present` costs one pass over the snippet however many are asked.
+        # A few such tokens (a word or two): a substring test skips most snippets. Many (an English question):
+        # `tokens_present` costs one pass over the snippet however many are asked.
         few = len(others) <= _FEW_WORD_TOKENS
         for i, text in enumerate(normalized):
             if not few or any(token in text for token in others):
                 for token in tokens_present(text, others):
-                    present[i, index[token]] = True
+                    present[i, column[token]] = True
     return present
+
+
+_Found = tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]
+"""Positions in the joined code points, and the column of the token found at each."""
+
+
+def _pairs_found(points: npt.NDArray[np.int64], asked: list[str], pairs: list[int]) -> _Found:
+    """Where the two-CJK-character tokens `asked[j]` (j in `pairs`) occur in the joined code points."""
+    if not pairs:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    wanted = np.array([(ord(asked[j][0]) << 21) | ord(asked[j][1]) for j in pairs], dtype=np.int64)
+    # A small filter table first (a hash of the pair), so only the few positions it lets through are
+    # looked up exactly among the wanted pairs.
+    table = np.zeros(_PAIR_FILTER, dtype=bool)
+    table[_pair_hash(wanted >> 21, wanted & _CODE_POINT)] = True
+    maybe = np.flatnonzero(table[_pair_hash(points[:-1], points[1:])])
+    codes = (points[maybe] << 21) | points[maybe + 1]
+    order = np.argsort(wanted)
+    sorted_wanted = wanted[order]
+    slot = np.minimum(np.searchsorted(sorted_wanted, codes), len(sorted_wanted) - 1)
+    hit = sorted_wanted[slot] == codes
+    return maybe[hit], np.array(pairs, dtype=np.intp)[order[slot[hit]]]
+
+
+def _singles_found(points: npt.NDArray[np.uint32], asked: list[str], singles: list[int]) -> _Found:
+    """Where the one-CJK-character tokens `asked[j]` (j in `singles`) stand alone in the joined code points."""
+    if not singles:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    wanted = np.array([ord(asked[j]) for j in singles], dtype=np.uint32)
+    at = np.flatnonzero(np.isin(points, wanted))
+    before = np.ones(len(at), dtype=bool)
+    before[at > 0] = ~cjk_code_points(points[at[at > 0] - 1])
+    after = np.ones(len(at), dtype=bool)
+    inner = at < len(points) - 1
+    after[inner] = ~cjk_code_points(points[at[inner] + 1])
+    alone = at[before & after]
+    column_of = dict(zip(wanted.tolist(), singles, strict=True))
+    return alone, np.array([column_of[code] for code in points[alone].tolist()], dtype=np.intp)
 
 
 def _token_weights(

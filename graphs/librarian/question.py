@@ -17,6 +17,7 @@ import msgspec
 from contracts.librarian import MissingCategory
 from graphs.config_files import read_text, read_typed
 from graphs.llm.config import ConfigError
+from graphs.text.first_chars import any_of, guarded
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import is_function_token, terms, tokenize
 
@@ -103,7 +104,8 @@ def answer_type_cues() -> dict[AnswerType, AnswerTypeCues]:
     cues = {}
     for name, spec in raw.items():
         try:
-            evidence = re.compile(spec.evidence)
+            # Guarded by the characters a match can start with: searched in every snippet of every step.
+            evidence = guarded(re.compile(spec.evidence))
         except re.error as exc:
             raise ConfigError(f"{source}: {name}.evidence is not a valid regular expression ({exc})") from None
         cues[name] = AnswerTypeCues(question=tuple(normalize(c) for c in spec.question), evidence=evidence)
@@ -112,8 +114,18 @@ def answer_type_cues() -> dict[AnswerType, AnswerTypeCues]:
 
 def states_answer_type(normalized_snippet: str, wanted: tuple[AnswerType, ...]) -> bool:
     """Whether a (normalised) snippet states an answer of a type the question asks for."""
+    either = _either_answer_type(wanted)
+    if either is not None:
+        return either.search(normalized_snippet) is not None
     cues = answer_type_cues()
     return any(cues[kind].evidence.search(normalized_snippet) for kind in wanted)
+
+
+@lru_cache(maxsize=16)
+def _either_answer_type(wanted: tuple[AnswerType, ...]) -> re.Pattern[str] | None:
+    """The wanted kinds' patterns as one search (`first_chars.any_of`), asked of every snippet of a step."""
+    cues = answer_type_cues()
+    return any_of([cues[kind].evidence for kind in wanted])
 
 
 @dataclass(frozen=True)
@@ -128,6 +140,8 @@ class QuestionProfile:
     phrase: str
     stripped: str
     required: tuple[ElementCategory, ...]
+    tokens: tuple[str, ...] = ()
+    """`tokenize(text)`, in order: worked out once per step for every part that reads the question's tokens."""
     answer_types: tuple[AnswerType, ...] = ()
 
     def suffix(self, category: MissingCategory) -> str:
@@ -190,7 +204,8 @@ def profile_question(user_query: str) -> QuestionProfile:
     japanese = bool(_JAPANESE.search(normalized))
     # A bigram that straddles a particle (「雨が」「の期」) matches how a sentence is phrased, not what it is
     # about: coverage counts the question's content alone (phrasing has its own, smaller weight).
-    tokens = [t for t in tokenize(user_query) if not is_function_token(t)]
+    all_tokens = tuple(tokenize(user_query))
+    tokens = [t for t in all_tokens if not is_function_token(t)]
     content = frozenset(t for t in tokens if not _HIRAGANA_CHAR.search(t)) or frozenset(tokens)
     # Element cues are read after an English wh-head: the "when" of "When was it built?" asks for a date,
     # not for the conditions a "when" clause would.
@@ -209,5 +224,6 @@ def profile_question(user_query: str) -> QuestionProfile:
         phrase=search_phrase(user_query),
         stripped=without_question_words(user_query),
         required=required,
+        tokens=all_tokens,
         answer_types=answer_types,
     )

@@ -200,16 +200,22 @@ def _full_shingles(points: UInt64Array, lengths: Int64Array, starts: Int64Array)
     """The k-gram hashes of every text at least k long, with their text; one vectorised pass over the joined text.
 
     Hashing the joined text at once costs one numpy pass per character offset instead of one per text;
-    the k-grams that cross into the next text are dropped afterwards.
+    the k-grams that cross into the next text (those starting in a text's last k − 1 positions) are
+    dropped afterwards by one scatter of those positions, and the owners of the rest are a `repeat`
+    of each text's k-gram count, in the same order.
     """
     k = NEAR_DUP_SHINGLE_CHARS
     positions = len(points) - k + 1
-    hashed = np.zeros(positions, dtype=np.uint64)
-    for offset in range(k):
-        hashed = hashed * _POLY + points[offset : positions + offset]
-    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[:positions]
-    inside = np.arange(positions, dtype=np.int64) - starts[owner] <= lengths[owner] - k
-    return hashed[inside], owner[inside]
+    # Horner's rule in place: ((p0·P + p1)·P + p2) wraps mod 2^64 exactly as hashing from zero does.
+    hashed = points[:positions].copy()
+    for offset in range(1, k):
+        hashed *= _POLY
+        hashed += points[offset : positions + offset]
+    crossing = ((starts + lengths)[:, None] - np.arange(1, k, dtype=np.int64)).ravel()
+    inside = np.ones(positions, dtype=bool)
+    inside[crossing[(crossing >= 0) & (crossing < positions)]] = False
+    owner = np.repeat(np.arange(len(lengths), dtype=np.int64), np.maximum(lengths - k + 1, 0))
+    return hashed[inside], owner
 
 
 def _add_short_texts(
@@ -343,13 +349,15 @@ def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]
     entries: list[UInt64Array] = []
     for start, end in _row_chunks(sizes, NEAR_DUP_CHUNK):
         low, high = int(sets.offsets[start]), int(sets.offsets[end])
-        owner = np.repeat(np.arange(start, end, dtype=np.int64), sizes[start:end])
-        ordered = (owner.astype(np.uint64) << np.uint64(_TOKEN_BITS)) | order_key[low:high]
+        texts = np.arange(start, end, dtype=np.uint64)
+        ordered = np.repeat(texts << np.uint64(_TOKEN_BITS), sizes[start:end]) | order_key[low:high]
         ordered.sort()  # by text, then rarest shingle first
-        rank = np.arange(high - low, dtype=np.int64) - (sets.offsets[owner] - low)
-        keep = rank < prefix[owner]
+        # Only the first `prefix[t]` entries of each text's run are taken: gathered directly, not masked.
+        taken = prefix[start:end]
+        run_start = sets.offsets[start:end] - low
+        first = np.repeat(run_start - (np.cumsum(taken) - taken), taken) + np.arange(int(taken.sum()), dtype=np.int64)
         # Re-key the prefix entries as (token, text) so one sort buckets them by shingle.
-        entries.append(((ordered[keep] & _TOKEN_MASK) << np.uint64(_TEXT_BITS)) | owner[keep].astype(np.uint64))
+        entries.append(((ordered[first] & _TOKEN_MASK) << np.uint64(_TEXT_BITS)) | np.repeat(texts, taken))
         yield
     return np.concatenate(entries)
 

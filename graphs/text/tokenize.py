@@ -18,6 +18,9 @@ from functools import lru_cache
 from importlib import resources
 from operator import add
 
+import numpy as np
+import numpy.typing as npt
+
 from graphs.config_files import read_text
 from graphs.text.normalize import normalize
 
@@ -78,11 +81,47 @@ def tokenize_normalized(normalized: str) -> list[str]:
 
 
 _CJK_PAIR = re.compile(f"[{_CJK}]{{2}}")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
 def is_cjk_pair(token: str) -> bool:
     """Whether a token is two CJK characters: present in a normalised text exactly when it is a substring of it."""
     return _CJK_PAIR.fullmatch(token) is not None
+
+
+def is_cjk_char(text: str) -> bool:
+    """Whether `text` is one CJK character (a kanji, kana or iteration mark `tokenize` puts in CJK runs)."""
+    return _CJK_CHAR.fullmatch(text) is not None
+
+
+@lru_cache(maxsize=1)
+def _cjk_bounds() -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The CJK class as sorted, disjoint code-point ranges [low, high], read from the class text itself."""
+    ranges: list[tuple[int, int]] = []
+    i = 0
+    while i < len(_CJK):
+        if i + 2 < len(_CJK) and _CJK[i + 1] == "-":
+            ranges.append((ord(_CJK[i]), ord(_CJK[i + 2])))
+            i += 3
+        else:
+            ranges.append((ord(_CJK[i]), ord(_CJK[i])))
+            i += 1
+    merged: list[list[int]] = []
+    for low, high in sorted(ranges):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    return np.array([r[0] for r in merged], dtype=np.int64), np.array([r[1] for r in merged], dtype=np.int64)
+
+
+def cjk_code_points(points: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
+    """Which code points are CJK characters (`is_cjk_char` for a whole array at once)."""
+    lows, highs = _cjk_bounds()
+    codes = points.astype(np.int64)
+    slot = np.searchsorted(lows, codes, side="right") - 1
+    inside: npt.NDArray[np.bool_] = (slot >= 0) & (codes <= highs[np.maximum(slot, 0)])
+    return inside
 
 
 @lru_cache(maxsize=64)

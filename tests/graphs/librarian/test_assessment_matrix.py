@@ -28,7 +28,7 @@ def test_presence_matrix_equals_tokens_present_per_snippet(texts: list[str], que
     normalized = [normalize(t) for t in texts]
     extra = [question[i : i + n] for n in (1, 2, 3) for i in range(len(question))]
     asked = list(dict.fromkeys([*tokenize(question), *(e for e in extra if e.strip())]))
-    present = _presence(normalized, asked)
+    present = _presence(normalized, {token: j for j, token in enumerate(asked)})
     assert present.shape == (len(normalized), len(asked))
     for i, text in enumerate(normalized):
         held = tokens_present(text, frozenset(asked))

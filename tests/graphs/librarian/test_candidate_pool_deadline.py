@@ -13,7 +13,7 @@ import graphs.librarian.candidates as candidates
 from contracts.librarian import SearchRound
 from graphs.errors import DeadlineExceeded
 from graphs.librarian.candidates import build_pool, build_pool_async
-from graphs.text.normalize import normalize
+from graphs.text.normalize import normalize_many
 from tests.graphs.librarian.helpers import hit, round_of
 from tests.support.context import make_context
 
@@ -70,11 +70,11 @@ def test_the_think_endpoint_answers_timeout_within_its_budget_while_ingesting(
 ) -> None:
     # Make every hit slow to fold (2 ms) and chunks small: 300 hits (the limit) take 0.6 s, the budget is 0.1 s.
 
-    def slow_normalize(text: str) -> str:
-        time.sleep(0.002)
-        return normalize(text)
+    def slow_normalize_many(texts: list[str]) -> list[str]:
+        time.sleep(0.002 * len(texts))
+        return normalize_many(texts)
 
-    monkeypatch.setattr(candidates, "normalize", slow_normalize)
+    monkeypatch.setattr(candidates, "normalize_many", slow_normalize_many)
     monkeypatch.setattr(candidates, "_HITS_PER_CHUNK", 8)
     results = [
         {"document_id": f"d{i}", "page": i, "snippet": f"東京タワーの高さは{i}メートル。", "score": 1.0}

@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphs.text.normalize import normalize
+from graphs.text.normalize import _COMPATIBILITY_CHARS, _COMPATIBILITY_RANGES, normalize, normalize_many
 
 _WHITESPACE = re.compile(r"\s+")
 
@@ -51,3 +51,25 @@ def test_every_whitespace_character_collapses_as_the_regex_does() -> None:
     # Format characters that look like spaces but are not whitespace stay (zero width space, word joiner, BOM).
     for other in ("\u200b", "\u180e", "\u2060", "\ufeff"):
         assert normalize(f"a{other}b") == definition(f"a{other}b")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=TRICKY, max_size=30), max_size=8))
+def test_normalize_many_equals_normalize_text_by_text_on_tricky_text(texts: list[str]) -> None:
+    assert normalize_many(texts) == [normalize(text) for text in texts]
+
+
+@settings(deadline=None)
+@given(st.lists(st.text(max_size=30), max_size=8))
+def test_normalize_many_equals_normalize_text_by_text_on_any_text(texts: list[str]) -> None:
+    assert normalize_many(texts) == [normalize(text) for text in texts]
+
+
+def test_no_rewritten_character_becomes_another_that_would_be_rewritten() -> None:
+    # Why `normalize_many` may replace a text's rewritten characters one after another: the NFKC form of one
+    # never holds another character of the class whose own NFKC form differs.
+    rewritten = [chr(code) for low, high in _COMPATIBILITY_RANGES for code in range(low, high + 1)]
+    for char in rewritten:
+        for inner in unicodedata.normalize("NFKC", char):
+            if _COMPATIBILITY_CHARS.fullmatch(inner):
+                assert unicodedata.normalize("NFKC", inner) == inner, (char, inner)

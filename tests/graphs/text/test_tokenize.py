@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from graphs.text.normalize import normalize
-from graphs.text.tokenize import content_tokens, is_function_token, terms, terms_of_many, tokenize
+from graphs.text.tokenize import (
+    cjk_code_points,
+    content_tokens,
+    is_cjk_char,
+    is_function_token,
+    terms,
+    terms_of_many,
+    tokenize,
+)
 from tests.support.jsquad import JsquadSet
 
 CJK = re.compile(r"[\u3005-\u3007\u303b\u3041-\u309f\u30a1-\u30ff\u31f0-\u31ff\u3400-\u9fff\uf900-\ufaff]")
@@ -212,3 +220,10 @@ def test_bm25_over_tokenize_recalls_jsquad_paragraphs(jsquad_full: JsquadSet) ->
 @given(st.text(alphabet=st.sampled_from("あいうえおかゝゞゟーアイウ東京高山 .,3abcTheＴｏｋｙｏﾀﾜｰ\n")))
 def test_content_tokens_are_the_tokens_that_are_not_function_tokens(text: str) -> None:
     assert content_tokens(text) == {t for t in tokenize(text) if not is_function_token(t)}
+
+
+def test_cjk_code_points_agrees_with_is_cjk_char_on_every_code_point() -> None:
+    points = np.arange(0x110000, dtype=np.uint32)
+    expected = np.fromiter((is_cjk_char(chr(c)) for c in range(0x110000)), dtype=bool, count=0x110000)
+    assert np.array_equal(cjk_code_points(points), expected)
+    assert expected.sum() > 20_000  # the class is not empty: kanji, kana and the astral kanji planes
