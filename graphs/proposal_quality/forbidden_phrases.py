@@ -69,11 +69,23 @@ KANJI_READINGS: dict[str, tuple[str, ...]] = {
 """Kana readings of the kanji that forbidden phrases use (a test checks every such kanji is listed)."""
 
 
+_FOLDABLE = re.compile("[" + "".join(re.escape(chr(code)) for code in sorted(_FOLD)) + "]+")
+"""Runs of the characters `_FOLD` rewrites: only these are handed to `str.translate`."""
+
+
+def _fold_run(found: re.Match[str]) -> str:
+    return found.group().translate(_FOLD)
+
+
 def comparable(text: str) -> str:
     """`text` in the canonical form phrases are compared in (see the module docstring)."""
-    flat = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    # Most texts are NFKC already, and the check is several times cheaper than `normalize` on them.
+    nfkc = text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+    flat = _INVISIBLE.sub("", nfkc)
     # NFKC turns a spacing voiced mark (゛) into space + combining mark; with the space gone, compose again.
-    folded = unicodedata.normalize("NFC", flat).translate(_FOLD)
+    # `translate` with a dict pays a failed lookup for every character it leaves alone (most of a Japanese
+    # text): translating only the runs it rewrites gives the same string in half the time.
+    folded = _FOLDABLE.sub(_fold_run, unicodedata.normalize("NFC", flat))
     for old, new in SPELLINGS:
         if old in folded:
             folded = folded.replace(old, new)

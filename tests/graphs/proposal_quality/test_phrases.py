@@ -12,12 +12,22 @@ import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting.advisor import advisor_report
 from graphs.proposal_quality.drafting.organizer import organizer_report
 from graphs.proposal_quality.drafting.wording import FORBIDDEN, REPHRASE, neutral
-from graphs.proposal_quality.forbidden_phrases import KANJI_READINGS, comparable, find_forbidden, forbidden_in
+from graphs.proposal_quality.forbidden_phrases import (
+    _FOLD,
+    _INVISIBLE,
+    KANJI_READINGS,
+    comparable,
+    find_forbidden,
+    forbidden_in,
+)
+from graphs.proposal_quality.forbidden_phrases import SPELLINGS as PHRASE_SPELLINGS
 from graphs.proposal_quality.validator import (
     ADVISOR_FORBIDDEN,
     ORGANIZER_FORBIDDEN,
@@ -180,3 +190,26 @@ def test_markers_are_compared_like_phrases() -> None:
     report = ADVISOR_SAMPLES[0].fresh_report()
     report["options"][0]["label"] = "ﾊﾟﾀｰﾝ A"
     assert validate_advisor_report(report, ADVISOR_SAMPLES[0].valid_ids).warnings == []
+
+
+def _reference_comparable(text: str) -> str:
+    """`comparable` as first written: NFKC, invisibles out, NFC, `translate` over the whole text, spellings."""
+    folded = unicodedata.normalize("NFC", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))).translate(_FOLD)
+    for old, new in PHRASE_SPELLINGS:
+        if old in folded:
+            folded = folded.replace(old, new)
+    return folded
+
+
+def test_comparable_matches_its_reference_on_every_code_point() -> None:
+    """The fast paths (NFKC check, folding only the runs `_FOLD` rewrites) change no character's form."""
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for start in range(0, len(points), 64):
+        chunk = "".join(points[start : start + 64])
+        assert comparable(chunk) == _reference_comparable(chunk), hex(ord(chunk[0]))
+
+
+@given(st.text(alphabet=st.sampled_from("ヘへベスト推奬すいしょうカタカナ下さい為るべき゛\u3099\u200b ﾍﾞｽﾄ漢字AＡa")))
+def test_comparable_matches_its_reference_on_mixed_text(text: str) -> None:
+    """Runs of kana, kanji, marks, width forms and invisibles in any order: the same canonical form."""
+    assert comparable(text) == _reference_comparable(text)
