@@ -26,6 +26,7 @@ from graphs.proposal_quality.forbidden_phrases import (
     comparable,
     find_forbidden,
     forbidden_in,
+    forbidden_in_any,
 )
 from graphs.proposal_quality.forbidden_phrases import SPELLINGS as PHRASE_SPELLINGS
 from graphs.proposal_quality.validator import (
@@ -213,3 +214,18 @@ def test_comparable_matches_its_reference_on_every_code_point() -> None:
 def test_comparable_matches_its_reference_on_mixed_text(text: str) -> None:
     """Runs of kana, kanji, marks, width forms and invisibles in any order: the same canonical form."""
     assert comparable(text) == _reference_comparable(text)
+
+
+_PIECE_CHARS = "ヘへベスト推奨すいしょう下さい為るべきしてくださ゛\u3099\u200b |ﾍﾞｽﾄ（）:A"
+_PIECES = st.text(alphabet=st.sampled_from(_PIECE_CHARS), max_size=8)
+
+
+@given(st.lists(_PIECES, max_size=6), st.sampled_from([ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN]))
+def test_one_pass_over_many_texts_finds_what_each_text_finds(texts: list[str], phrases: tuple[str, ...]) -> None:
+    """Joined, no phrase is lost at a boundary (a mark after it, a separator inside) and none is made across one."""
+    assert forbidden_in_any(texts, phrases) == any(forbidden_in(text, phrases) is not None for text in texts)
+
+
+def test_a_phrase_split_over_two_texts_is_not_found() -> None:
+    assert not forbidden_in_any(["推", "奨", "ベス", "\u200bト", "ヘ", "\u3099スト"], ADVISOR_FORBIDDEN)
+    assert forbidden_in_any(["a", "推\u200b奨"], ADVISOR_FORBIDDEN)
