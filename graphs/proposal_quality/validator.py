@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from contracts.proposal_quality import ReportKind, ValidationResult
-from graphs.proposal_quality.forbidden_phrases import comparable, forbidden_in
+from graphs.proposal_quality.forbidden_phrases import comparable, forbidden_in, forbidden_in_any
 
 ORGANIZER_FORBIDDEN = ("べき", "してください", "が必要です")
 """Organizer: assertive phrases not allowed in `summary` or any `reason` (seed 004 §3.1), in any spelling
@@ -323,8 +323,12 @@ def _check_option(option: dict[str, Any], path: str, found: _Findings) -> None:
 def _forbidden_words(report: dict[str, Any]) -> list[tuple[str, str]]:
     """(path, word) for every string (value or key) anywhere in the report that has a forbidden word.
 
-    Iterative, so a deeply nested report cannot exhaust the interpreter's recursion limit.
+    Iterative, so a deeply nested report cannot exhaust the interpreter's recursion limit. All its
+    strings are checked in one pass first (`forbidden_in_any`); only a report with a hit is walked
+    again with paths, string by string.
     """
+    if not forbidden_in_any(_strings(report), ADVISOR_FORBIDDEN):
+        return []
     hits: list[tuple[str, str]] = []
     stack: list[tuple[str, object]] = [("", report)]
     while stack:
@@ -342,6 +346,22 @@ def _forbidden_words(report: dict[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, list):
             stack.extend((_path(path, index), item) for index, item in reversed(list(enumerate(value))))
     return hits
+
+
+def _strings(report: dict[str, Any]) -> list[str]:
+    """Every string in the report, values and keys (as `_forbidden_words` sees them), in no particular order."""
+    found: list[str] = []
+    stack: list[object] = [report]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            found += map(str, value)
+            stack += value.values()
+        elif isinstance(value, list):
+            stack += value
+    return found
 
 
 _OPTIONAL_OPTION_KEYS = ("description", "pros", "cons", "suggested_status")

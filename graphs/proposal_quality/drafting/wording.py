@@ -48,8 +48,7 @@ _CATEGORY_WORDS: dict[StatusCategory, frozenset[str]] = {
 
 def neutral(text: str, limit: int = 60) -> str:
     """`text` on one line, at most `limit` characters, with no phrase either validator forbids."""
-    shown = "".join(ch for ch in unicodedata.normalize("NFKC", text) if ch.isspace() or not _invisible(ch))
-    flat = _WHITESPACE.sub(" ", shown).strip()
+    flat = _WHITESPACE.sub(" ", visible(text)).strip()
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
     for _ in range(MAX_REPHRASES):
@@ -61,6 +60,13 @@ def neutral(text: str, limit: int = 60) -> str:
     while (found := find_forbidden(flat, FORBIDDEN)) is not None:
         flat = flat[: found.start] + flat[found.end :]
     return flat
+
+
+def visible(text: str) -> str:
+    """`text` in NFKC without its control and format characters (Cc, Cf), whitespace kept."""
+    nfkc = text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+    # A printable text has no Cc or Cf character (`str.isprintable`): nothing to drop, no loop over it.
+    return nfkc if nfkc.isprintable() else "".join(ch for ch in nfkc if ch.isspace() or not _invisible(ch))
 
 
 def _invisible(ch: str) -> bool:

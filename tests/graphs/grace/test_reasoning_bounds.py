@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import time
 
 import pytest
@@ -18,7 +19,16 @@ from hypothesis import strategies as st
 from contracts.grace import Evidence, UserInput
 from graphs.errors import DeadlineExceeded
 from graphs.grace.complexity import is_japanese
-from graphs.grace.reasoning import CHUNK_CHARS, SCAN_PER_LENGTH, Material, TermMatcher, extractive_answer
+from graphs.grace.reasoning import (
+    CHUNK_CHARS,
+    MAX_SENTENCE_CHARS,
+    MIN_SENTENCE_CHARS,
+    SCAN_PER_LENGTH,
+    Material,
+    TermMatcher,
+    _sentences,
+    extractive_answer,
+)
 from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize
 from tests.support.context import make_context
@@ -85,3 +95,24 @@ def test_a_spent_deadline_stops_the_answer() -> None:
     material = hostile_material(copies=2)
     with pytest.raises(DeadlineExceeded):
         asyncio.run(extractive_answer(LONG_QUERY, material, max_sentences=3, checkpoint=context.checkpoint))
+
+
+_LOOKBEHIND_BREAK = re.compile(r"(?<=[。！？!?])|(?<=[.;])\s+|\n+")
+
+
+def _reference_sentences(text: str) -> list[str]:
+    """The sentences as first cut: `re.split` on lookbehinds, each piece stripped, short ones dropped."""
+    parts = (p.strip() for p in _LOOKBEHIND_BREAK.split(text))
+    return [p[:MAX_SENTENCE_CHARS] for p in parts if len(p) >= MIN_SENTENCE_CHARS]
+
+
+@given(st.text(alphabet=st.sampled_from("。！？!?.;\n\r\t \u3000\u00a0\u2028\x1c梅雨ab1")))
+def test_sentences_are_cut_as_the_lookbehind_split_cuts_them(text: str) -> None:
+    """Ends, whitespace of every kind and newlines in any order: the same sentences as the reference split."""
+    assert _sentences(text) == _reference_sentences(text)
+
+
+def test_a_long_sentence_is_cut_to_its_bound() -> None:
+    text = "あ" * (MAX_SENTENCE_CHARS + 50) + "。 ok; fine. x\n\nlast one"
+    assert _sentences(text) == _reference_sentences(text)
+    assert _sentences(text)[0] == "あ" * MAX_SENTENCE_CHARS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from contracts.proposal_quality import Dashboard
 from graphs.proposal_quality.board import Board, BoardNode, board_from_dashboard
 from graphs.proposal_quality.drafting.advisor import advisor_report
 from graphs.proposal_quality.drafting.organizer import asks_for_decomposition, organizer_report
-from graphs.proposal_quality.drafting.wording import neutral, status_category
+from graphs.proposal_quality.drafting.wording import neutral, status_category, visible
 from graphs.proposal_quality.forbidden_phrases import forbidden_in
 from graphs.proposal_quality.validator import (
     ADVISOR_FORBIDDEN,
@@ -224,3 +226,17 @@ def test_any_dashboard_gives_valid_grounded_reports(nodes: list[BoardNode], focu
     advisor = advisor_report(board, focus_id=focus_id, intent=intent, notes=[intent or ""])
     assert validate_advisor_report(advisor, board.valid_ids).errors == []
     assert advisor["target_node_id"] in (board.valid_ids if board.nodes else {""})
+
+
+def test_visible_matches_its_reference_on_every_code_point() -> None:
+    """The printable fast path drops exactly what the character-by-character filter drops."""
+
+    def reference(text: str) -> str:
+        shown = unicodedata.normalize("NFKC", text)
+        return "".join(ch for ch in shown if ch.isspace() or unicodedata.category(ch) not in ("Cf", "Cc"))
+
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for start in range(0, len(points), 64):
+        chunk = "".join(points[start : start + 64])
+        assert visible(chunk) == reference(chunk), hex(ord(chunk[0]))
+    assert visible("推奨　の見直し") == reference("推奨　の見直し")

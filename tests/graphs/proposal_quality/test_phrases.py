@@ -12,12 +12,23 @@ import unicodedata
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting.advisor import advisor_report
 from graphs.proposal_quality.drafting.organizer import organizer_report
 from graphs.proposal_quality.drafting.wording import FORBIDDEN, REPHRASE, neutral
-from graphs.proposal_quality.forbidden_phrases import KANJI_READINGS, comparable, find_forbidden, forbidden_in
+from graphs.proposal_quality.forbidden_phrases import (
+    _FOLD,
+    _INVISIBLE,
+    KANJI_READINGS,
+    comparable,
+    find_forbidden,
+    forbidden_in,
+    forbidden_in_any,
+)
+from graphs.proposal_quality.forbidden_phrases import SPELLINGS as PHRASE_SPELLINGS
 from graphs.proposal_quality.validator import (
     ADVISOR_FORBIDDEN,
     ORGANIZER_FORBIDDEN,
@@ -180,3 +191,41 @@ def test_markers_are_compared_like_phrases() -> None:
     report = ADVISOR_SAMPLES[0].fresh_report()
     report["options"][0]["label"] = "ﾊﾟﾀｰﾝ A"
     assert validate_advisor_report(report, ADVISOR_SAMPLES[0].valid_ids).warnings == []
+
+
+def _reference_comparable(text: str) -> str:
+    """`comparable` as first written: NFKC, invisibles out, NFC, `translate` over the whole text, spellings."""
+    folded = unicodedata.normalize("NFC", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))).translate(_FOLD)
+    for old, new in PHRASE_SPELLINGS:
+        if old in folded:
+            folded = folded.replace(old, new)
+    return folded
+
+
+def test_comparable_matches_its_reference_on_every_code_point() -> None:
+    """The fast paths (NFKC check, folding only the runs `_FOLD` rewrites) change no character's form."""
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for start in range(0, len(points), 64):
+        chunk = "".join(points[start : start + 64])
+        assert comparable(chunk) == _reference_comparable(chunk), hex(ord(chunk[0]))
+
+
+@given(st.text(alphabet=st.sampled_from("ヘへベスト推奬すいしょうカタカナ下さい為るべき゛\u3099\u200b ﾍﾞｽﾄ漢字AＡa")))
+def test_comparable_matches_its_reference_on_mixed_text(text: str) -> None:
+    """Runs of kana, kanji, marks, width forms and invisibles in any order: the same canonical form."""
+    assert comparable(text) == _reference_comparable(text)
+
+
+_PIECE_CHARS = "ヘへベスト推奨すいしょう下さい為るべきしてくださ゛\u3099\u200b |ﾍﾞｽﾄ（）:A"
+_PIECES = st.text(alphabet=st.sampled_from(_PIECE_CHARS), max_size=8)
+
+
+@given(st.lists(_PIECES, max_size=6), st.sampled_from([ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN]))
+def test_one_pass_over_many_texts_finds_what_each_text_finds(texts: list[str], phrases: tuple[str, ...]) -> None:
+    """Joined, no phrase is lost at a boundary (a mark after it, a separator inside) and none is made across one."""
+    assert forbidden_in_any(texts, phrases) == any(forbidden_in(text, phrases) is not None for text in texts)
+
+
+def test_a_phrase_split_over_two_texts_is_not_found() -> None:
+    assert not forbidden_in_any(["推", "奨", "ベス", "\u200bト", "ヘ", "\u3099スト"], ADVISOR_FORBIDDEN)
+    assert forbidden_in_any(["a", "推\u200b奨"], ADVISOR_FORBIDDEN)
