@@ -14,11 +14,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from contracts.grace import ConfidenceScore, Evidence, GraceState, PlanStep, Thresholds, UserInput
+from graphs.chunked import Pacer
 from graphs.config_files import GraceConfig
+from graphs.context import Checkpoint
 from graphs.grace.complexity import is_japanese
 from graphs.grace.confidence import ScoredText, measure, score_step
 from graphs.grace.search_results import as_scored
@@ -38,7 +40,6 @@ SUPPORT_SHARE = 0.5
 """A source that covers this share of the question's term weight corroborates the answer."""
 CHUNK_CHARS = 20_000
 """Characters of text processed between two checkpoints (a few ms of CPU): the answer yields and meets the deadline."""
-Checkpoint = Callable[[], Awaitable[None]]
 _SENTENCE_END = re.compile(r"[。！？!?\n]|[.;](?=\s)")
 """What ends a sentence: 。！？!? or a newline, or . ; before whitespace (the character stays with its sentence)."""
 
@@ -168,22 +169,7 @@ class TermMatcher:
         return frozenset(found)
 
 
-class _Pacer:
-    """Counts characters of CPU work and yields to the event loop (checking the deadline) every `CHUNK_CHARS`."""
-
-    def __init__(self, checkpoint: Checkpoint | None) -> None:
-        self.checkpoint = checkpoint
-        self.done = 0
-        self.due = CHUNK_CHARS
-
-    async def tick(self, chars: int) -> None:
-        self.done += chars
-        if self.done >= self.due and self.checkpoint is not None:
-            self.due = self.done + CHUNK_CHARS
-            await self.checkpoint()
-
-
-async def _candidates(material: Material, matcher: TermMatcher, pacer: _Pacer) -> list[_Sentence]:
+async def _candidates(material: Material, matcher: TermMatcher, pacer: Pacer) -> list[_Sentence]:
     found: list[_Sentence] = []
     for user_input in material.user_inputs:
         for s in _sentences(user_input.text):
@@ -213,7 +199,7 @@ async def extractive_answer(
     work, so a long input yields to the event loop and stops at the request's deadline.
     """
     matcher = TermMatcher(query_terms(query))
-    pacer = _Pacer(checkpoint)
+    pacer = Pacer(checkpoint, CHUNK_CHARS)
     candidates = await _candidates(material, matcher, pacer)
     weights = _term_weights(matcher.wanted, candidates)
     total_weight = sum(weights.values())
@@ -239,7 +225,7 @@ async def _choose(
     groups: Sequence[int],
     weights: dict[str, float],
     max_sentences: int,
-    pacer: _Pacer,
+    pacer: Pacer,
 ) -> tuple[list[_Sentence], set[str]]:
     """Greedy coverage: first the best sentence of each group (so every source side is heard), then the best overall.
 
@@ -281,7 +267,7 @@ async def _corroborating(
     matcher: TermMatcher,
     weights: dict[str, float],
     total_weight: float,
-    pacer: _Pacer,
+    pacer: Pacer,
 ) -> list[Evidence]:
     """Uncited evidence that mentions enough of the query to support the answer, so confidence counts it too."""
     found: list[Evidence] = []
