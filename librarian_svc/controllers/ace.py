@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response
-from litestar.di import NamedDependency
 
 from contracts.ace import (
     AceCurateResponse,
@@ -24,7 +23,6 @@ from contracts.ace import (
 )
 from graphs.ace import run as ace
 from librarian_svc.request_runner import agent_post, agent_route, run_agent
-from librarian_svc.services import Services
 
 AGENT_DESCRIPTION = (
     "Agent-level failures (TIMEOUT, MODEL_FAILURE) are HTTP 200 with `action: ERROR`; contract violations "
@@ -47,11 +45,9 @@ class AceController(Controller):
         description="Results best first, at most `query.top_k`, filtered by section and confidence. "
         + AGENT_DESCRIPTION,
     )
-    async def search(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[AceSearchResponse]:
+    async def search(self, request: Request[Any, Any, Any]) -> Response[AceSearchResponse]:
         """Decode → search → results."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_post(
         "/generate",
@@ -61,11 +57,9 @@ class AceController(Controller):
         description="Returns the answer, the trajectory (used bullets, reasoning steps) to send to /reflect, and "
         "the search results it was built from. " + AGENT_DESCRIPTION,
     )
-    async def generate(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[AceGenerateResponse]:
+    async def generate(self, request: Request[Any, Any, Any]) -> Response[AceGenerateResponse]:
         """Decode → generator graph → answer."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_post(
         "/reflect",
@@ -76,11 +70,9 @@ class AceController(Controller):
         "`skipped_bullet_ids`). If the model fails, the reflection is empty and `model_problem` says why "
         "(seed 001). " + AGENT_DESCRIPTION,
     )
-    async def reflect(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[AceReflectResponse]:
+    async def reflect(self, request: Request[Any, Any, Any]) -> Response[AceReflectResponse]:
         """Decode → reflector graph → reflection."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_post(
         "/curate",
@@ -91,11 +83,9 @@ class AceController(Controller):
         "deterministically (new ids `<section-prefix>-<nnnnn>`, never reused; near-duplicate ADDs become "
         "UPDATEs; optional `max_bullets` budget). " + AGENT_DESCRIPTION,
     )
-    async def curate(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[AceCurateResponse]:
+    async def curate(self, request: Request[Any, Any, Any]) -> Response[AceCurateResponse]:
         """Decode → curator graph → deltas and the new playbook."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
 
 class WorkflowController(Controller):
@@ -114,11 +104,9 @@ class WorkflowController(Controller):
         "one atomically. A stored playbook that is corrupt is HTTP 500 with `error_type: OTHER` and a message "
         "naming the problem. " + AGENT_DESCRIPTION,
     )
-    async def run(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[WorkflowRunResponse]:
+    async def run(self, request: Request[Any, Any, Any]) -> Response[WorkflowRunResponse]:
         """Decode → workflow graph → seed 000's response (or the store's problem as a 500)."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
 
 class PlaybookController(Controller):
@@ -139,11 +127,9 @@ class PlaybookController(Controller):
         "empty the stored playbook and is refused (400) unless `allow_empty=true`. Replaces the stored playbook "
         "under its lock; the id high-water mark never goes down, so ids of dropped bullets are not issued again.",
     )
-    async def put(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[PlaybookImportResponse]:
+    async def put(self, request: Request[Any, Any, Any]) -> Response[PlaybookImportResponse]:
         """Text → checks → stored."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_route(
         "/{dataset:str}",
@@ -154,9 +140,9 @@ class PlaybookController(Controller):
         description="`text/plain`, the format `PUT` takes and `python -m graphs.ace export` writes. A dataset "
         "with no stored playbook is 404; a stored file that is corrupt is 500 (`error_type: OTHER`).",
     )
-    async def get(self, request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Response[str]:
+    async def get(self, request: Request[Any, Any, Any]) -> Response[str]:
         """Stored → text."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_route(
         "/",
@@ -165,8 +151,6 @@ class PlaybookController(Controller):
         operation_id="playbookList",
         summary="The datasets that have a stored playbook",
     )
-    async def list(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[PlaybookListResponse]:
+    async def list(self, request: Request[Any, Any, Any]) -> Response[PlaybookListResponse]:
         """Names, sorted."""
-        return await run_agent(request, services)
+        return await run_agent(request)

@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response
-from litestar.di import NamedDependency
 from litestar.response import ServerSentEvent
 
 from contracts.grace import GraceResponse
 from graphs.grace import run as grace
 from librarian_svc.request_runner import agent_post, run_agent, stream_agent
-from librarian_svc.services import Services
 
 DESCRIPTION = (
     "Send `query` with `state: null` first. Then send back the returned `state` token verbatim with exactly what "
@@ -35,11 +33,9 @@ class GraceController(Controller):
         summary="Advance a GRACE session by one step: returns SEARCH, ASK_USER, COMPLETE or ERROR",
         description=DESCRIPTION,
     )
-    async def step(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[GraceResponse]:
+    async def step(self, request: Request[Any, Any, Any]) -> Response[GraceResponse]:
         """Decode → check → one graph step → the action with the next state token."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_post(
         "/step/stream",
@@ -51,6 +47,6 @@ class GraceController(Controller):
         + " Each progress record is an `event: progress` (id = its index); the last event, `event: action`, carries "
         "the body `/agent/grace/step` would have returned. Invalid requests are refused before the stream starts.",
     )
-    async def stream(self, request: Request[Any, Any, Any], services: NamedDependency[Services]) -> ServerSentEvent:
+    async def stream(self, request: Request[Any, Any, Any]) -> ServerSentEvent:
         """Check the request now (so bad input is still a 4xx), then stream the step."""
-        return await stream_agent(request, services)
+        return await stream_agent(request)

@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response
-from litestar.di import NamedDependency
 
 from contracts.librarian import LibrarianResponse
 from graphs.librarian import run as librarian
 from librarian_svc.request_runner import agent_post, run_agent
-from librarian_svc.services import Services
 
 
 class LibrarianController(Controller):
@@ -30,8 +28,6 @@ class LibrarianController(Controller):
             "with `action: ERROR`; contract violations are 4xx with `error_type: INVALID_INPUT`."
         ),
     )
-    async def think(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[LibrarianResponse]:
+    async def think(self, request: Request[Any, Any, Any]) -> Response[LibrarianResponse]:
         """Decode → check → one graph step → the action with the next state token."""
-        return await run_agent(request, services)
+        return await run_agent(request)

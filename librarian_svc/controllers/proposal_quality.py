@@ -5,13 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Request, Response
-from litestar.di import NamedDependency
 
 from contracts.common import ErrorResponse
 from contracts.proposal_quality import ProposalRunResponse, ProposalValidateResponse
 from graphs.proposal_quality import run as proposals
 from librarian_svc.request_runner import agent_post, run_agent
-from librarian_svc.services import Services
 
 RUN_DESCRIPTION = (
     "Body: `{dashboard, focusNodeId?, userIntent?, constraints?}`; `dashboard` is `GET /api/dashboard`'s "
@@ -38,11 +36,9 @@ class ProposalQualityController(Controller):
             "to take the ids from. `ok` is true exactly when no Must rule is broken; Should rules only warn."
         ),
     )
-    async def validate(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[ProposalValidateResponse | ErrorResponse]:
+    async def validate(self, request: Request[Any, Any, Any]) -> Response[ProposalValidateResponse | ErrorResponse]:
         """Decode → check → the rules' verdict."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_post(
         "/organizer/run",
@@ -51,11 +47,9 @@ class ProposalQualityController(Controller):
         summary="Organizer: decomposition, grouping and relation proposals that pass the quality gate",
         description=RUN_DESCRIPTION,
     )
-    async def organizer(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[ProposalRunResponse | ErrorResponse]:
+    async def organizer(self, request: Request[Any, Any, Any]) -> Response[ProposalRunResponse | ErrorResponse]:
         """Decode → check → one Organizer run → the report and its verdict."""
-        return await run_agent(request, services)
+        return await run_agent(request)
 
     @agent_post(
         "/advisor/run",
@@ -64,8 +58,6 @@ class ProposalQualityController(Controller):
         summary="Advisor: two or more options for one node that pass the quality gate",
         description=RUN_DESCRIPTION,
     )
-    async def advisor(
-        self, request: Request[Any, Any, Any], services: NamedDependency[Services]
-    ) -> Response[ProposalRunResponse | ErrorResponse]:
+    async def advisor(self, request: Request[Any, Any, Any]) -> Response[ProposalRunResponse | ErrorResponse]:
         """Decode → check → one Advisor run → the report and its verdict."""
-        return await run_agent(request, services)
+        return await run_agent(request)

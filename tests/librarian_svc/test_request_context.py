@@ -1,0 +1,73 @@
+"""The request-context middleware's pieces: generated ids, the headers it reads, and secret redaction on log lines."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import structlog
+from litestar.types import Scope
+
+from librarian_svc.log_setup import redact_secrets
+from librarian_svc.request_context import _start_request, current_request_id, new_request_id
+
+
+def test_generated_request_ids_are_distinct_uuid4_hex() -> None:
+    ids = [new_request_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for value in ids[:50]:
+        parsed = uuid.UUID(value)
+        assert parsed.hex == value
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
+
+
+def _scope(headers: list[tuple[bytes, bytes]]) -> Scope:
+    return {"type": "http", "headers": headers, "state": {}}  # type: ignore[return-value]  # only what it reads
+
+
+def test_start_request_reads_the_id_and_trace_whatever_the_header_case() -> None:
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    scope = _scope(
+        [
+            (b"host", b"x"),
+            (b"X-Request-ID", b"from-header"),
+            (b"TraceParent", f"00-{trace}-b7ad6b7169203331-01".encode()),
+        ]
+    )
+    _start_request(scope, "p1")
+    assert current_request_id(scope) == "from-header"
+    bound = structlog.contextvars.get_contextvars()
+    assert bound == {"request_id": "from-header", "logging.googleapis.com/trace": f"projects/p1/traces/{trace}"}
+    structlog.contextvars.clear_contextvars()
+
+
+def test_start_request_generates_an_id_for_a_missing_or_invalid_header() -> None:
+    for headers in ([], [(b"x-request-id", b"")], [(b"x-request-id", b"bad\x00id")]):
+        scope = _scope(headers)
+        _start_request(scope, None)
+        assert uuid.UUID(current_request_id(scope)).version == 4
+        assert structlog.contextvars.get_contextvars() == {"request_id": current_request_id(scope)}
+    structlog.contextvars.clear_contextvars()
+
+
+def test_redaction_passes_a_plain_line_on_and_redacts_secrets_every_time() -> None:
+    access = {"event": "request", "method": "POST", "path": "/x", "status": 200, "latency_ms": 0.1, "pid": 1}
+    for _ in range(2):  # the second time its keys are known safe
+        assert redact_secrets(None, "info", dict(access)) == access
+    for _ in range(2):  # a secret key among known-safe ones is still caught
+        line = redact_secrets(None, "info", {**access, "OpenAI_API_Key": "sk-1", "signature": b"s"})
+        assert line == {**access, "OpenAI_API_Key": "[redacted]", "signature": "[redacted]"}
+
+
+def test_redaction_reaches_nested_mappings_without_touching_the_caller_s_data() -> None:
+    headers: dict[str, Any] = {"authorization": "Bearer x", "accept": "*/*", "inner": {"password": "p", 3: "n"}}
+    for _ in range(2):
+        line = redact_secrets(None, "info", {"event": "call", "headers": headers, "count": 2})
+        assert line == {
+            "event": "call",
+            "headers": {"authorization": "[redacted]", "accept": "*/*", "inner": {"password": "[redacted]", 3: "n"}},
+            "count": 2,
+        }
+    assert headers["authorization"] == "Bearer x"
+    assert headers["inner"]["password"] == "p"
