@@ -251,19 +251,32 @@ def _opening(assessment: Assessment, ranking: Sequence[Location], *, max_evidenc
 def _with_disagreeing(
     selected: list[ScoredCandidate], usable: list[ScoredCandidate], *, max_evidence: int
 ) -> list[ScoredCandidate]:
-    """`selected` plus each strong source that contradicts it, while there is room.
+    """`selected` plus each strong source that contradicts it, within `max_evidence`.
 
-    The caller must see that its sources disagree (the notes name them), not get one side silently.
+    The caller must see that its sources disagree (the notes name them), not get one side silently: when
+    the selection is full, a contradicting source takes the place of the last pick that is not the first
+    and not itself part of a disagreement (a runner-up kept only in case it answers).
     """
     best = usable[0]
     for scored in usable[1:]:
-        if len(selected) >= max_evidence:
-            break
         if scored in selected or scored.relevance < DISAGREE_SHARE * best.relevance:
             continue
-        if any(_versions_disagree(s, scored) for s in selected):
+        if not any(_versions_disagree(s, scored) for s in selected):
+            continue
+        if len(selected) < max_evidence:
             selected.append(scored)
+            continue
+        spare = [i for i in range(1, len(selected)) if not _disputed(selected[i], selected)]
+        if not spare:
+            break
+        del selected[spare[-1]]
+        selected.append(scored)
     return selected
+
+
+def _disputed(scored: ScoredCandidate, selected: list[ScoredCandidate]) -> bool:
+    """Whether `scored` contradicts another of `selected` (it is one side of a disagreement shown)."""
+    return any(other is not scored and _versions_disagree(other, scored) for other in selected)
 
 
 def _versions_disagree(first: ScoredCandidate, second: ScoredCandidate) -> bool:

@@ -132,8 +132,15 @@ def forbidden_in(text: str, phrases: Iterable[str]) -> str | None:
 
 SEPARATOR = "|"
 """Joins texts checked in one pass (`forbidden_in_any`). NFKC and NFC leave it alone and never compose it
-with a neighbour, `_INVISIBLE` and `_FOLD` keep it, and no spelling or `SPELLINGS` entry holds it: the
-canonical form of the joined texts is the canonical forms joined, and no spelling matches across it."""
+with a neighbour, `_INVISIBLE` and `_FOLD` keep it: the canonical form of the joined texts is the canonical
+forms joined. No spelling of the service's phrases holds it, so none matches across it (`_joinable` checks,
+for phrases a caller might pass)."""
+
+
+@lru_cache(maxsize=64)
+def _joinable(phrases: tuple[str, ...]) -> bool:
+    """Whether no spelling of `phrases` holds `SEPARATOR` (one that did could match across two joined texts)."""
+    return not any(SEPARATOR in form for phrase in phrases for form in spellings(phrase))
 
 
 def forbidden_in_any(texts: Iterable[str], phrases: Iterable[str]) -> bool:
@@ -143,6 +150,8 @@ def forbidden_in_any(texts: Iterable[str], phrases: Iterable[str]) -> bool:
     instead of one per string (per string, the calls cost more than the characters).
     """
     candidates = tuple(phrases)
+    if not _joinable(candidates):
+        return any(forbidden_in(text, candidates) is not None for text in texts)
     pattern, ascii_forms = _any_of(candidates)
     # NFKC text by text (normalising a long text that needs it costs far more than checking it); the rest once.
     scanned = [_nfkc(text) for text in texts if ascii_forms or not text.isascii()]

@@ -40,6 +40,11 @@ class _Unbounded(Exception):
     """The first characters of some match cannot be written as one character class."""
 
 
+_SCOPED_FLAGS_THAT_CHANGE_CLASSES = re.IGNORECASE | re.ASCII | re.UNICODE | re.LOCALE
+"""A group's own `(?i:...)`, `(?a:...)`, `(?u:...)` or `(?L:...)` changes what its classes match (case, charset):
+the guard, compiled with the pattern's global flags, would not cover the same characters."""
+
+
 def guarded(pattern: re.Pattern[str]) -> re.Pattern[str]:
     """`pattern`, prefixed with a lookahead of the characters its matches start with (see the module docstring)."""
     if pattern.flags & re.IGNORECASE:
@@ -62,10 +67,13 @@ def any_of(patterns: list[re.Pattern[str]]) -> re.Pattern[str] | None:
     `(?:a)|(?:b)` matches at a position exactly when `a` or `b` does there, so one search of it answers "does
     any of them match", stopping at the first position either matches instead of scanning the text once per
     pattern. None when they do not combine unchanged: no patterns, a capturing group (a later pattern's group
-    numbers would shift under its back references), or a global flag inside one (an error once not first).
+    numbers would shift under its back references), a compiled flag of its own (the joined pattern has none),
+    or a global flag inside one (an error once not first).
     """
     if not patterns or any(pattern.groups for pattern in patterns):
         return None
+    if any(pattern.flags != re.UNICODE for pattern in patterns):
+        return None  # a flag of its own (re.I, re.M, ...) would be lost in the joined pattern
     try:
         return guarded(re.compile("|".join(f"(?:{pattern.pattern})" for pattern in patterns)))
     except re.error:
@@ -114,8 +122,8 @@ def _first_of_item(op: Any, value: Any) -> tuple[list[str], bool]:
         return atoms, nullable
     if op is _ops.SUBPATTERN:
         _group, added, removed, inner = value
-        if (added | removed) & re.IGNORECASE:
-            raise _Unbounded
+        if (added | removed) & _SCOPED_FLAGS_THAT_CHANGE_CLASSES:
+            raise _Unbounded  # a class under another case or charset rule than the guard's: not the same set
         return _first(inner)
     if op in _REPEATS:
         low, _high, inner = value

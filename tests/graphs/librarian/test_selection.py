@@ -173,3 +173,27 @@ def test_the_search_sides_vote_breaks_a_near_tie() -> None:
     history = [_round({"東京タワーの展望台の高さは": 1})]
     selected = select_minimal(profile_question(QUESTION), _assessment(ranked), max_evidence=5, history=history)
     assert selected[0].candidate.page == 1
+
+
+def test_a_contradicting_source_is_kept_even_when_the_selection_is_full() -> None:
+    # max_evidence 2 is filled by the best and a likely runner-up; a third source states the best's statement
+    # with another figure. It takes the runner-up's place: the caller sees both versions, not one silently.
+    ranked = [
+        _scored(0, 1.0, snippet="東京タワーの高さは333メートルである。東京都港区にある電波塔。"),
+        _scored(1, 0.99),
+        _scored(2, 0.9, snippet="東京タワーの高さは334メートルである。東京都港区にある電波塔。"),
+    ]
+    selected = select_minimal(profile_question("東京タワー"), _assessment(ranked), max_evidence=2)
+    assert [s.candidate.page for s in selected] == [0, 2]
+    assert selection.disagreements(selected)
+
+
+def test_both_sides_of_a_disagreement_stay_when_another_contradiction_finds_no_room() -> None:
+    first = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
+    ranked = [
+        _scored(0, 1.0, snippet=first),
+        _scored(1, 0.95, snippet=first.replace("333", "334")),
+        _scored(2, 0.9, snippet=first.replace("333", "335")),
+    ]
+    selected = select_minimal(profile_question("東京タワー"), _assessment(ranked), max_evidence=2)
+    assert [s.candidate.page for s in selected] == [0, 1]

@@ -229,3 +229,9 @@ def test_one_pass_over_many_texts_finds_what_each_text_finds(texts: list[str], p
 def test_a_phrase_split_over_two_texts_is_not_found() -> None:
     assert not forbidden_in_any(["推", "奨", "ベス", "\u200bト", "ヘ", "\u3099スト"], ADVISOR_FORBIDDEN)
     assert forbidden_in_any(["a", "推\u200b奨"], ADVISOR_FORBIDDEN)
+
+
+def test_a_phrase_holding_the_separator_is_not_found_across_two_texts() -> None:
+    # A caller's phrase may hold the join character: it must still be found text by text, never across two.
+    assert not forbidden_in_any(["foo a", "b bar"], ["a|b"])
+    assert forbidden_in_any(["x", "say a|b here"], ["a|b"])

@@ -117,3 +117,23 @@ def test_states_answer_type_is_any_kind_searched_alone(text: str, data: st.DataO
     wanted = tuple(data.draw(st.lists(st.sampled_from(sorted(cues)), min_size=1, max_size=3, unique=True)))
     expected = any(cues[kind].evidence.search(text) for kind in wanted)
     assert states_answer_type(text, wanted) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "flags", "text"),
+    [
+        (r"(?u:\w)+x", re.ASCII, "éx"),  # a Unicode class inside an ASCII pattern: wider than a guard of it
+        (r"(?i:a)b|\d", 0, "Ab"),  # a group's own case rule
+        (r"(?a:\d)x|年", 0, "1x"),  # a group's own charset rule
+    ],
+)
+def test_a_group_with_its_own_flags_is_left_unguarded(source: str, flags: int, text: str) -> None:
+    original = re.compile(source, flags)
+    assert guarded(original) is original
+    assert guarded(original).search(text) is not None
+
+
+def test_patterns_with_flags_of_their_own_are_left_apart() -> None:
+    # The joined pattern is compiled without flags: re.I would be lost and "abc" missed.
+    assert any_of([re.compile("ABC", re.IGNORECASE), re.compile(r"\d")]) is None
+    assert any_of([re.compile("^a", re.MULTILINE)]) is None
