@@ -28,7 +28,6 @@ import os
 import random
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from typing import Any
 import httpx
 
 from bench.proc_stats import cpu_seconds, peak_rss_mb, reset_peak_rss
-from bench.tools import emit, free_port, log, machine_info, server_process
+from bench.tools import BackgroundLoop, emit, free_port, log, machine_info, server_process
 from contracts.limits import ACE, GRACE, LIBRARIAN, PROPOSAL
 
 MODULE = "bench.hostile"
@@ -405,34 +404,29 @@ CASES = [
 # --- measurement --------------------------------------------------------------------------------------
 
 
-class HealthProbe:
+class HealthProbe(BackgroundLoop):
     """GET /health every PROBE_INTERVAL_S on its own connection while a request runs; latencies in ms."""
 
+    interval_s = PROBE_INTERVAL_S
+
     def __init__(self, base_url: str) -> None:
+        super().__init__()
         self.base_url = base_url
         self.latencies: list[float] = []
         self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._client = httpx.Client(base_url=base_url, timeout=60.0)
 
-    def _run(self) -> None:
-        with httpx.Client(base_url=self.base_url, timeout=60.0) as client:
-            while not self._stop.is_set():
-                started = time.perf_counter()
-                try:
-                    client.get("/health").raise_for_status()
-                    self.latencies.append((time.perf_counter() - started) * 1000)
-                except httpx.HTTPError:
-                    self.failures += 1
-                self._stop.wait(PROBE_INTERVAL_S)
-
-    def __enter__(self) -> HealthProbe:
-        self._thread.start()
-        return self
+    def poll(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._client.get("/health").raise_for_status()
+            self.latencies.append((time.perf_counter() - started) * 1000)
+        except httpx.HTTPError:
+            self.failures += 1
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__exit__(*exc)
+        self._client.close()
 
     def summary(self) -> dict[str, Any]:
         values = self.latencies

@@ -48,7 +48,7 @@ from bench.hostile import (
     ace_search_body,
 )
 from bench.proc_stats import peak_rss_mb, reset_peak_rss, rss_mb, tree, tree_cpu_seconds
-from bench.tools import PROJECT_ROOT, emit, free_port, log, machine_info, ratio, server_process
+from bench.tools import PROJECT_ROOT, BackgroundLoop, emit, free_port, log, machine_info, ratio, server_process
 
 MODULE = "bench.memory_admission"
 CLOUDRUN = PROJECT_ROOT / "cloudrun.yaml"
@@ -90,34 +90,25 @@ def memory_mb(quantity: str) -> float:
     return round(float(match[1]) * scale[match[2]], 1)
 
 
-class TreeSampler:
+class TreeSampler(BackgroundLoop):
     """Sum of VmRSS (MiB) over a process and its descendants, every SAMPLE_S, while the block runs; the peak."""
 
+    interval_s = SAMPLE_S
+
     def __init__(self, pid: int) -> None:
+        super().__init__()
         self.pid = pid
         self.peak = 0.0
         self.peak_per_process: dict[int, float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def sample(self) -> tuple[float, dict[int, float]]:
         per = {pid: rss_mb(pid) or 0.0 for pid in tree(self.pid)}
         return sum(per.values()), per
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            total, per = self.sample()
-            if total > self.peak:
-                self.peak, self.peak_per_process = total, per
-            self._stop.wait(SAMPLE_S)
-
-    def __enter__(self) -> TreeSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def poll(self) -> None:
+        total, per = self.sample()
+        if total > self.peak:
+            self.peak, self.peak_per_process = total, per
 
 
 def single(only: list[str]) -> dict[str, Any]:

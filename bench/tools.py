@@ -15,12 +15,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
@@ -314,3 +315,33 @@ def emit(report: Mapping[str, Any], output: Path | None) -> None:
 def command_line(module: str, args: Sequence[str] = ()) -> str:
     """How to reproduce a report: the `python -m` line, run from the project root."""
     return " ".join(["python", "-m", module, *args])
+
+
+class BackgroundLoop:
+    """A daemon thread that runs `poll` every `interval_s` while a `with` block runs (samplers, probes).
+
+    Subclasses write only what one round does; starting, stopping and joining the thread are here once.
+    """
+
+    interval_s: float = 0.1
+
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def poll(self) -> None:
+        """One round of the loop's work."""
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.poll()
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
