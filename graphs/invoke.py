@@ -44,9 +44,10 @@ async def run_to_output(
         channel: The output channel; the graph must write it in every run.
 
     Raises:
-        AssertionError: The run ended without writing `channel` (a bug in the graph, never the caller's input).
+        RuntimeError: The run ended without writing `channel` (a bug in the graph, never the caller's input).
     """
     stream = graph.astream(inputs, config, context=context, stream_mode="values", output_keys=channel)
     written = [value async for value in stream]
-    assert written, f"the graph always ends in a node that sets `{channel}`"
+    if not written:  # not an assert: `python -O` would strip it and the caller get an IndexError instead
+        raise RuntimeError(f"the graph ended without setting `{channel}`: every run must end in a node that does")
     return written[-1]
