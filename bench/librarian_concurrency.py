@@ -21,7 +21,7 @@ Reported: throughput / bound, p50 and p99 of a think step / model latency. The c
 naive `model.invoke` inside an async handler would), which serialises every call.
 
     python -m bench.librarian_concurrency [--concurrency 80 256] [--model-ms 500] [--seconds 20] [--workers 1]
-        [--fake-model lean|full]
+        [--fake-model lean|full] [--model-client sdk|direct]
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ HITS = [
     for i in range(5)
 ]
 
+
+MODEL_CLIENT_VARIANTS: dict[str, str | None] = {"sdk": None, "direct": "bench.direct_client_variant"}
+"""The service as it is (langchain-openai + the OpenAI SDK), or the contrast with a minimal client of its own."""
 
 FAKE_MODELS = {"lean": "tests.fakes.lean_chat_server", "full": "tests.fakes.llm_server"}
 """The fake model servers the benchmark can run: both send the service the same bytes."""
@@ -321,6 +324,7 @@ def run(
     log_dir: Path,
     workers: int = 1,
     fake_model: str = "lean",
+    model_client: str = "sdk",
 ) -> dict[str, Any]:
     model, model_url = start_fake_model(model_ms, fake_model)
     env = {
@@ -332,7 +336,7 @@ def run(
         "WEB_CONCURRENCY": str(workers),
     }
     extra = ["--blocking-model"] if blocking else []
-    module = "bench.blocking_variant" if blocking else None
+    module = "bench.blocking_variant" if blocking else MODEL_CLIENT_VARIANTS[model_client]
     service = start_service(env, log_dir=log_dir, module=module, extra_args=extra)
     try:
         wait_for_workers(service.log_path, workers)
@@ -376,6 +380,12 @@ def main() -> None:
         default="lean",
         help="the fake model server: lean (default, less CPU taken from the service) or the full test fake",
     )
+    parser.add_argument(
+        "--model-client",
+        choices=sorted(MODEL_CLIENT_VARIANTS),
+        default="sdk",
+        help="sdk: the service as it is; direct: the contrast bench.direct_client_variant (not the service's client)",
+    )
     args = parser.parse_args()
     log_dir = PROJECT_ROOT / "bench" / "results" / "logs"
     runs = [
@@ -388,6 +398,7 @@ def main() -> None:
             log_dir=log_dir,
             workers=args.workers,
             fake_model=args.fake_model,
+            model_client=args.model_client,
         )
         for c in args.concurrency
     ]
@@ -399,6 +410,7 @@ def main() -> None:
         "command": "python -m bench.librarian_concurrency " + " ".join(sys.argv[1:]),
         "model_latency_ms": args.model_ms,
         "fake_model": FAKE_MODELS[args.fake_model],
+        "model_client": args.model_client,
         "runs": runs,
         "blocking_contrast": contrast,
         "targets": {"ratio_throughput_over_bound_at_80": ">= 0.9", "ratio_p99_over_model_latency_at_80": "<= 1.3"},
