@@ -10,11 +10,18 @@ complete inside it, their latency, and the service's CPU time per step (from /pr
 the service's processes), which says how much of its cores the workers need at that rate. The
 service logs at its default level, as deployed: one access line per request is part of that CPU.
 
+On one machine the service shares its cores with the fake model and this load generator (and, on
+a shared machine, other work): each one's CPU per step and cores held over the window are reported,
+with each worker's cores, and `ratio_cpu_ceiling_over_bound` is what the service's CPU per step
+would allow with every core to itself. With several workers the window starts only once every
+worker serves (see `wait_for_workers`).
+
 Reported: throughput / bound, p50 and p99 of a think step / model latency. The contrast run
 (`--blocking`) serves the same traffic with the model called synchronously on the event loop (as a
 naive `model.invoke` inside an async handler would), which serialises every call.
 
     python -m bench.librarian_concurrency [--concurrency 80 256] [--model-ms 500] [--seconds 20] [--workers 1]
+        [--fake-model lean|full] [--model-client sdk|direct]
 """
 
 from __future__ import annotations
@@ -35,8 +42,9 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.proc_stats import tree_cpu_seconds
+from bench.proc_stats import children, cpu_seconds, machine_busy_seconds, tree_cpu_seconds
 from bench.tools import PROJECT_ROOT, emit
+from bench.workers import ready_lines, role
 from tests.support.live_service import free_port, start_service
 
 # The scripted model behaves like a competent one: with no candidates it plans a search; once the
@@ -74,14 +82,26 @@ HITS = [
 ]
 
 
-def start_fake_model(delay_ms: float) -> tuple[subprocess.Popen[bytes], str]:
-    """The fake provider in its own process, so it never competes with the service's event loop."""
+MODEL_CLIENT_VARIANTS: dict[str, str | None] = {"sdk": None, "direct": "bench.direct_client_variant"}
+"""The service as it is (langchain-openai + the OpenAI SDK), or the contrast with a minimal client of its own."""
+
+FAKE_MODELS = {"lean": "tests.fakes.lean_chat_server", "full": "tests.fakes.llm_server"}
+"""The fake model servers the benchmark can run: both send the service the same bytes."""
+
+
+def start_fake_model(delay_ms: float, kind: str = "lean") -> tuple[subprocess.Popen[bytes], str]:
+    """The fake provider in its own process, so it never competes with the service's event loop.
+
+    The lean server (`tests.fakes.lean_chat_server`) sends the service the same bytes as the full fake
+    (`tests.fakes.llm_server`, a test checks it) for about 40 % of its CPU (0.13 vs 0.31 ms a step at 256
+    sessions), which the service then has.
+    """
     port = free_port()
     process = subprocess.Popen(
         [
             sys.executable,
             "-m",
-            "tests.fakes.llm_server",
+            FAKE_MODELS[kind],
             "--port",
             str(port),
             "--delay-ms",
@@ -168,8 +188,82 @@ async def session(client: aiohttp.ClientSession, index: int, window: Window, del
             body = {**body, "state": answer["state"], "search_history": [*body.get("search_history", []), round_]}
 
 
+@dataclass(frozen=True)
+class CpuReading:
+    """CPU seconds used so far by each party on the machine, read at one instant (None off Linux)."""
+
+    service: float | None
+    model: float | None
+    load_generator: float
+    machine: float | None
+    workers: dict[int, float]
+    """Each worker process's own CPU (with several workers; the supervisor and its helpers are not in it)."""
+
+    @classmethod
+    def now(cls, service_pid: int, model_pid: int) -> CpuReading:
+        workers = {pid: cpu_seconds(pid) for pid in children(service_pid) if role(pid) == "worker"}
+        return cls(
+            tree_cpu_seconds(service_pid),
+            tree_cpu_seconds(model_pid),
+            time.process_time(),
+            machine_busy_seconds(),
+            {pid: seconds for pid, seconds in workers.items() if seconds is not None},
+        )
+
+
+def cpu_shares(before: CpuReading, after: CpuReading, steps: int, seconds: float) -> dict[str, Any]:
+    """Each party's CPU per think step, and the share of the machine's cores it held over the window.
+
+    The service, the fake model and the load generator share this machine's cores (and, on a shared
+    machine, so does other work: `other_cores`); `service_cores` is what the service actually got, and
+    `service_steps_per_s_per_core` what its CPU per step would allow on each core it had to itself.
+    """
+    cores = os.cpu_count() or 1
+
+    def used(name: str) -> float | None:
+        first, last = getattr(before, name), getattr(after, name)
+        return None if first is None or last is None else last - first
+
+    def per_step(name: str) -> float | None:
+        seconds_used = used(name)
+        return None if seconds_used is None else round(seconds_used / steps * 1000, 2)
+
+    def in_cores(value: float | None) -> float | None:
+        return None if value is None else round(value / seconds, 2)
+
+    service, model, machine = used("service"), used("model"), used("machine")
+    own = [value for value in (service, model, used("load_generator")) if value is not None]
+    return {
+        "service_cpu_ms_per_step": per_step("service"),
+        "fake_model_cpu_ms_per_step": per_step("model"),
+        "load_generator_cpu_ms_per_step": per_step("load_generator"),
+        "cores": cores,
+        "service_cores": in_cores(service),
+        "fake_model_cores": in_cores(model),
+        "load_generator_cores": in_cores(used("load_generator")),
+        "other_cores": None if machine is None else in_cores(max(0.0, machine - sum(own))),
+        "service_steps_per_s_per_core": None if not service else round(steps / service, 1),
+        # With several workers: the cores each one used, busiest first (an uneven split caps throughput at the
+        # busiest worker's core while the other idles).
+        "worker_cores": sorted(
+            (
+                round((after.workers[pid] - first) / seconds, 2)
+                for pid, first in before.workers.items()
+                if pid in after.workers
+            ),
+            reverse=True,
+        ),
+    }
+
+
 async def drive(
-    base_url: str, concurrency: int, seconds: float, model_s: float, warm_up_s: float, service_pid: int
+    base_url: str,
+    concurrency: int,
+    seconds: float,
+    model_s: float,
+    warm_up_s: float,
+    service_pid: int,
+    model_pid: int,
 ) -> dict[str, Any]:
     """Ramp `concurrency` sessions up over one model latency, warm up, then measure a steady window.
 
@@ -185,15 +279,14 @@ async def drive(
         sessions = [session(client, i, window, i * model_s / concurrency) for i in range(concurrency)]
         runs = asyncio.gather(*sessions)
         await asyncio.sleep(max(0.0, window.start - time.monotonic()))
-        cpu_before, own_before = tree_cpu_seconds(service_pid), time.process_time()
+        before = CpuReading.now(service_pid, model_pid)
         await asyncio.sleep(max(0.0, window.stop - time.monotonic()))
-        cpu_after, own_after = tree_cpu_seconds(service_pid), time.process_time()
+        after = CpuReading.now(service_pid, model_pid)
         await runs
     steps = len(window.latencies)
     if not steps:
         raise RuntimeError(f"no think step completed in the {seconds} s window ({window.failures} failures)")
     latencies = sorted(window.latencies)
-    service_cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / steps * 1000
     return {
         "think_steps": steps,
         "failures": window.failures,
@@ -202,9 +295,23 @@ async def drive(
         "steps_per_s": round(steps / seconds, 1),
         "p50_s": round(statistics.median(latencies), 3),
         "p99_s": round(latencies[int(0.99 * (len(latencies) - 1))], 3),
-        "service_cpu_ms_per_step": None if service_cpu is None else round(service_cpu, 2),
-        "load_generator_cpu_ms_per_step": round((own_after - own_before) / steps * 1000, 2),
+        **cpu_shares(before, after, steps, seconds),
     }
+
+
+def wait_for_workers(log_path: Path, workers: int, timeout_s: float = 60.0) -> None:
+    """Wait until every worker serves, not only the first.
+
+    `/ready` answers as soon as the first worker serves, and the others start after it. Load sent at
+    once lands wholly on that first worker: its keep-alive connections then stay there for the whole
+    run while the other worker, once up, gets almost none, and the run measures one core, not the
+    instance (session 6's 256-session figure was taken so).
+    """
+    deadline = time.monotonic() + timeout_s
+    while ready_lines(log_path) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {ready_lines(log_path)} of {workers} workers were ready after {timeout_s} s")
+        time.sleep(0.05)
 
 
 def run(
@@ -216,8 +323,10 @@ def run(
     blocking: bool,
     log_dir: Path,
     workers: int = 1,
+    fake_model: str = "lean",
+    model_client: str = "sdk",
 ) -> dict[str, Any]:
-    model, model_url = start_fake_model(model_ms)
+    model, model_url = start_fake_model(model_ms, fake_model)
     env = {
         "LLM_PROVIDER": "openai-compatible",
         "OPENAI_BASE_URL": model_url,
@@ -227,11 +336,12 @@ def run(
         "WEB_CONCURRENCY": str(workers),
     }
     extra = ["--blocking-model"] if blocking else []
-    module = "bench.blocking_variant" if blocking else None
+    module = "bench.blocking_variant" if blocking else MODEL_CLIENT_VARIANTS[model_client]
     service = start_service(env, log_dir=log_dir, module=module, extra_args=extra)
     try:
+        wait_for_workers(service.log_path, workers)
         figures = asyncio.run(
-            drive(service.base_url, concurrency, seconds, model_ms / 1000, warm_up_s, service.process.pid)
+            drive(service.base_url, concurrency, seconds, model_ms / 1000, warm_up_s, service.process.pid, model.pid)
         )
     finally:
         service.stop()
@@ -246,6 +356,11 @@ def run(
         "ratio_p50_over_model_latency": round(figures["p50_s"] / (model_ms / 1000), 3),
         "ratio_p99_over_model_latency": round(figures["p99_s"] / (model_ms / 1000), 3),
     }
+    per_core = figures["service_steps_per_s_per_core"]
+    # What the service's CPU per step would allow if it had every core to itself (no harness, no other load).
+    figures["ratio_cpu_ceiling_over_bound"] = (
+        None if per_core is None else round(per_core * figures["cores"] / bound, 3)
+    )
     return figures
 
 
@@ -259,10 +374,32 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=1, help="service worker processes (WEB_CONCURRENCY) for the measured runs"
     )
+    parser.add_argument(
+        "--fake-model",
+        choices=sorted(FAKE_MODELS),
+        default="lean",
+        help="the fake model server: lean (default, less CPU taken from the service) or the full test fake",
+    )
+    parser.add_argument(
+        "--model-client",
+        choices=sorted(MODEL_CLIENT_VARIANTS),
+        default="sdk",
+        help="sdk: the service as it is; direct: the contrast bench.direct_client_variant (not the service's client)",
+    )
     args = parser.parse_args()
     log_dir = PROJECT_ROOT / "bench" / "results" / "logs"
     runs = [
-        run(c, args.model_ms, args.seconds, args.warm_up, blocking=False, log_dir=log_dir, workers=args.workers)
+        run(
+            c,
+            args.model_ms,
+            args.seconds,
+            args.warm_up,
+            blocking=False,
+            log_dir=log_dir,
+            workers=args.workers,
+            fake_model=args.fake_model,
+            model_client=args.model_client,
+        )
         for c in args.concurrency
     ]
     contrast = run(
@@ -272,6 +409,8 @@ def main() -> None:
         "benchmark": "librarian_concurrency",
         "command": "python -m bench.librarian_concurrency " + " ".join(sys.argv[1:]),
         "model_latency_ms": args.model_ms,
+        "fake_model": FAKE_MODELS[args.fake_model],
+        "model_client": args.model_client,
         "runs": runs,
         "blocking_contrast": contrast,
         "targets": {"ratio_throughput_over_bound_at_80": ">= 0.9", "ratio_p99_over_model_latency_at_80": "<= 1.3"},

@@ -22,6 +22,22 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_seconds() -> float | None:
+    """CPU time every core of the machine has spent busy so far (all processes, /proc/stat); None off Linux.
+
+    What a benchmark on a shared machine compares with its own processes' CPU: the rest is other load.
+    """
+    try:
+        line = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0]
+    except OSError:
+        return None
+    # "cpu user nice system idle iowait irq softirq steal guest guest_nice": idle and iowait are not busy;
+    # guest time is already counted in user.
+    ticks = [int(field) for field in line.split()[1:]]
+    busy = sum(ticks[:8]) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def tree_cpu_seconds(pid: int) -> float | None:
     """CPU time of a process and all its descendants (the uvicorn supervisor and its workers); None off Linux."""
     own = cpu_seconds(pid)

@@ -53,3 +53,16 @@ def test_a_process_that_has_gone_reads_as_missing() -> None:
     assert proc_stats.open_fds(gone) is None
     assert proc_stats.cmdline(gone) is None
     proc_stats.reset_peak_rss(gone)  # no error either
+
+
+def test_the_machine_busy_time_grows_by_at_least_our_own_cpu() -> None:
+    before_machine, before_own = proc_stats.machine_busy_seconds(), proc_stats.cpu_seconds(os.getpid())
+    sum(range(20_000_000))  # about a second of CPU on one core, enough for the clock ticks /proc counts in
+    after_machine, after_own = proc_stats.machine_busy_seconds(), proc_stats.cpu_seconds(os.getpid())
+    assert before_machine is not None
+    assert after_machine is not None
+    assert before_own is not None
+    assert after_own is not None
+    # Other processes only add to the machine's figure; two clock ticks of slack for the sampling.
+    assert after_machine - before_machine >= (after_own - before_own) - 0.02
+    assert after_own - before_own > 0.05
