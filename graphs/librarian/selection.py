@@ -257,9 +257,11 @@ def _with_disagreeing(
     the selection is full, a contradicting source takes the place of the last pick that is not the first
     and not itself part of a disagreement (a runner-up kept only in case it answers).
     """
-    best = usable[0]
+    floor = DISAGREE_SHARE * usable[0].relevance
     for scored in usable[1:]:
-        if scored in selected or scored.relevance < DISAGREE_SHARE * best.relevance:
+        # Relevance first, and membership by identity: most of the pool is below the floor, and `in` would
+        # compare each candidate field by field (distinct candidates never compare equal: their ids differ).
+        if scored.relevance < floor or any(scored is s for s in selected):
             continue
         if not any(_versions_disagree(s, scored) for s in selected):
             continue
@@ -284,10 +286,24 @@ def _versions_disagree(first: ScoredCandidate, second: ScoredCandidate) -> bool:
 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
-    a, b = first.candidate.tokens, second.candidate.tokens
-    if not a or not b or len(a & b) / len(a | b) < SAME_PASSAGE:
+    if not same_passage(first.candidate.tokens, second.candidate.tokens):
         return False
     return find_contradiction(first.candidate.snippet, second.candidate.snippet) is not None
+
+
+def same_passage(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two non-empty token sets overlap enough to be versions of one passage (Jaccard ≥ `SAME_PASSAGE`).
+
+    |a ∩ b| / |a ∪ b| is at most the smaller size over the larger (rounding keeps that order), so a pair of
+    very different lengths is settled without the intersection; the union's size is the sizes' sum less the
+    intersection's, without building it. Empty sets are never the same passage.
+    """
+    if not a or not b:
+        return False
+    if min(len(a), len(b)) / max(len(a), len(b)) < SAME_PASSAGE:
+        return False
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared) >= SAME_PASSAGE
 
 
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:

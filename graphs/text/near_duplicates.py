@@ -57,7 +57,7 @@ NEAR_DUP_MAX_COMPARED = 32
 """Earlier texts one text is compared with, at most: the bound that keeps any input linear."""
 NEAR_DUP_TOKEN_ANCHORS = 8
 """Earlier texts a shared rare shingle pairs a text with, at most (bounds the candidate generation)."""
-NEAR_DUP_CHUNK = 32_768
+NEAR_DUP_CHUNK = 65_536
 """Shingles (or shingle-pair operations) per chunk between pauses: a few milliseconds of numpy."""
 
 _POLY = np.uint64(1_000_003)
@@ -192,8 +192,9 @@ def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
     mixed = (np.concatenate(hashes) * _MIX) >> _SHIFT
     keys = (np.concatenate(owners).astype(np.uint64) << _SHIFT) | mixed
     keys = _sorted_distinct(keys)
-    sizes = np.bincount((keys >> _SHIFT).astype(np.intp), minlength=count).astype(np.int64)
-    return keys & _LOW32, sizes
+    # Sorted keys: each text's run starts where its index, shifted into the high bits, would be inserted.
+    bounds = np.searchsorted(keys, np.arange(count + 1, dtype=np.uint64) << _SHIFT)
+    return keys & _LOW32, np.diff(bounds).astype(np.int64)
 
 
 def _full_shingles(points: UInt64Array, lengths: Int64Array, starts: Int64Array) -> tuple[UInt64Array, Int64Array]:
@@ -339,10 +340,7 @@ def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]
     those need bucketing; the rest of each text never makes a candidate pair.
     """
     sizes = sets.sizes
-    # One global order of shingles, rarest first (frequency capped at 255, ties by value): 40-bit token keys.
-    buckets = (sets.values & np.uint64(_FREQUENCY_BUCKETS - 1)).astype(np.intp)
-    frequency = np.minimum(np.bincount(buckets, minlength=_FREQUENCY_BUCKETS), 255).astype(np.uint64)
-    order_key = (frequency[buckets] << _SHIFT) | sets.values
+    order_key = rarest_first_keys(sets.values)
     # |x ∩ y| ≥ ⌈t·|x|⌉ for any y with J(x, y) ≥ t; rounding down the bound only lengthens the prefix.
     needed = np.maximum(np.ceil(threshold * sizes - 1e-9).astype(np.int64), 1)
     prefix = np.where(sizes > 0, sizes - needed + 1, 0)
@@ -360,6 +358,18 @@ def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]
         entries.append(((ordered[first] & _TOKEN_MASK) << np.uint64(_TEXT_BITS)) | np.repeat(texts, taken))
         yield
     return np.concatenate(entries)
+
+
+def rarest_first_keys(values: UInt64Array) -> UInt64Array:
+    """One global order of shingles, rarest first: 40-bit keys of frequency (capped at 255) and hash value.
+
+    Frequencies are counted per hash bucket (low 16 bits): any consistent order is correct, rarer-first is fast.
+    The cap is applied to each shingle's count rather than to the whole bucket table: the same keys, from a
+    pass over the shingles instead of over all 65,536 buckets.
+    """
+    buckets = (values & np.uint64(_FREQUENCY_BUCKETS - 1)).astype(np.intp)
+    frequency = np.minimum(np.bincount(buckets, minlength=_FREQUENCY_BUCKETS)[buckets], 255).astype(np.uint64)
+    return (frequency << _SHIFT) | values
 
 
 def _token_anchors(token: UInt64Array) -> tuple[Int64Array, Int64Array]:
