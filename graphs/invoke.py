@@ -48,6 +48,15 @@ async def run_to_output(
     """
     stream = graph.astream(inputs, config, context=context, stream_mode="values", output_keys=channel)
     written = [value async for value in stream]
-    if not written:  # not an assert: `python -O` would strip it and the caller get an IndexError instead
-        raise RuntimeError(f"the graph ended without setting `{channel}`: every run must end in a node that does")
+    if not written:
+        raise missing_output(channel)
     return written[-1]
+
+
+def missing_output(channel: str = OUTPUT_CHANNEL) -> RuntimeError:
+    """The error for a run that ended without writing its output channel: a bug in the graph, never the input.
+
+    Raised, not asserted: `python -O` strips asserts, and the caller would then fail further on, on a None
+    or an IndexError, far from the cause.
+    """
+    return RuntimeError(f"the graph ended without setting `{channel}`: every run must end in a node that does")

@@ -18,7 +18,7 @@ from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
 from graphs.grace.protocol import check_request
 from graphs.grace.state import GraceGraphState, Outcome
-from graphs.invoke import OUTPUT_CHANNEL, run_to_output
+from graphs.invoke import OUTPUT_CHANNEL, missing_output, run_to_output
 from graphs.request_limits import check_grace
 
 NODE_VISITS_PER_STEP = 4
@@ -66,7 +66,8 @@ async def stream(
                 emitted += 1
             if update and OUTPUT_CHANNEL in update:
                 outcome = update[OUTPUT_CHANNEL]
-    assert outcome is not None, "the graph always ends in a node that sets `outcome`"
+    if outcome is None:
+        raise missing_output()
     yield outcome
 
 
