@@ -13,8 +13,9 @@ service logs at its default level, as deployed: one access line per request is p
 On one machine the service shares its cores with the fake model and this load generator (and, on
 a shared machine, other work): each one's CPU per step and cores held over the window are reported,
 with each worker's cores, and `ratio_cpu_ceiling_over_bound` is what the service's CPU per step
-would allow with every core to itself. With several workers the window starts only once every
-worker serves (see `wait_for_workers`).
+would allow with every core to itself. With several workers the load starts once `/ready` answers,
+which is once every worker serves (`librarian_svc.instance_readiness`): load sent while only the
+first served kept its connections there and measured one core (session 6's 256-session figure).
 
 Reported: throughput / bound, p50 and p99 of a think step / model latency. The contrast run
 (`--blocking`) serves the same traffic with the model called synchronously on the event loop (as a
@@ -44,7 +45,7 @@ import httpx
 
 from bench.proc_stats import children, cpu_seconds, machine_busy_seconds, tree_cpu_seconds
 from bench.tools import PROJECT_ROOT, emit
-from bench.workers import ready_lines, role
+from bench.workers import role
 from tests.support.live_service import free_port, start_service
 
 # The scripted model behaves like a competent one: with no candidates it plans a search; once the
@@ -299,21 +300,6 @@ async def drive(
     }
 
 
-def wait_for_workers(log_path: Path, workers: int, timeout_s: float = 60.0) -> None:
-    """Wait until every worker serves, not only the first.
-
-    `/ready` answers as soon as the first worker serves, and the others start after it. Load sent at
-    once lands wholly on that first worker: its keep-alive connections then stay there for the whole
-    run while the other worker, once up, gets almost none, and the run measures one core, not the
-    instance (session 6's 256-session figure was taken so).
-    """
-    deadline = time.monotonic() + timeout_s
-    while ready_lines(log_path) < workers:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"only {ready_lines(log_path)} of {workers} workers were ready after {timeout_s} s")
-        time.sleep(0.05)
-
-
 def run(
     concurrency: int,
     model_ms: float,
@@ -339,7 +325,6 @@ def run(
     module = "bench.blocking_variant" if blocking else MODEL_CLIENT_VARIANTS[model_client]
     service = start_service(env, log_dir=log_dir, module=module, extra_args=extra)
     try:
-        wait_for_workers(service.log_path, workers)
         figures = asyncio.run(
             drive(service.base_url, concurrency, seconds, model_ms / 1000, warm_up_s, service.process.pid, model.pid)
         )

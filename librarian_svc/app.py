@@ -24,9 +24,10 @@ from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
 from librarian_svc.controllers.proposal_quality import ProposalQualityController
 from librarian_svc.errors import EXCEPTION_HANDLERS
+from librarian_svc.instance_readiness import WorkersServing
 from librarian_svc.memory_budget import admission_middleware
 from librarian_svc.request_context import make_request_context_middleware
-from librarian_svc.request_runner import SERVICES_KEY, SPEC_KEY
+from librarian_svc.request_runner import SERVICES_KEY, SPEC_KEY, WORKERS_SERVING_KEY
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import Settings, load_settings
 from librarian_svc.version import VERSION
@@ -69,7 +70,7 @@ def create_app(
     app = Litestar(
         route_handlers=[*ROUTE_HANDLERS, *extra_route_handlers],
         # Agent routes read the services from the state (`services_of`); the dependency serves `/ready`.
-        state=State({SERVICES_KEY: services}),
+        state=State({SERVICES_KEY: services, WORKERS_SERVING_KEY: WorkersServing.from_environment()}),
         dependencies={"services": Provide(provide_services, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,
         # Route middleware runs after routing and before the handler reads the body: heavy requests wait

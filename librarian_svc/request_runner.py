@@ -72,6 +72,8 @@ def agent_post(
 
 SERVICES_KEY = "services"
 """Where `create_app` keeps the app's `Services` in `app.state`, for the agent routes."""
+WORKERS_SERVING_KEY = "workers_serving"
+"""Where `create_app` keeps the worker's `instance_readiness.WorkersServing` in `app.state`, for `/ready`."""
 
 
 def services_of(request: Request[Any, Any, Any]) -> Services:

@@ -33,6 +33,7 @@ from uvicorn.supervisors.multiprocess import Process
 
 from librarian_svc import drain
 from librarian_svc.http_protocol import ReadTimeoutProtocol
+from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
 
@@ -128,7 +129,12 @@ def uvicorn_config(settings: Settings, app_factory: str = APP_FACTORY) -> uvicor
 
 
 def serve_in_process(config: uvicorn.Config) -> int:
-    """One worker: serve in this process; the exit status."""
+    """One worker: serve in this process; the exit status.
+
+    A supervisor's marker path inherited from elsewhere is dropped first: with no supervisor to create the
+    marker, `/ready` would wait for it forever.
+    """
+    os.environ.pop(MARKER_ENV, None)
     server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else STARTUP_FAILURE
@@ -170,6 +176,8 @@ class _Health:
     """When it last answered a ping (for a new worker: the last moment it may first answer)."""
     pinged: bool = False
     """A ping is outstanding."""
+    serving: bool = False
+    """Its last answer said it serves (uvicorn's worker answers a ping with `server.started`)."""
 
 
 class Supervisor(Multiprocess):
@@ -181,13 +189,14 @@ class Supervisor(Multiprocess):
     def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]) -> None:
         super().__init__(config, sockets)
         self._health: dict[int, _Health] = {}
+        self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
 
     def run(self) -> None:
         """Start the first worker, the others once it serves; keep them alive until SIGTERM/SIGINT; drain them.
 
-        The first worker starts alone: the instance is ready as soon as one worker is (it has the CPU
-        to itself meanwhile, so that is as soon as a single process would be), and a configuration
-        error is reported once, by one worker, and stops the start.
+        The first worker starts alone: it has the CPU to itself meanwhile, and a configuration error is
+        reported once, by one worker, and stops the start. The instance is ready (`/ready`) once every
+        worker serves, not the first alone (`librarian_svc.instance_readiness`).
         """
         log.info("supervising workers", pid=os.getpid(), workers=self.processes_num)
         first = Process(self.config, self.sockets)
@@ -205,6 +214,7 @@ class Supervisor(Multiprocess):
             sock.close()
         self.terminate_all()
         self.join_all()
+        self._serving_marker.remove()
         log.info("workers stopped", pid=os.getpid())
 
     def _until_serving(self, process: Process) -> bool:
@@ -265,6 +275,15 @@ class Supervisor(Multiprocess):
             replacement = Process(self.config, self.sockets)
             replacement.start()
             self.processes[index] = replacement
+        self._mark_ready_when_all_serve()
+
+    def _mark_ready_when_all_serve(self) -> None:
+        """Once every worker has said it serves, tell the workers (their `/ready` turns 200)."""
+        if len(self.processes) < self.processes_num:
+            return
+        healths = [self._health.get(id(process)) for process in self.processes]
+        if all(health is not None and health.serving for health in healths) and self._serving_marker.set():
+            log.info("every worker serves: the instance is ready", workers=self.processes_num)
 
     @staticmethod
     def _exchange_pings(process: Process, health: _Health, now: float) -> None:
@@ -272,7 +291,7 @@ class Supervisor(Multiprocess):
         connection = process.parent_conn
         try:
             while connection.poll(0):
-                connection.recv()
+                health.serving = bool(connection.recv())
                 health.answered_at, health.pinged = now, False
             if not health.pinged:
                 connection.send(b"ping")

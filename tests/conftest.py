@@ -80,9 +80,10 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
         ready_timeout: float = 30.0,
         extra_args: list[str] | None = None,
         module: str | None = None,
+        wait_for: str = "/ready",
     ) -> LiveService:
         service = start_service(
-            env, log_dir=tmp_path, ready_timeout=ready_timeout, extra_args=extra_args, module=module
+            env, log_dir=tmp_path, ready_timeout=ready_timeout, extra_args=extra_args, module=module, wait_for=wait_for
         )
         started.append(service)
         return service

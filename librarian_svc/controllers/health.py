@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from litestar import Controller, Response, get
+from typing import Any
+
+from litestar import Controller, Request, Response, get
 from litestar.di import NamedDependency
 from litestar.openapi.datastructures import ResponseSpec
 
 from contracts.common import HealthResponse, ReadyResponse
 from graphs.embeddings.factory import describe
+from librarian_svc.instance_readiness import WorkersServing
+from librarian_svc.request_runner import WORKERS_SERVING_KEY
 from librarian_svc.services import GRAPH_BUILDERS, Services
 from librarian_svc.version import VERSION
 
@@ -25,14 +29,19 @@ class HealthController(Controller):
     @get(
         "/ready",
         operation_id="ready",
-        summary="Readiness probe: graphs compiled and a provider configured",
+        summary="Readiness probe: graphs compiled, a provider configured, every worker serving",
         sync_to_thread=False,
         responses={503: ResponseSpec(data_container=ReadyResponse, description="Not ready yet")},
     )
-    def ready(self, services: NamedDependency[Services]) -> Response[ReadyResponse]:
-        """Ready when every registered agent graph is compiled; 503 otherwise."""
+    def ready(self, request: Request[Any, Any, Any], services: NamedDependency[Services]) -> Response[ReadyResponse]:
+        """Ready when every registered agent graph is compiled and every worker of the instance serves; 503 otherwise.
+
+        With several workers, ready only once all serve (`librarian_svc.instance_readiness`): traffic let in
+        earlier would keep its connections on the first worker.
+        """
         compiled = sorted(services.graphs)
-        ok = set(compiled) == set(GRAPH_BUILDERS)
+        workers_serving: WorkersServing = request.app.state[WORKERS_SERVING_KEY]
+        ok = set(compiled) == set(GRAPH_BUILDERS) and workers_serving()
         body = ReadyResponse(
             status="ready" if ok else "not_ready",
             engine=services.settings.llm.provider,

@@ -183,7 +183,9 @@ def test_a_step_waiting_on_the_model_answers_timeout_with_its_state(
     logs = service.logs()
     assert "Traceback" not in logs
     assert "CancelledError" not in logs
-    assert not [line for line in log_lines(service) if line.get("status", 0) >= 500]
+    # `/ready` answers 503 while the instance starts (with two workers, until both serve): not an error.
+    errors = [line for line in log_lines(service) if line.get("status", 0) >= 500 and line.get("path") != "/ready"]
+    assert not errors
 
 
 def start_spin_service(start: Callable[..., LiveService], workers: str, grace_s: float) -> LiveService:

@@ -13,11 +13,14 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from librarian_svc.instance_readiness import MARKER_ENV
+from tests.support.held_worker_service import HOLD_ENV
 from tests.support.live_service import LiveService
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -104,3 +107,38 @@ def test_a_worker_that_dies_is_replaced(start_live_service: Callable[..., LiveSe
     assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200
     assert any(line.get("message") == "a worker died: starting another" for line in log_lines(service))
     assert service.stop() == 0
+
+
+def test_the_instance_is_ready_only_once_every_worker_serves(
+    start_live_service: Callable[..., LiveService], tmp_path: Path
+) -> None:
+    """Traffic let in while one worker serves would keep its connections there: /ready waits for them all."""
+    hold = tmp_path / "held"
+    hold.mkdir()
+    (hold / "hold").touch()
+    service = start_live_service(
+        {"WEB_CONCURRENCY": "2", HOLD_ENV: str(hold)},
+        module="tests.support.held_worker_service",
+        ready_timeout=READY_TIMEOUT_S,
+        wait_for="/health",  # the first worker serves; the second is held before it builds
+    )
+    assert wait_until(lambda: len(ready_workers(service)) == 1, READY_TIMEOUT_S), service.logs()
+    for _ in range(10):
+        answer = httpx.get(f"{service.base_url}/ready", timeout=5.0)
+        assert answer.status_code == 503, answer.text
+        assert answer.json()["status"] == "not_ready"
+        time.sleep(0.1)
+    assert len(ready_workers(service)) == 1  # still held: the 503s were about the second worker
+
+    (hold / "hold").unlink()
+    became_ready = lambda: httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200  # noqa: E731
+    assert wait_until(became_ready, READY_TIMEOUT_S), service.logs()
+    assert len(ready_workers(service)) == 2
+    assert any(line.get("message") == "every worker serves: the instance is ready" for line in log_lines(service))
+    assert service.stop() == 0
+
+
+def test_one_process_ignores_a_stray_supervisor_marker(start_live_service: Callable[..., LiveService]) -> None:
+    """With no supervisor to create the marker, an inherited path must not hold `/ready` at 503 forever."""
+    service = start_live_service({"WEB_CONCURRENCY": "1", MARKER_ENV: "/nonexistent/every-worker-serves"})
+    assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200

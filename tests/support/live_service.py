@@ -59,8 +59,12 @@ def start_service(
     ready_timeout: float = 30.0,
     extra_args: list[str] | None = None,
     module: str | None = None,
+    wait_for: str = "/ready",
 ) -> LiveService:
-    """Start `python -m librarian_svc` (or `module`) with a clean environment plus `env`; wait for `/ready`."""
+    """Start `python -m librarian_svc` (or `module`) with a clean environment plus `env`; wait for `wait_for` to be 200.
+
+    `wait_for="/health"` returns as soon as one worker serves, before the instance is ready.
+    """
     port = port or free_port()
     clean = {
         k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_"))
@@ -92,10 +96,10 @@ def start_service(
         if process.poll() is not None:
             raise RuntimeError(f"service exited with {process.returncode}:\n{service.logs()}")
         try:
-            if httpx.get(f"{service.base_url}/ready", timeout=1.0).status_code == 200:
+            if httpx.get(f"{service.base_url}{wait_for}", timeout=1.0).status_code == 200:
                 return service
         except httpx.HTTPError:
             pass
         time.sleep(0.05)
     service.stop()
-    raise RuntimeError(f"service not ready after {ready_timeout}s:\n{service.logs()}")
+    raise RuntimeError(f"service: {wait_for} not 200 after {ready_timeout}s:\n{service.logs()}")
