@@ -43,8 +43,8 @@ STEP_PATH = "/agent/grace/step"
 HITS = 40
 
 
-def build_payload(base_url: str, question_index: int, snippet_chars: int) -> tuple[bytes, str]:
-    """Walk to the first SEARCH on the running server, then build the request that answers it."""
+def ranked_hits(question_index: int = 0, snippet_chars: int = 300) -> tuple[str, list[dict[str, Any]]]:
+    """A JSQuAD question and its `HITS` BM25 hits as the search side would send them, scores relative to the best."""
     pairs = list(jsquad_chunks(JSQUAD))
     corpus = Corpus([chunk for chunk, _ in pairs])
     question = [q for _, qas in pairs for _, q in qas][question_index]
@@ -60,6 +60,12 @@ def build_payload(base_url: str, question_index: int, snippet_chars: int) -> tup
         }
         for chunk, score in ranked
     ]
+    return question, hits
+
+
+def build_payload(base_url: str, question_index: int, snippet_chars: int) -> tuple[bytes, str]:
+    """Walk to the first SEARCH on the running server, then build the request that answers it."""
+    question, hits = ranked_hits(question_index, snippet_chars)
     first = httpx.post(f"{base_url}{STEP_PATH}", json={"request_id": "bench-grace-0", "query": question}, timeout=30)
     search = first.json()
     if search.get("action") != "SEARCH":

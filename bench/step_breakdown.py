@@ -36,8 +36,8 @@ import msgspec
 from langgraph.runtime import Runtime
 
 from bench import proposal_quality_throughput as proposals
-from bench.grace_throughput import HITS, STEP_PATH
-from bench.tools import JSQUAD, command_line, emit
+from bench.grace_throughput import STEP_PATH, ranked_hits
+from bench.tools import command_line, emit
 from contracts.grace import GraceRequest, GraceState
 from contracts.proposal_quality import ProposalRunRequest, ReportKind
 from graphs.context import AgentContext
@@ -51,7 +51,6 @@ from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.request_runner import SERVICES_KEY, decode_strict
 from librarian_svc.services import Services
-from reference_orchestrator.corpus import Corpus, jsquad_chunks
 
 MODULE = "bench.step_breakdown"
 Call = Callable[[], Awaitable[object]]
@@ -108,32 +107,12 @@ async def cpu_us(call: Call, runs: int, rounds: int) -> float:
     return round(statistics.median(per_round), 1)
 
 
-def grace_question() -> tuple[str, list[dict[str, Any]]]:
-    """The throughput benchmark's question and its 40 hits (`bench.grace_throughput.build_payload`)."""
-    pairs = list(jsquad_chunks(JSQUAD))
-    corpus = Corpus([chunk for chunk, _ in pairs])
-    question = next(q for _, qas in pairs for _, q in qas)
-    ranked = corpus.text_search(question, HITS)
-    top = ranked[0][1] if ranked else 1.0
-    hits = [
-        {
-            "document_id": chunk.document_id,
-            "page": chunk.page,
-            "chunk_id": chunk.chunk_id,
-            "snippet": chunk.text[:300],
-            "score": round(score / top, 4),
-        }
-        for chunk, score in ranked
-    ]
-    return question, hits
-
-
 def request_context(services: Services, seal: Callable[[Any], str] | None) -> AgentContext:
     return services.request_context(30_000, request_id="bench", seal_state=seal, waited_s=0.0)
 
 
 async def grace(app: Any, services: Services, runs: int, rounds: int) -> dict[str, Any]:
-    question, hits = grace_question()
+    question, hits = ranked_hits()  # the throughput benchmark's question and 40 hits
     status, first = await asgi_post(app, STEP_PATH, msgspec.json.encode({"request_id": "b0", "query": question}))
     search = json.loads(first)
     assert status == 200, first[:300]

@@ -16,7 +16,6 @@ delay is a timer on the event loop, not a sleeping task per call. Anything else 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import email.utils
 import itertools
@@ -28,7 +27,7 @@ from typing import Any, cast
 
 import httptools
 
-from tests.fakes.llm_server import request_text
+from tests.fakes.llm_server import request_text, script_arguments
 
 USAGE = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
 """What `llm_server` reports for a scripted reply (`Reply.usage` defaults to (10, 5))."""
@@ -171,19 +170,7 @@ async def serve(sock: socket.socket, script: Script) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.lean_chat_server", description=__doc__.split("\n")[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=9999, help="0 picks a free port")
-    parser.add_argument("--delay-ms", type=float, default=0.0, help="latency added to every reply")
-    parser.add_argument("--reply", default="{}", help="assistant text of every reply")
-    parser.add_argument(
-        "--reply-if",
-        nargs=2,
-        action="append",
-        default=[],
-        metavar=("TEXT", "REPLY"),
-        help="answer REPLY instead when the prompt contains TEXT (first match wins; repeatable)",
-    )
+    parser = script_arguments("python -m tests.fakes.lean_chat_server", __doc__.split("\n")[0])
     args = parser.parse_args(argv)
     script = Script(
         default=args.reply, rules=[(text, reply) for text, reply in args.reply_if], delay_s=args.delay_ms / 1000

@@ -549,14 +549,13 @@ def _rule_responder(rules: list[tuple[str, Reply]], default: Reply) -> Responder
     return respond
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Serve in the foreground with one fixed reply (for benchmarks and manual poking)."""
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.llm_server", description=__doc__.split("\n")[0])
+def script_arguments(prog: str, description: str) -> argparse.ArgumentParser:
+    """The command line of a scripted fake server run on its own (this one, `lean_chat_server`): one parser for both."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9999, help="0 picks a free port")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="latency added to every chat reply")
     parser.add_argument("--reply", default="{}", help="assistant text of every chat reply")
-    parser.add_argument("--status", type=int, default=200, help="HTTP status of every chat reply")
     parser.add_argument(
         "--reply-if",
         nargs=2,
@@ -565,6 +564,13 @@ def main(argv: list[str] | None = None) -> None:
         metavar=("TEXT", "REPLY"),
         help="answer REPLY (status 200) instead when the prompt contains TEXT (first match wins; repeatable)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve in the foreground with one fixed reply (for benchmarks and manual poking)."""
+    parser = script_arguments("python -m tests.fakes.llm_server", __doc__.split("\n")[0])
+    parser.add_argument("--status", type=int, default=200, help="HTTP status of every chat reply")
     args = parser.parse_args(argv)
     delay_s = args.delay_ms / 1000
     default = Reply(content=args.reply, status=args.status, delay_s=delay_s)
