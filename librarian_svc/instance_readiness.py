@@ -56,14 +56,15 @@ class ServingMarker:
     def __init__(self) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="librarian-svc-workers-"))
         self.path = self.directory / MARKER_NAME
+        self.is_set = False
         os.environ[MARKER_ENV] = str(self.path)  # before any worker starts: they inherit it
 
     def set(self) -> bool:
-        """Create the marker; True the first time (the instance just became ready)."""
-        try:
-            self.path.touch(exist_ok=False)
-        except FileExistsError:
+        """Create the marker; True the first time (the instance just became ready), False after, with no file work."""
+        if self.is_set:
             return False
+        self.path.touch()
+        self.is_set = True
         return True
 
     def remove(self) -> None:

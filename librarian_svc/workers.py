@@ -279,7 +279,7 @@ class Supervisor(Multiprocess):
 
     def _mark_ready_when_all_serve(self) -> None:
         """Once every worker has said it serves, tell the workers (their `/ready` turns 200)."""
-        if len(self.processes) < self.processes_num:
+        if self._serving_marker.is_set or len(self.processes) < self.processes_num:
             return
         healths = [self._health.get(id(process)) for process in self.processes]
         if all(health is not None and health.serving for health in healths) and self._serving_marker.set():
