@@ -46,6 +46,12 @@ class TokenContents(msgspec.Struct, kw_only=True):
     d: dict[str, Any]
 
 
+COMPRESSION_LEVEL = 1
+"""zlib's fastest level. Every stateful step seals its next state, so this is CPU on every request: on
+the GRACE benchmark's 40-hit step (7.7 KB of JSON) level 1 takes 56 µs against 132 µs at the default
+6, for a payload 8 % larger (3,268 against 3,010 bytes), far inside `MAX_STATE_BYTES`. Reading a token
+back costs the same at either level."""
+
 _contents_decoder = msgspec.json.Decoder(TokenContents)
 _encoder = msgspec.json.Encoder()
 
@@ -85,7 +91,7 @@ class StateCodec:
             exp=issued + self.ttl_s if self.ttl_s else None,
             d=msgspec.to_builtins(state),
         )
-        signed = VERSION_PREFIX + _b64(zlib.compress(_encoder.encode(contents), 6))
+        signed = VERSION_PREFIX + _b64(zlib.compress(_encoder.encode(contents), COMPRESSION_LEVEL))
         return (signed + b"." + _b64(self._sign(self._keys[0], signed))).decode("ascii")
 
     def read(self, token: str, *, now: float | None = None) -> TokenContents:
