@@ -10,10 +10,10 @@ requests, process CPU time per request:
 - `graph_run_us`: the agent's `run` on an already decoded, checked request (the graph run to its
   outcome, sealing included);
 - `nodes_us`: each node of that run called directly with the state the graph hands it (GRACE: the
-  nodes the 40-hit step visits; proposals: the one `generate` step);
+  nodes the 40-hit step visits, each with the ending it runs; proposals: the one `generate` step);
 - `langgraph_us`: `graph_run_us` minus the nodes: what running them as a LangGraph graph adds (this
   includes the nodes running somewhat slower amid the framework's work than alone in a loop);
-- GRACE's `seal_us`: sealing the session `finish` seals (part of `finish`'s figure).
+- GRACE's `seal_us`: sealing the session the step ends with (part of the last node's figure).
 
     python -m bench.step_breakdown [--runs 500] [--rounds 5]
 """
@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from bench import proposal_quality_throughput as proposals
 from bench.grace_throughput import STEP_PATH, ranked_hits
@@ -53,6 +55,12 @@ from librarian_svc.request_runner import SERVICES_KEY, decode_strict
 from librarian_svc.services import Services
 
 MODULE = "bench.step_breakdown"
+NODES: dict[str, Callable[..., Awaitable[Command[Any]]]] = {
+    "take_request": grace_nodes.take_request,
+    "reason": grace_nodes.reason,
+    "replan": grace_nodes.replan_node,
+}
+"""GRACE's graph nodes by their names in `build_graph`."""
 Call = Callable[[], Awaitable[object]]
 
 
@@ -129,20 +137,22 @@ async def grace(app: Any, services: Services, runs: int, rounds: int) -> dict[st
     async def graph_run() -> object:
         return await grace_run.step(graph, request_context(services, seal), request, prior)
 
-    # The states the graph hands each node on this step: entry, after the search is judged, after reasoning.
+    # The states the graph hands each node on this step: entry, then after the search is judged.
     runtime = Runtime(context=request_context(services, seal))
     states: list[dict[str, Any]] = [dict(grace_run._inputs(runtime.context, request, prior))]
-    visited: list[str] = ["take_tool_result"]
-    while visited[-1] != "finish":
-        node = getattr(grace_nodes, visited[-1])
-        command = await node(states[-1], runtime)
-        update = command.update
+    visited: list[str] = ["take_request"]
+    while True:
+        command = await NODES[visited[-1]](states[-1], runtime)
+        update, goto = command.update, command.goto
+        assert isinstance(update, dict)
+        assert isinstance(goto, str)
         states.append({**states[-1], **update, "events": [*states[-1]["events"], *update.get("events", [])]})
-        visited.append(command.goto)
+        if goto == END:
+            break
+        visited.append(goto)
     node_us = {}
-    for name, state in zip(visited, states, strict=True):
-        node = getattr(grace_nodes, name)
-        node_us[name] = await cpu_us(partial(node, state, runtime), runs, rounds)
+    for name, state in zip(visited, states, strict=False):
+        node_us[name] = await cpu_us(partial(NODES[name], state, runtime), runs, rounds)
     return _parts(
         app_request_us=await cpu_us(partial(asgi_post, app, STEP_PATH, body), runs, rounds),
         graph_run_us=await cpu_us(graph_run, runs, rounds),

@@ -4,50 +4,33 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 
 from graphs.context import AgentContext
-from graphs.grace.nodes import (
-    Judged,
-    NextStep,
-    ask_intervention,
-    ask_question,
-    emit_search,
-    finish,
-    make_plan,
-    reason,
-    replan_node,
-    take_tool_result,
-    take_user_response,
-)
-from graphs.grace.routing import route_entry
+from graphs.grace.nodes import Onward, reason, replan_node, take_request
 from graphs.grace.state import GraceGraphState
 
 
 def build_graph() -> Any:
-    """(make_plan | take_tool_result | take_user_response) → reason / replan / ask ... → one action → END.
+    """take_request → (reason | replan)* → END, each node ending the run once the request has its action.
 
-    Every node that updates and routes at once returns `Command(goto=...)`; `destinations` names where
-    each can go (checked against its `Command[Literal[...]]` return type in the tests), so every edge
-    is listed here. Three jobs are functions the nodes call rather than nodes of their own, because a
-    graph step costs more than each of them and a step request is a handful of graph steps: judging a
-    fresh result (`take_tool_result`, `reason`: replan, ask the user, or go on), finding the plan's next
-    step (`executor.next_step`: the `onward` edges), and sealing the state into the action (the
-    four nodes that end the request).
+    - `take_request`: a first call plans (`make_plan`); a later one takes the caller's search results
+      (`take_tool_result`) or the user's answer (`take_user_response`), by `routing.route_entry`.
+    - `reason` runs a reasoning step of the plan; `replan` replaces the plan after a trigger.
+    - After each, the plan goes on to its next step: reasoning runs here (`reason`), a trigger replans
+      (`replan`), and anything else ends the request with its action, run by the node that got there
+      (`nodes.ENDINGS`: SEARCH for the caller, ASK_USER with a question or for an intervention,
+      COMPLETE or ERROR): then the run goes to END.
+
+    Every node returns `Command(goto=...)`; `destinations` names where each can go (checked against its
+    `Command[Literal[...]]` return type in the tests). The entry, judging a fresh result, finding the
+    plan's next step and the endings are functions the nodes call rather than nodes of their own
+    (`nodes`' docstring says why): a request is two or three graph steps.
     """
-    onward = get_args(NextStep)  # routing.route_after_advance
-    judged = get_args(Judged)  # routing.route_after_judge, then on
+    onward = get_args(Onward)
     graph = StateGraph(GraceGraphState, context_schema=AgentContext)
-    graph.add_conditional_edges(START, route_entry, ["make_plan", "take_tool_result", "take_user_response"])
-    graph.add_node("make_plan", make_plan, destinations=onward)
-    graph.add_node("take_tool_result", take_tool_result, destinations=judged)
-    graph.add_node("take_user_response", take_user_response, destinations=("replan", *onward))
-    graph.add_node("reason", reason, destinations=judged)
+    graph.add_node("take_request", take_request, destinations=onward)
+    graph.add_node("reason", reason, destinations=onward)
     graph.add_node("replan", replan_node, destinations=onward)
-    graph.add_node("emit_search", emit_search)
-    graph.add_node("ask_question", ask_question)
-    graph.add_node("ask_intervention", ask_intervention)
-    graph.add_node("finish", finish)
-    for last in ("emit_search", "ask_question", "ask_intervention", "finish"):
-        graph.add_edge(last, END)
+    graph.add_edge(START, "take_request")
     return graph.compile(name="grace")

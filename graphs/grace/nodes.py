@@ -1,15 +1,24 @@
-"""GRACE's nodes: plain functions from the graph state (and run context) to an update, or a `Command` that also routes.
+"""GRACE's nodes and the moves they are made of: functions from the graph state (and run context) to a `Command`.
 
-Each node does one thing of seed 002 §8: plan, take the caller's search results or the user's answer,
-reason, replan, or end the request with an action (SEARCH, ASK_USER, COMPLETE). The domain work lives
-in the modules named for it (`planner`, `search_results`, `intervention`, `replan`, `reasoning`,
-`executor`, `final_answer`, `actions`); a node reads the state, calls them, reports progress records
-in `events` and says where to go: `Command[Literal[...]]`, with the choice made by a pure router
-(`routing`), and `build_graph` declares each node's destinations, so the whole flow reads there.
+A request does a few things of seed 002 §8 in a row: take what it brings (plan a first call, or take the
+caller's search results or the user's answer), reason and replan as the plan needs, and end with an
+action (SEARCH, ASK_USER, COMPLETE). The domain work lives in the modules named for it (`planner`,
+`search_results`, `intervention`, `replan`, `reasoning`, `executor`, `final_answer`, `actions`). Each
+move here reads the state, calls them, reports progress records in `events` and says where to go
+(`Command[Route]`), the choice made by a pure router (`routing`).
 
-Three jobs are helpers here rather than nodes (each costs less than a graph step): `_judged` (a fresh
-result's confidence events, replan trigger and route), `_advance` (on to the plan's next step) and
-`_respond` (number the step's events, seal the state, build the action).
+Only the moves that can be followed by another (`take_request`'s three entries, `reason`, `replan`) are
+graph nodes; the graph declares where each can go, so the flow reads in `build_graph`. Everything else
+is a function a node calls, because a LangGraph step costs more than each of these jobs (about 0.2 ms
+a step, `python -m bench.step_breakdown`) and a request is only a handful of them:
+- the entry (`routing.route_entry`: `make_plan`, `take_tool_result` or `take_user_response`), in the
+  `take_request` node;
+- `_judged` (a fresh result's confidence events, replan trigger and route) and `_advance` (on to the
+  plan's next step);
+- the four endings (`emit_search`, `ask_question`, `ask_intervention`, `finish`: `ENDINGS`), which
+  `_settle` runs in the node that reaches one, then ends the run; they do no I/O, so the progress
+  records a stream relays come no later than before;
+- `_respond` (number the step's events, seal the state, build the action), which every ending ends with.
 
 Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
 thread pool, and a thread hop per node costs more than these steps do.
@@ -17,7 +26,8 @@ thread pool, and a thread hop per node costs more than these steps do.
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
 
 import msgspec
 from langgraph.runtime import Runtime
@@ -43,7 +53,7 @@ from graphs.grace.planner import create_plan
 from graphs.grace.protocol import session_collections
 from graphs.grace.reasoning import Answer, answer_confidence, extractive_answer, gather
 from graphs.grace.replan import Trigger, replan, trigger_for
-from graphs.grace.routing import route_after_advance, route_after_judge, route_after_user_response
+from graphs.grace.routing import route_after_advance, route_after_judge, route_after_user_response, route_entry
 from graphs.grace.search_results import search_result
 from graphs.grace.state import GraceGraphState
 from graphs.grace.wording import figure, levels, say
@@ -57,6 +67,12 @@ NextStep = Literal["emit_search", "ask_question", "reason", "finish"]
 """Where the executor goes once it knows the next step: `routing.route_after_advance`."""
 Judged = Literal["replan", "ask_intervention", NextStep]
 """Where a fresh result leads once judged: `routing.route_after_judge`, then on to the next step."""
+Ending = Literal["emit_search", "ask_question", "ask_intervention", "finish"]
+"""The four ways a request ends (`ENDINGS`), each with its action."""
+Onward = Literal["reason", "replan", "__end__"]
+"""Where a node goes once `_settle` has run an ending: another node, or the end of the run (`RUN_END`)."""
+RUN_END: Literal["__end__"] = "__end__"
+"""LangGraph's `END`, typed as the literal it is (a test checks they are the same)."""
 
 
 def _advance(state: GraceGraphState, update: GraceGraphState) -> tuple[GraceGraphState, NextStep]:
@@ -75,7 +91,17 @@ def _advance(state: GraceGraphState, update: GraceGraphState) -> tuple[GraceGrap
     return advanced, route_after_advance(advanced)
 
 
-# --- entry nodes ----------------------------------------------------------------------------------
+# --- the entry --------------------------------------------------------------------------------------
+
+
+async def take_request(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Onward]:
+    """The graph's first node: a first call plans; a later one takes what its state waits for.
+
+    One node calling the entry that applies (`routing.route_entry`) rather than a conditional edge to
+    three nodes: the edge costs LangGraph about as much as another graph step.
+    """
+    move = await ENTRIES[route_entry(state)](state, runtime)
+    return await _settle(state, runtime, move)
 
 
 async def make_plan(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[NextStep]:
@@ -226,8 +252,13 @@ def _judged(
     return Command(update=update, goto=route)
 
 
-async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Judged]:
-    """Run a `reasoning` step (seed 002 §8.6 ReasoningTool): the model's cited answer or the extractive one."""
+async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Onward]:
+    """Run a `reasoning` step, judge its result and go on (`_reasoned`)."""
+    return await _settle(state, runtime, await _reasoned(state, runtime))
+
+
+async def _reasoned(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Judged]:
+    """A `reasoning` step (seed 002 §8.6 ReasoningTool): the model's cited answer or the extractive one."""
     context = runtime.context
     session = state["session"]
     step = state["cursor"].step
@@ -272,7 +303,12 @@ async def reason(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Comm
     return _judged(state, session, result, events)
 
 
-async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[NextStep]:
+async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[Onward]:
+    """Replace the plan and go on with it, or finish at the replan limit (`_replanned`)."""
+    return await _settle(state, runtime, await _replanned(state, runtime))
+
+
+async def _replanned(state: GraceGraphState, runtime: Runtime[AgentContext]) -> Command[NextStep]:
     """Replace the plan after a trigger (seed 002 §8.5) and run it; at the replan limit, finish instead."""
     session = state["session"]
     trigger = state["trigger"]
@@ -307,7 +343,7 @@ async def replan_node(state: GraceGraphState, runtime: Runtime[AgentContext]) ->
     return Command(update=update, goto=goto)
 
 
-# --- nodes that end the request -------------------------------------------------------------------
+# --- the endings ------------------------------------------------------------------------------------
 
 
 async def emit_search(state: GraceGraphState, runtime: Runtime[AgentContext]) -> GraceGraphState:
@@ -396,3 +432,41 @@ def _respond(
     # The usage is the request's meter: every model call of this step, fallbacks included.
     outcome = reply.finalize(events=numbered, usage=context.usage, state=context.seal(session))
     return {"events": events, "outcome": outcome}
+
+
+EndingFn = Callable[[GraceGraphState, Runtime[AgentContext]], Awaitable[GraceGraphState]]
+
+ENDINGS: dict[str, EndingFn] = {
+    "emit_search": emit_search,
+    "ask_question": ask_question,
+    "ask_intervention": ask_intervention,
+    "finish": finish,
+}
+"""How each `Ending` ends the request."""
+
+EntryFn = Callable[[GraceGraphState, Runtime[AgentContext]], Awaitable[Command[Any]]]
+
+ENTRIES: dict[str, EntryFn] = {
+    "make_plan": make_plan,
+    "take_tool_result": take_tool_result,
+    "take_user_response": take_user_response,
+}
+"""What `take_request` runs for each answer of `routing.route_entry`."""
+
+
+async def _settle(state: GraceGraphState, runtime: Runtime[AgentContext], move: Command[Any]) -> Command[Onward]:
+    """A node's move as the graph takes it: on to another node, or, for an ending, the ending run here and END.
+
+    The move's update is not in the state yet, so the ending reads the state as the update will leave it
+    (its `events` appended, as the channel's reducer appends them); its own update joins the move's.
+    """
+    update = move.update
+    assert isinstance(update, dict)
+    goto = move.goto
+    if goto == "reason" or goto == "replan":
+        return Command(update=update, goto=goto)
+    assert isinstance(goto, str)
+    moved: list[GraceEvent] = update.get("events", [])
+    ahead: GraceGraphState = {**state, **update, "events": [*state.get("events", []), *moved]}
+    ended = await ENDINGS[goto](ahead, runtime)
+    return Command(update={**update, **ended, "events": [*moved, *ended.get("events", [])]}, goto=RUN_END)

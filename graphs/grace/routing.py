@@ -1,9 +1,9 @@
 """Where GRACE goes next: pure functions of the graph state, testable without a model.
 
-`route_entry` drives the conditional edge from START; the others are called by the node that has just
-updated the state (after judging a result, after the user's answer, after finding the next step),
-which returns `Command(goto=...)` with the answer ("advance" meaning: on to the next step), so
-`build_graph` lists each of those nodes' destinations next to it.
+`route_entry` picks what the `take_request` node does with the request; the others are called by the
+move that has just updated the state (after judging a result, after the user's answer, after finding
+the next step), which returns `Command(goto=...)` with the answer ("advance" meaning: on to the next
+step); the node then goes there, or runs the ending it names (`nodes._settle`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from graphs.grace.intervention import needs_user
 from graphs.grace.state import GraceGraphState
 
 
-async def route_entry(state: GraceGraphState) -> Literal["make_plan", "take_tool_result", "take_user_response"]:
+def route_entry(state: GraceGraphState) -> Literal["make_plan", "take_tool_result", "take_user_response"]:
     """A first call plans; a later one resumes at what its state is waiting for."""
     prior = state.get("prior")
     if prior is None:

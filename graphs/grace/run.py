@@ -26,7 +26,7 @@ NODE_VISITS_PER_STEP = 4
 
 
 def recursion_limit(context: AgentContext) -> int:
-    """Supersteps one request may take: every step of every plan revision, plus the entry and exit nodes."""
+    """Supersteps one request may take: every step of every plan revision, plus the entry node and some slack."""
     plans = context.grace.replan.max_replans + 1
     return 10 + NODE_VISITS_PER_STEP * context.grace.planner.max_steps * plans
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import msgspec
@@ -55,7 +54,7 @@ def request(**fields: Any) -> GraceRequest:
 )
 def test_route_entry(pending: Pending | None, node: str) -> None:
     prior = None if pending is None else msgspec.structs.replace(session(PLAN, []), pending=pending)
-    assert asyncio.run(route_entry({"prior": prior})) == node
+    assert route_entry({"prior": prior}) == node
 
 
 @pytest.mark.parametrize(
