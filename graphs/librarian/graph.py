@@ -7,28 +7,26 @@ from typing import Any
 from langgraph.graph import END, START, StateGraph
 
 from graphs.context import AgentContext
-from graphs.librarian.nodes import evaluate, fail, plan_queries, select_evidence
-from graphs.librarian.routing import route_after_evaluate
+from graphs.librarian.nodes import think
 from graphs.librarian.state import LibrarianGraphState
 
 
 def build_graph() -> Any:
-    """The flow: evaluate (validate → ingest → judge) → (plan_queries | select_evidence | fail).
+    """START → think → END: a think step is one graph step.
 
-    `evaluate` calls three plain functions in order (`nodes.validate`: loop limit and question;
-    `nodes.ingest`: the candidate pool; `nodes.judge`: the rules' assessment and the model's decision):
-    each always follows the one before, and a graph step costs more than some of them, so a think step is
-    two graph steps. `plan_queries` answers SEARCH (END) or, with no fresh query left, hands over to
-    `select_evidence` (something usable) or `fail` (nothing usable). It routes itself with a `Command`;
-    its destinations are declared here so that this function shows every edge of the flow.
+    `think` (`nodes`) validates the step (loop limit, question), ingests the history into the candidate
+    pool, judges it (the rules' assessment, and the model's decision when a model is configured), then
+    acts: by `routing.choose_action`, it writes the next SEARCH (`plan_queries`; with no fresh query
+    left, it finishes with what there is), COMPLETE with the minimal strongest evidence
+    (`select_evidence`), or ERROR when nothing usable was found (`fail`). The loop over think steps is
+    the caller's: the Go orchestrator runs each SEARCH and calls back with the state.
+
+    These parts are functions `think` calls in order rather than nodes: each always follows the one
+    before and only the last chooses, and a graph step costs LangGraph more than several of them (the
+    `nodes` docstring has the figures).
     """
     graph = StateGraph(LibrarianGraphState, context_schema=AgentContext)
-    graph.add_node("evaluate", evaluate)
-    graph.add_node("plan_queries", plan_queries, destinations=(END, "select_evidence", "fail"))
-    graph.add_node("select_evidence", select_evidence)
-    graph.add_node("fail", fail)
-    graph.add_edge(START, "evaluate")
-    graph.add_conditional_edges("evaluate", route_after_evaluate)
-    graph.add_edge("select_evidence", END)
-    graph.add_edge("fail", END)
+    graph.add_node("think", think)
+    graph.add_edge(START, "think")
+    graph.add_edge("think", END)
     return graph.compile(name="librarian")

@@ -1,17 +1,22 @@
-"""The Librarian's nodes: plain functions from the graph state (and run context) to an update.
+"""The Librarian's think step: `think`, the graph's one node, and the plain functions it is made of.
 
-Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
-thread pool, and a thread hop per node costs more than these microsecond-to-millisecond steps do.
+A think step reads the request and answers it, in an order that never varies: `validate` (loop limit,
+question), `ingest` (the candidate pool), `judge` (the rules' assessment and the model's decision),
+then `act`, which writes the one action the step answers: a SEARCH (`plan_queries`), COMPLETE
+(`select_evidence`) or ERROR (`fail`), chosen by `routing.choose_action`. Each is a function rather
+than a node of its own: each always follows the one before, and a LangGraph step (about 0.2 ms, plus
+a branch to choose the action) costs more than several of them; as one graph step, a think step
+costs about 0.4 ms less (`python -m bench.step_breakdown`), some 8 % of a model-backed step.
+
+`think` is `async def`: it awaits the model and the pool's deadline checks, and LangGraph runs a sync
+node of an async graph in a thread pool, a thread hop that would cost more than most of the step.
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 import structlog
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
 from contracts.common import ErrorResponse
 from contracts.librarian import (
@@ -37,6 +42,7 @@ from graphs.librarian.query_planning import (
     split_budget,
 )
 from graphs.librarian.question import profile_question
+from graphs.librarian.routing import choose_action
 from graphs.librarian.selection import coverage_notes, group_evidence, select_minimal
 from graphs.librarian.state import LibrarianGraphState
 from graphs.request_limits import clip_each
@@ -47,16 +53,26 @@ log = structlog.get_logger(__name__)
 MAX_HINT_LOCATIONS = 50
 
 
-async def evaluate(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
-    """Read the step and judge it, as one graph step: `validate`, `ingest`, then `judge`.
-
-    The three are plain functions called in order rather than nodes of their own: each always follows the
-    one before, and a graph step costs more than `validate` does (see `build_graph`).
-    """
+async def think(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+    """One think step as one graph step: `validate`, `ingest`, `judge`, then `act` writes the `outcome`."""
+    context = runtime.context
     update = validate(state)
-    update["pool"] = await ingest(state["request"], runtime.context)
-    update.update(await judge({**state, **update}, runtime.context))
+    update["pool"] = await ingest(state["request"], context)
+    update.update(await judge({**state, **update}, context))
+    update["outcome"] = act({**state, **update}, context)
     return update
+
+
+def act(state: LibrarianGraphState, context: AgentContext) -> SearchAction | CompleteAction | ErrorResponse:
+    """The step's action (`routing.choose_action`); a search with no fresh query left finishes with what there is."""
+    action = choose_action(state)
+    if action == "plan_queries":
+        search = plan_queries(state, context)
+        if search is not None:
+            return search
+        log.info("librarian: no fresh query left to try")
+        action = "select_evidence" if state["assessment"].usable else "fail"
+    return select_evidence(state, context) if action == "select_evidence" else fail(state, context)
 
 
 def validate(state: LibrarianGraphState) -> LibrarianGraphState:
@@ -178,15 +194,11 @@ def _plan(state: LibrarianGraphState, context: AgentContext) -> QueryPlan:
     return plan
 
 
-async def plan_queries(
-    state: LibrarianGraphState, runtime: Runtime[AgentContext]
-) -> Command[Literal["select_evidence", "fail", "__end__"]]:
-    """Write the next SEARCH; when no fresh query is left, finish with what there is."""
-    plan = _plan(state, runtime.context)
+def plan_queries(state: LibrarianGraphState, context: AgentContext) -> SearchAction | None:
+    """The next SEARCH; None when no fresh query is left to issue."""
+    plan = _plan(state, context)
     if not plan.queries_text and not plan.queries_vector:
-        log.info("librarian: no fresh query left to try")
-        goto: Literal["select_evidence", "fail"] = "select_evidence" if state["assessment"].usable else "fail"
-        return Command(goto=goto)
+        return None
     request = state["request"]
     seen = list(state["pool"].candidates)[:MAX_HINT_LOCATIONS]
     hints: dict[str, object] = {}
@@ -200,17 +212,16 @@ async def plan_queries(
     queries_text = clip_each(plan.queries_text, LIBRARIAN.written_query_chars)
     queries_vector = clip_each(plan.queries_vector, LIBRARIAN.written_query_chars)
     issued = [*state["issued"], *(normalize(q) for q in (*queries_text, *queries_vector))]
-    outcome = SearchAction(
+    return SearchAction(
         request_id=request.request_id,
         queries_text=queries_text,
         queries_vector=queries_vector,
         filters_hint=hints,
         rationale=plan.rationale[: LIBRARIAN.text_chars],
         missing=_bounded(state["assessment"].missing),
-        state=runtime.context.seal(_next_state(state, issued=issued)),
-        usage=runtime.context.usage,
+        state=context.seal(_next_state(state, issued=issued)),
+        usage=context.usage,
     )
-    return Command(goto="__end__", update={"outcome": outcome})
 
 
 def _model_selection(state: LibrarianGraphState) -> list[tuple[ScoredCandidate, str]]:
@@ -226,7 +237,7 @@ def _model_selection(state: LibrarianGraphState) -> list[tuple[ScoredCandidate, 
     return list(chosen.values())[: state["request"].constraints.max_evidence]
 
 
-async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+def select_evidence(state: LibrarianGraphState, context: AgentContext) -> CompleteAction:
     """COMPLETE with the minimal strongest set, grouped per document.
 
     The evidence, its `why_relevant` and the `coverage_notes` come from one judgement: the model's
@@ -249,25 +260,23 @@ async def select_evidence(state: LibrarianGraphState, runtime: Runtime[AgentCont
         evidence = group_evidence(profile, selected)
         notes = coverage_notes(profile, assessment, selected)
         if decision is not None:
-            runtime.context.meter.fell_back(
+            context.meter.fell_back(
                 agent="librarian", reason="the model selected no evidence; the rules' selection and notes were used"
             )
-    outcome = CompleteAction(
+    return CompleteAction(
         request_id=request.request_id,
         evidence=evidence,
         coverage_notes=notes,
-        state=runtime.context.seal(_next_state(state, issued=state["issued"])),
-        usage=runtime.context.usage,
+        state=context.seal(_next_state(state, issued=state["issued"])),
+        usage=context.usage,
     )
-    return {"outcome": outcome}
 
 
-async def fail(state: LibrarianGraphState, runtime: Runtime[AgentContext]) -> LibrarianGraphState:
+def fail(state: LibrarianGraphState, context: AgentContext) -> ErrorResponse:
     """ERROR: the loop limit was reached (or no query is left) and nothing usable was found."""
     request = state["request"]
     error_type, message = no_evidence_error(len(request.search_history), state["loop_limit"])
-    token = runtime.context.seal(_next_state(state, issued=state["issued"]))
-    outcome = ErrorResponse(
-        request_id=request.request_id, error_type=error_type, message=message, state=token, usage=runtime.context.usage
+    token = context.seal(_next_state(state, issued=state["issued"]))
+    return ErrorResponse(
+        request_id=request.request_id, error_type=error_type, message=message, state=token, usage=context.usage
     )
-    return {"outcome": outcome}

@@ -1,4 +1,4 @@
-"""Where the Librarian goes after evaluating: a pure function, async only so LangGraph runs it on the loop."""
+"""Which action a think step ends with, once judged: a pure function of the graph state."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from graphs.librarian.loop_limit import loop_limit_reached
 from graphs.librarian.state import LibrarianGraphState
 
 
-async def route_after_evaluate(state: LibrarianGraphState) -> Literal["plan_queries", "select_evidence", "fail"]:
+def choose_action(state: LibrarianGraphState) -> Literal["plan_queries", "select_evidence", "fail"]:
     """Sufficient → select; loop limit not reached → search again; reached → select what exists, or fail."""
     assessment = state["assessment"]
     if assessment.sufficient:

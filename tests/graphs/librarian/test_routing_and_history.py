@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import typing
 
 import msgspec
 import pytest
 
 from contracts.librarian import LibrarianState, SearchRound
+from graphs.context import AgentContext
 from graphs.errors import InvalidInput
+from graphs.librarian import nodes
 from graphs.librarian.assessment import Assessment
 from graphs.librarian.graph import build_graph
 from graphs.librarian.history_check import chain_digest, query_digest, verify_continuation
 from graphs.librarian.loop_limit import no_evidence_error, pinned_loop_limit
-from graphs.librarian.nodes import plan_queries
-from graphs.librarian.routing import route_after_evaluate
+from graphs.librarian.routing import choose_action
+from graphs.librarian.run import think
 from graphs.librarian.state import LibrarianGraphState
 from tests.graphs.librarian.helpers import hit, request, round_of
+from tests.support.context import make_context
 
 
 def _assessment(*, sufficient: bool, usable: bool) -> Assessment:
@@ -43,13 +45,13 @@ def _assessment(*, sufficient: bool, usable: bool) -> Assessment:
         (1, 1, False, True, "select_evidence"),
     ],
 )
-def test_route_after_evaluate(rounds: int, max_loops: int, sufficient: bool, usable: bool, expected: str) -> None:
+def test_choose_action(rounds: int, max_loops: int, sufficient: bool, usable: bool, expected: str) -> None:
     state: LibrarianGraphState = {
         "request": request(search_history=[msgspec.to_builtins(round_of(hit("d", "x")))] * rounds),
         "loop_limit": max_loops,
         "assessment": _assessment(sufficient=sufficient, usable=usable),
     }
-    assert asyncio.run(route_after_evaluate(state)) == expected
+    assert choose_action(state) == expected
 
 
 def _state_after(history: list[SearchRound], **overrides: object) -> LibrarianState:
@@ -128,10 +130,26 @@ def test_ending_without_evidence_is_loop_limit_only_when_the_limit_is_reached(
     assert f"after {rounds} search rounds" in message
 
 
-def test_plan_queries_destinations_declared_in_build_graph_are_the_ones_it_routes_to() -> None:
-    # The node routes itself with Command[Literal[...]]; build_graph declares the same destinations so the
-    # flow reads from build_graph alone. The two lists must not drift apart.
-    command = typing.get_type_hints(plan_queries)["return"]
-    routed = set(typing.get_args(typing.get_args(command)[0]))
-    declared = set(build_graph().builder.nodes["plan_queries"].ends)
-    assert declared == routed == {"__end__", "select_evidence", "fail"}
+@pytest.mark.parametrize(
+    ("history", "action"),
+    [
+        ([round_of(hit("tower", "東京タワーは港区にある電波塔で、展望台がある。"))], "COMPLETE"),
+        ([], "ERROR"),
+    ],
+    ids=["something-usable", "nothing-usable"],
+)
+def test_a_search_with_no_fresh_query_left_finishes_with_what_there_is(
+    monkeypatch: pytest.MonkeyPatch, history: list[SearchRound], action: str
+) -> None:
+    """When every query the step could write was already issued, the step completes or fails: never an empty SEARCH."""
+    asked: list[int] = []
+
+    def nothing_fresh(state: LibrarianGraphState, context: AgentContext) -> None:
+        asked.append(len(state["request"].search_history))
+
+    monkeypatch.setattr(nodes, "plan_queries", nothing_fresh)
+    step = request(search_history=[msgspec.to_builtins(r) for r in history])
+    context = make_context().for_request(timeout_s=30, request_id="r", seal_state=lambda state: "token")
+    answer = asyncio.run(think(build_graph(), context, step, None))
+    assert asked == [len(history)]  # the step did want to search again
+    assert msgspec.to_builtins(answer)["action"] == action
