@@ -102,7 +102,7 @@ def test_an_internal_bug_is_a_bare_500_without_details(make_app: AppFactory, mon
     async def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internal detail")
 
-    monkeypatch.setattr("graphs.librarian.graph.evaluate", explode)  # compiled into the app built below
+    monkeypatch.setattr("graphs.librarian.graph.think", explode)  # compiled into the app built below
     app = make_app()
     with TestClient(app=app, raise_server_exceptions=False) as client:
         response = client.post(THINK, json=VALID)
