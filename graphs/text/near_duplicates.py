@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -66,13 +66,12 @@ _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT = np.uint64(32)
 _FREQUENCY_BUCKETS = 1 << 16
 """Shingle frequencies are counted per hash bucket: any consistent order is correct, rarer-first is fast."""
-_TOKEN_BITS = 40
-_TOKEN_MASK = np.uint64((1 << _TOKEN_BITS) - 1)
 _TEXT_BITS = 24
 _TEXT_MASK = np.uint64((1 << _TEXT_BITS) - 1)
 """A sort key packs a 40-bit shingle key (8-bit frequency, 32-bit hash) and a 24-bit text index."""
 
 IntT = TypeVar("IntT", np.int64, np.uint64)
+SortKind = Literal["quicksort", "stable"]
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
@@ -191,7 +190,9 @@ def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
     _add_short_texts(points, lengths, starts, hashes, owners)
     mixed = (np.concatenate(hashes) * _MIX) >> _SHIFT
     keys = (np.concatenate(owners).astype(np.uint64) << _SHIFT) | mixed
-    keys = _sorted_distinct(keys)
+    # The keys come grouped by text (the owner in the high bits), so a merge sort, which gallops over runs
+    # that do not overlap, sorts them as many short runs: about half the time of a quicksort of the whole.
+    keys = _sorted_distinct(keys, kind="stable")
     # Sorted keys: each text's run starts where its index, shifted into the high bits, would be inserted.
     bounds = np.searchsorted(keys, np.arange(count + 1, dtype=np.uint64) << _SHIFT)
     return keys & _LOW32, np.diff(bounds).astype(np.int64)
@@ -237,9 +238,12 @@ def _add_short_texts(
             owners.append(which.astype(np.int64))
 
 
-def _sorted_distinct(values: npt.NDArray[IntT]) -> npt.NDArray[IntT]:
-    """`np.unique` by sorting in place: numpy's hash-based unique is several times slower on these arrays."""
-    values.sort()
+def _sorted_distinct(values: npt.NDArray[IntT], kind: SortKind = "quicksort") -> npt.NDArray[IntT]:
+    """`np.unique` by sorting in place: numpy's hash-based unique is several times slower on these arrays.
+
+    `kind="stable"` for values already grouped into ascending, non-overlapping runs (a merge sort's case).
+    """
+    values.sort(kind=kind)
     return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
@@ -348,16 +352,31 @@ def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]
     for start, end in _row_chunks(sizes, NEAR_DUP_CHUNK):
         low, high = int(sets.offsets[start]), int(sets.offsets[end])
         texts = np.arange(start, end, dtype=np.uint64)
-        ordered = np.repeat(texts << np.uint64(_TOKEN_BITS), sizes[start:end]) | order_key[low:high]
-        ordered.sort()  # by text, then rarest shingle first
+        ordered = _rarest_first_within_texts(order_key[low:high], sizes[start:end])
         # Only the first `prefix[t]` entries of each text's run are taken: gathered directly, not masked.
         taken = prefix[start:end]
         run_start = sets.offsets[start:end] - low
         first = np.repeat(run_start - (np.cumsum(taken) - taken), taken) + np.arange(int(taken.sum()), dtype=np.int64)
         # Re-key the prefix entries as (token, text) so one sort buckets them by shingle.
-        entries.append(((ordered[first] & _TOKEN_MASK) << np.uint64(_TEXT_BITS)) | np.repeat(texts, taken))
+        entries.append((ordered[first] << np.uint64(_TEXT_BITS)) | np.repeat(texts, taken))
         yield
     return np.concatenate(entries)
+
+
+def _rarest_first_within_texts(order_key: UInt64Array, sizes: Int64Array) -> UInt64Array:
+    """Each text's order keys (`sizes[t]` of them, consecutive, ascending by hash) sorted rarest first, text by text.
+
+    The same order as sorting `(text << 40) | order_key`, from two stable sorts of small integers instead of one
+    comparison sort of 64-bit keys: numpy sorts integers of 16 bits or less by radix, in linear time (about a
+    quarter of the time here). Ties in frequency keep their hash order because the sorts are stable, and the
+    hashes of each text come ascending (`ShingleSets`).
+    """
+    frequency = (order_key >> _SHIFT).astype(np.uint8)  # capped at 255 by `rarest_first_keys`
+    owner_type = np.uint16 if len(sizes) <= 1 << 16 else np.uint32
+    owner = np.repeat(np.arange(len(sizes), dtype=owner_type), sizes)
+    by_frequency = np.argsort(frequency, kind="stable")
+    order = by_frequency[np.argsort(owner[by_frequency], kind="stable")]
+    return order_key[order]
 
 
 def rarest_first_keys(values: UInt64Array) -> UInt64Array:

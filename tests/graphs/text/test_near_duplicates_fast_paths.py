@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.chunked import finish
-from graphs.text.near_duplicates import rarest_first_keys, shingle_sets
+from graphs.text.near_duplicates import _rarest_first_within_texts, rarest_first_keys, shingle_sets
 
 _FREQUENCY_BUCKETS = 1 << 16
 
@@ -37,3 +37,33 @@ def test_shingle_set_sizes_equal_a_count_per_text(texts: list[str]) -> None:
     assert sets.sizes.tolist() == [
         len({text[k : k + 3] for k in range(max(1, len(text) - 2))}) if text else 0 for text in texts
     ]
+
+
+def plain_rarest_first_within_texts(order_key: npt.NDArray[np.uint64], sizes: npt.NDArray[np.int64]) -> list[int]:
+    """The order `_prefix_entries` sorted each text's keys in before: one sort of (text << 40) | order key."""
+    texts = np.arange(len(sizes), dtype=np.uint64)
+    keyed = np.repeat(texts << np.uint64(40), sizes) | order_key
+    keyed.sort()
+    ordered: list[int] = (keyed & np.uint64((1 << 40) - 1)).tolist()
+    return ordered
+
+
+@settings(deadline=None)
+@given(st.lists(st.text(alphabet="abcあいう東京 ", max_size=14), max_size=40), st.integers(0, 300))
+def test_rarest_first_within_texts_equals_one_sort_of_text_and_key(texts: list[str], repeats: int) -> None:
+    # Repeating one text pushes its shingles' buckets past the frequency cap, so ties in frequency are common.
+    sets = finish(shingle_sets([*texts, *(["あいう東京"] * repeats)]))
+    order_key = rarest_first_keys(sets.values)
+    assert _rarest_first_within_texts(order_key, sets.sizes).tolist() == plain_rarest_first_within_texts(
+        order_key, sets.sizes
+    )
+
+
+def test_rarest_first_within_texts_past_sixteen_bit_text_indexes() -> None:
+    # Texts without shingles (blank) take no entries, so a chunk can hold more texts than 16 bits number.
+    sizes = np.zeros(70_000, dtype=np.int64)
+    sizes[[3, 65_540, 69_999]] = [4, 3, 5]
+    rng = np.random.default_rng(5)
+    runs = [np.sort(rng.integers(0, 1 << 32, size, dtype=np.uint64)) for size in sizes[sizes > 0]]
+    order_key = rarest_first_keys(np.concatenate(runs))
+    assert _rarest_first_within_texts(order_key, sizes).tolist() == plain_rarest_first_within_texts(order_key, sizes)
