@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.chunked import finish
-from graphs.text.near_duplicates import _rarest_first_within_texts, rarest_first_keys, shingle_sets
+from graphs.text.near_duplicates import _rarest_first_within_texts, rarest_first_keys, rows_fit, shingle_sets
+from graphs.text.shingles import shingle_array
 
 _FREQUENCY_BUCKETS = 1 << 16
 
@@ -67,3 +69,22 @@ def test_rarest_first_within_texts_past_sixteen_bit_text_indexes() -> None:
     runs = [np.sort(rng.integers(0, 1 << 32, size, dtype=np.uint64)) for size in sizes[sizes > 0]]
     order_key = rarest_first_keys(np.concatenate(runs))
     assert _rarest_first_within_texts(order_key, sizes).tolist() == plain_rarest_first_within_texts(order_key, sizes)
+
+
+@pytest.mark.parametrize(
+    ("texts", "as_rows"),
+    [
+        pytest.param(
+            ["東京タワーの高さは333メートル", "ababab", "a", "ab", "", "東京タワー"] * 4, True, id="matrix rows"
+        ),
+        pytest.param(
+            ["東京タワーの高さは" * 500, *(["ab", "abc", "x", ""] * 30)], False, id="one long text: one key sort"
+        ),
+    ],
+)
+def test_shingle_sets_equal_each_text_alone_whichever_sort_runs(texts: list[str], as_rows: bool) -> None:
+    # Each text's distinct shingles are sorted as rows of a matrix unless one text is far longer than the rest.
+    shingles = sum(max(len(text) - 2, 1) for text in texts if text)
+    assert rows_fit(len(texts), max(max(len(text) - 2, 1) for text in texts), shingles) is as_rows
+    sets = finish(shingle_sets(texts))
+    assert [sets.row(i).tolist() for i in range(len(texts))] == [shingle_array(text).tolist() for text in texts]
