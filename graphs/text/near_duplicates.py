@@ -286,11 +286,16 @@ def _sorted_distinct(values: npt.NDArray[IntT], kind: SortKind = "quicksort") ->
 
 def _gather(sets: ShingleSets, rows: Int64Array) -> tuple[UInt64Array, Int64Array]:
     """The concatenated shingles of `rows` (in that order) and each row's count."""
+    at, lengths = _positions(sets, rows)
+    return sets.values[at], lengths
+
+
+def _positions(sets: ShingleSets, rows: Int64Array) -> tuple[Int64Array, Int64Array]:
+    """Where the shingles of `rows` (in that order) stand in `sets.values`, and each row's count."""
     lengths = sets.sizes[rows]
     total = int(lengths.sum())
     run_starts = np.cumsum(lengths) - lengths
-    flat = np.repeat(sets.offsets[rows] - run_starts, lengths) + np.arange(total, dtype=np.int64)
-    return sets.values[flat], lengths
+    return np.repeat(sets.offsets[rows] - run_starts, lengths) + np.arange(total, dtype=np.int64), lengths
 
 
 def _row_chunks(weights: Int64Array, budget: int) -> list[tuple[int, int]]:
@@ -375,27 +380,36 @@ def _candidate_pairs(sets: ShingleSets, threshold: float) -> Chunked[tuple[Int64
 
 
 def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]:
-    """Each text's prefix shingles (rarest first), keyed (token, text), unsorted; one chunk of texts per pause.
+    """Each text's prefix shingles (rarest first) that another text may hold, keyed (token, text), unsorted.
 
     Prefix filtering: two texts reaching `threshold` share a shingle among the rarest of each, so only
-    those need bucketing; the rest of each text never makes a candidate pair.
+    those need bucketing; the rest of each text never makes a candidate pair. A shingle whose hash bucket
+    counts one (text, shingle) is in that text's set alone and pairs it with no other, so it is left out;
+    and a text with at least as many such shingles as its prefix is long (most texts: such shingles come
+    first in the order) has nothing to bucket, so only the other texts are ordered at all. One chunk of
+    those texts per pause.
     """
     sizes = sets.sizes
     order_key = rarest_first_keys(sets.values)
     # |x ∩ y| ≥ ⌈t·|x|⌉ for any y with J(x, y) ≥ t; rounding down the bound only lengthens the prefix.
     needed = np.maximum(np.ceil(threshold * sizes - 1e-9).astype(np.int64), 1)
     prefix = np.where(sizes > 0, sizes - needed + 1, 0)
-    entries: list[UInt64Array] = []
-    for start, end in _row_chunks(sizes, NEAR_DUP_CHUNK):
-        low, high = int(sets.offsets[start]), int(sets.offsets[end])
-        texts = np.arange(start, end, dtype=np.uint64)
-        ordered = _rarest_first_within_texts(order_key[low:high], sizes[start:end])
+    alone_so_far = np.concatenate([[0], np.cumsum((order_key >> _SHIFT) == 1)])
+    alone = alone_so_far[sets.offsets[1:]] - alone_so_far[sets.offsets[:-1]]
+    pending = np.flatnonzero(prefix > alone)
+    entries: list[UInt64Array] = [np.zeros(0, dtype=np.uint64)]
+    for start, end in _row_chunks(sizes[pending], NEAR_DUP_CHUNK):
+        rows = pending[start:end]
+        at, lengths = _positions(sets, rows)
+        ordered = _rarest_first_within_texts(order_key[at], lengths)
         # Only the first `prefix[t]` entries of each text's run are taken: gathered directly, not masked.
-        taken = prefix[start:end]
-        run_start = sets.offsets[start:end] - low
+        taken = prefix[rows]
+        run_start = np.cumsum(lengths) - lengths
         first = np.repeat(run_start - (np.cumsum(taken) - taken), taken) + np.arange(int(taken.sum()), dtype=np.int64)
+        prefix_keys, owners = ordered[first], np.repeat(rows.astype(np.uint64), taken)
+        shared = (prefix_keys >> _SHIFT) > 1
         # Re-key the prefix entries as (token, text) so one sort buckets them by shingle.
-        entries.append((ordered[first] << np.uint64(_TEXT_BITS)) | np.repeat(texts, taken))
+        entries.append((prefix_keys[shared] << np.uint64(_TEXT_BITS)) | owners[shared])
         yield
     return np.concatenate(entries)
 

@@ -9,7 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.chunked import finish
-from graphs.text.near_duplicates import _rarest_first_within_texts, rarest_first_keys, rows_fit, shingle_sets
+from graphs.text.near_duplicates import (
+    ShingleSets,
+    _candidate_pairs,
+    _rarest_first_within_texts,
+    _token_anchors,
+    _worth_comparing,
+    rarest_first_keys,
+    rows_fit,
+    shingle_sets,
+)
 from graphs.text.shingles import shingle_array
 
 _FREQUENCY_BUCKETS = 1 << 16
@@ -88,3 +97,52 @@ def test_shingle_sets_equal_each_text_alone_whichever_sort_runs(texts: list[str]
     assert rows_fit(len(texts), max(max(len(text) - 2, 1) for text in texts), shingles) is as_rows
     sets = finish(shingle_sets(texts))
     assert [sets.row(i).tolist() for i in range(len(texts))] == [shingle_array(text).tolist() for text in texts]
+
+
+def plain_prefix_entries(sets: ShingleSets, threshold: float) -> npt.NDArray[np.uint64]:
+    """Every text's prefix entries, keyed (token, text), as `_prefix_entries` built them before: one sort of all."""
+    sizes = sets.sizes
+    order_key = rarest_first_keys(sets.values)
+    needed = np.maximum(np.ceil(threshold * sizes - 1e-9).astype(np.int64), 1)
+    prefix = np.where(sizes > 0, sizes - needed + 1, 0)
+    texts = np.arange(len(sizes), dtype=np.uint64)
+    ordered = np.repeat(texts << np.uint64(40), sizes) | order_key
+    ordered.sort()
+    first = np.concatenate([np.arange(sets.offsets[t], sets.offsets[t] + prefix[t]) for t in range(len(sizes))])
+    token = ordered[first.astype(np.int64)] & np.uint64((1 << 40) - 1)
+    keyed: npt.NDArray[np.uint64] = (token << np.uint64(24)) | np.repeat(texts, prefix)
+    return keyed
+
+
+def plain_candidate_pairs(sets: ShingleSets, threshold: float) -> tuple[list[int], list[int]]:
+    """`_candidate_pairs` over every prefix entry, the shingles no other text holds included (the oracle)."""
+    n = len(sets)
+    if n < 2 or not len(sets.values):
+        return [], []
+    keyed = plain_prefix_entries(sets, threshold)
+    keyed.sort()
+    text = (keyed & np.uint64((1 << 24) - 1)).astype(np.int64)
+    group_start, anchors = _token_anchors(keyed >> np.uint64(24))
+    total = int(anchors.sum())
+    if not total:
+        return [], []
+    later = np.repeat(text, anchors)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(anchors) - anchors, anchors)
+    earlier = text[np.repeat(group_start, anchors) + within]
+    pair_keys = np.unique(later * n + earlier)
+    later, earlier = pair_keys // n, pair_keys % n
+    keep = _worth_comparing(sets.sizes, earlier, later, threshold)
+    return earlier[keep].tolist(), later[keep].tolist()
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.lists(st.text(alphabet="東京タワー高さab ", min_size=0, max_size=30), max_size=40),
+    st.integers(0, 40),
+    st.floats(0.3, 1.0),
+)
+def test_candidate_pairs_equal_those_of_every_prefix_entry(texts: list[str], copies: int, threshold: float) -> None:
+    # Copies of one text make shingles many texts share, so the per-shingle and per-text caps bind.
+    sets = finish(shingle_sets([*texts, *(["東京タワーの高さ"] * copies)]))
+    left, right = finish(_candidate_pairs(sets, threshold))
+    assert (left.tolist(), right.tolist()) == plain_candidate_pairs(sets, threshold)
