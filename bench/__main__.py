@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
     "near_duplicates_growth": ["bench.near_duplicates_growth"],
     "librarian_concurrency": ["bench.librarian_concurrency"],
+    "model_step_cpu": ["bench.model_step_cpu"],
     "proposal_quality_throughput": ["bench.proposal_quality_throughput"],
     "ace_search": ["bench.ace_search"],
     "ace_curate": ["bench.ace_curate"],

@@ -14,7 +14,7 @@ raise (`ModelFailure` / `ModelTimeout`), which callers map to `MODEL_FAILURE` / 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -107,13 +107,13 @@ async def ainvoke_structured(
         ModelFailure: The provider failed after transport retries (or on a non-retryable error).
         ModelTimeout: The per-attempt timeout or the deadline ran out.
     """
-    runnable = bind_native_json(model, schema, cfg)
+    native_json = native_json_kwargs(model, schema, cfg)
     history = list(messages)
     usage = Usage(engine=cfg.provider, model=cfg.model)
     attempt = 0
     while True:
         attempt += 1
-        text, spent = await call_model(runnable, history, cfg=cfg, deadline=deadline, meter=meter)
+        text, spent = await call_model(model, history, cfg=cfg, deadline=deadline, meter=meter, call_kwargs=native_json)
         usage = usage.plus(spent)
         parsed = parse_reply(text, schema, check)
         if not parsed.errors or attempt > max_reasks:
@@ -129,14 +129,18 @@ async def ainvoke_structured(
 
 
 async def call_model(
-    runnable: Runnable[LanguageModelInput, BaseMessage],
+    model: Runnable[LanguageModelInput, BaseMessage],
     messages: list[BaseMessage],
     *,
     cfg: LLMConfig,
     deadline: float | None,
     meter: UsageMeter | None = None,
+    call_kwargs: Mapping[str, Any] | None = None,
 ) -> tuple[str, Usage]:
     """One reply's text through the shared retry loop, and what it cost.
+
+    `call_kwargs` go to every attempt's `ainvoke` (the provider's JSON-output parameters,
+    `native_json_kwargs`).
 
     Every request sent counts as a call, the ones that failed and were retried too (a provider may
     bill them, and the caller should see that the model was tried); tokens come from the reply.
@@ -147,6 +151,7 @@ async def call_model(
         ModelTimeout: The per-attempt timeout or the deadline ran out.
     """
     one_call = Usage(engine=cfg.provider, model=cfg.model, llm_calls=1)
+    kwargs = call_kwargs or {}
     spent = Usage(engine=cfg.provider, model=cfg.model)
 
     async def request() -> BaseMessage:
@@ -154,7 +159,10 @@ async def call_model(
         spent = spent.plus(one_call)
         if meter is not None:
             meter.add(one_call)
-        return await runnable.ainvoke(list(messages))
+        # The run's callbacks are inherited as they are: inside a graph node they carry no handler, and an
+        # explicit `config={"callbacks": []}` made langchain-core configure a fresh manager, which measured
+        # slower per call, not faster (issue 14).
+        return await model.ainvoke(list(messages), **kwargs)
 
     reply = await call_with_retries(request, max_retries=cfg.max_retries, timeout_s=cfg.timeout_s, deadline=deadline)
     if isinstance(reply, AIMessage):
@@ -242,10 +250,8 @@ def _json_kind(schema: Any) -> JsonKind | None:
 # --- provider-native JSON mode --------------------------------------------------------------------
 
 
-def bind_native_json(
-    model: BaseChatModel, schema: type[Any], cfg: LLMConfig
-) -> Runnable[LanguageModelInput, BaseMessage]:
-    """`model` with the provider's JSON-output parameters bound, when the config asks for them.
+def native_json_kwargs(model: BaseChatModel, schema: type[Any], cfg: LLMConfig) -> dict[str, Any]:
+    """The provider's JSON-output parameters for one call of `model`, when the config asks for them.
 
     OpenAI, Azure and OpenAI-compatible servers get a `json_schema` response format (non-strict:
     strict mode rejects schemas with optional fields or open objects; llama.cpp's server, vLLM and
@@ -253,18 +259,24 @@ def bind_native_json(
     `json_object` when `cfg.json_object_only` says the server refuses a schema; Gemini (both APIs)
     gets `response_mime_type` plus `response_json_schema` (the parameter langchain-google-genai 4.x
     forwards as `generationConfig.responseJsonSchema`).
+
+    They are passed to `ainvoke` as keyword arguments, which LangChain hands to the provider call
+    exactly as it would a binding's: a `model.bind(...)` per call built a `RunnableBinding` (a
+    pydantic model) and added a config merge to every call: about 50 µs more per call than this, for
+    the same request body (the real `ChatOpenAI` against the lean fake model, called inside a graph
+    node, alternating the two ways). The dict is new each call; the schema document in it is shared.
     """
     if not cfg.native_json_schema:
-        return model
+        return {}
     match cfg.provider:
         case "openai-compatible" if cfg.json_object_only:
-            return _bind_response_format(model, {"type": "json_object"})
+            return _response_format_kwargs(model, {"type": "json_object"})
         case "openai" | "azure" | "openai-compatible":
-            return _bind_response_format(model, _schema_response_format(schema))
+            return _response_format_kwargs(model, _schema_response_format(schema))
         case "gemini" | "vertex":
             document = _schema_response_format(schema)["json_schema"]["schema"]
-            return model.bind(response_mime_type="application/json", response_json_schema=document)
-    return model
+            return {"response_mime_type": "application/json", "response_json_schema": document}
+    return {}
 
 
 def _schema_response_format(schema: Any) -> dict[str, Any]:
@@ -289,17 +301,15 @@ def _schema_document(schema: Any) -> dict[str, Any]:
     return inline_json_schema(schema)
 
 
-def _bind_response_format(
-    model: BaseChatModel, response_format: dict[str, Any]
-) -> Runnable[LanguageModelInput, BaseMessage]:
+def _response_format_kwargs(model: BaseChatModel, response_format: dict[str, Any]) -> dict[str, Any]:
     """`response_format` sent in the request body, next to the model's own `extra_body` (the token cap).
 
     Passed as langchain-openai's `response_format` argument it would switch the client to the SDK's `parse`
     call, which raises on a reply cut off at the token cap (`finish_reason: length`) before anyone sees it:
     a truncated reply then became MODEL_FAILURE instead of a reply to repair or re-ask.
     """
-    extra_body = dict(getattr(model, "extra_body", None) or {})
-    return model.bind(extra_body={**extra_body, "response_format": response_format})
+    extra_body = getattr(model, "extra_body", None) or {}
+    return {"extra_body": {**extra_body, "response_format": response_format}}
 
 
 def schema_name(schema: Any) -> str:

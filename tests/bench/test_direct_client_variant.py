@@ -11,7 +11,7 @@ from langchain_core.messages import HumanMessage
 from bench.direct_client_variant import DirectChat, DirectHTTPError, direct_chat_model
 from graphs.llm.providers import aclose_chat_model, make_chat_model
 from graphs.llm.retry import classify
-from graphs.llm.structured_output import bind_native_json
+from graphs.llm.structured_output import native_json_kwargs
 from tests.fakes.fixtures import fake_openai_config, llm_server_fixture  # noqa: F401 - fixture
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
@@ -62,7 +62,7 @@ async def test_the_same_request_body_as_the_sdk_for_an_openai_compatible_model(l
     llm_server.script(Reply(content="{}"), Reply(content="{}"))
     try:
         for model in (sdk_model, direct):
-            await bind_native_json(model, _Decision, config).ainvoke([HumanMessage("hello")])
+            await model.ainvoke([HumanMessage("hello")], **native_json_kwargs(model, _Decision, config))
     finally:
         await aclose_chat_model(sdk_model)
         await direct.aclose()

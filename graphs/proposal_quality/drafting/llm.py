@@ -23,7 +23,7 @@ from contracts.common import Usage
 from contracts.proposal_quality import AdvisorReport, OrganizerReport, ReportKind
 from graphs.context import AgentContext
 from graphs.llm.echo import echo_problems
-from graphs.llm.structured_output import bind_native_json, call_model, parse_reply
+from graphs.llm.structured_output import call_model, native_json_kwargs, parse_reply
 from graphs.prompt_files import load_prompt, render_prompt
 from graphs.proposal_quality.board import Board
 from graphs.proposal_quality.self_correction import NO_IDS, format_ids
@@ -107,8 +107,10 @@ async def draft_report(context: AgentContext, kind: ReportKind, messages: list[B
     """
     assert context.llm is not None, "the heuristic engine never asks a model"
     cfg = context.llm_config
-    runnable = bind_native_json(context.llm, REPORT_TYPES[kind], cfg)
-    text, usage = await call_model(runnable, messages, cfg=cfg, deadline=context.deadline, meter=context.meter)
+    native_json = native_json_kwargs(context.llm, REPORT_TYPES[kind], cfg)
+    text, usage = await call_model(
+        context.llm, messages, cfg=cfg, deadline=context.deadline, meter=context.meter, call_kwargs=native_json
+    )
     try:
         parsed = parse_reply(text, dict[str, Any])
     except RecursionError:  # msgspec refuses JSON nested deeper than it can decode

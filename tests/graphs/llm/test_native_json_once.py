@@ -6,12 +6,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from langchain_core.runnables import RunnableBinding
 
 from graphs.librarian.llm_step import LLMDecision
 from graphs.llm.config import LLMConfig, LLMProviderName
 from graphs.llm.providers import make_chat_model
-from graphs.llm.structured_output import bind_native_json, inline_json_schema
+from graphs.llm.structured_output import inline_json_schema, native_json_kwargs
 
 
 class Note(msgspec.Struct):
@@ -22,9 +21,7 @@ def _bound_kwargs(provider: LLMProviderName, schema: Any) -> dict[str, Any]:
     base_url = None if provider == "gemini" else "http://127.0.0.1:9/v1"
     model = make_chat_model(LLMConfig(provider=provider, model="m", api_key="k", base_url=base_url))
     assert model is not None
-    bound = bind_native_json(model, schema, LLMConfig(provider=provider, model="m"))
-    assert isinstance(bound, RunnableBinding)
-    return dict(bound.kwargs)
+    return native_json_kwargs(model, schema, LLMConfig(provider=provider, model="m"))
 
 
 @pytest.mark.parametrize("provider", ["openai", "openai-compatible"])

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 
 from graphs.llm.config import LLMConfig
 from graphs.llm.errors import ModelFailure, ModelTimeout
@@ -336,6 +337,31 @@ async def test_openai_response_format(
     result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg)
     assert result.ok
     assert _request(llm_server).get("response_format") == expected
+
+
+async def test_the_json_parameters_go_with_every_attempt_without_a_binding_per_call(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    provider: Provider,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A `bind` per call cost a pydantic `RunnableBinding` and a config merge on every model call (issue 14)."""
+
+    def no_binding(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("ainvoke_structured bound the model instead of passing the call's parameters")
+
+    monkeypatch.setattr(Runnable, "bind", no_binding)
+    cfg = provider.config(llm_server)
+    llm_server.script(WRONG, GOOD)
+    result = await ainvoke_structured(chat_model_factory(cfg), MESSAGES, Plan, cfg=cfg, max_reasks=1)
+    assert (result.value, result.attempts) == (GOOD_PLAN, 2)
+    requests = llm_server.chat_requests
+    assert len(requests) == 2
+    for body in requests:
+        if provider.engine == "openai":
+            assert body["response_format"]["json_schema"]["schema"] == inline_json_schema(Plan)
+        else:
+            assert body["generationConfig"]["responseJsonSchema"] == inline_json_schema(Plan)
 
 
 @pytest.mark.parametrize("native", [True, False])

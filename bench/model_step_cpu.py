@@ -1,0 +1,161 @@
+"""CPU of a model-backed Librarian think step, in-process: the figure issue 14's concurrency target hangs on.
+
+`bench.librarian_concurrency` reports the service's CPU per step under load, but on a shared two-core
+machine its wall-clock figures move with everyone else's work. This drives the same two steps (the
+SEARCH of a new session, then the COMPLETE that follows it with five hits) through the whole app
+in-process, one at a time, with the real model client (langchain-openai's `ChatOpenAI`, the OpenAI
+SDK, its aiohttp transport) aimed at `tests/fakes/lean_chat_server.py` answering at once in its own
+process, so the only CPU counted is the service's (`time.process_time`, this process and its threads).
+The event loop is uvloop and the collector is set up as a serving worker sets it up
+(`prepare_collector_for_serving`); logging is the deployed JSON at INFO (to /dev/null).
+
+The same steps run on the same app built for the embedded `heuristic` engine, alternating round by
+round with the model-backed one, so `model_path_us` (model − heuristic) is what asking the model adds
+to a step: prompt, client, parsing, usage. Medians of `--rounds` rounds of `--runs` SEARCH + COMPLETE
+pairs; compare two trees by running this in each, alternately (the machine's other load moves every
+figure by several percent).
+
+    python -m bench.model_step_cpu [--runs 200] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import uvloop
+
+from bench.librarian_concurrency import HITS, QUESTION, start_fake_model
+from bench.step_breakdown import asgi_post
+from bench.tools import command_line, emit
+from librarian_svc.app import create_app
+from librarian_svc.log_setup import configure_logging
+from librarian_svc.settings import load_settings
+from librarian_svc.startup_gc import prepare_collector_for_serving
+
+MODULE = "bench.model_step_cpu"
+THINK_PATH = "/agent/librarian/think"
+
+
+class Session:
+    """One app and the bodies of its two steps (the COMPLETE carries the state its own SEARCH sealed)."""
+
+    def __init__(self, app: Any, search: bytes, complete: bytes) -> None:
+        """`app` serves both steps; the bodies are posted as they are on every run."""
+        self.app = app
+        self.search = search
+        self.complete = complete
+
+    @classmethod
+    async def open(cls, app: Any) -> Session:
+        """Run one SEARCH → COMPLETE session on `app`, checking each answer, and keep its bodies."""
+        first: dict[str, Any] = {"request_id": "m1", "user_query": QUESTION, "subject_id": "bench"}
+        search = msgspec.json.encode(first)
+        answer = await _step(app, search, "SEARCH")
+        round_ = {"queries_text": answer["queries_text"], "queries_vector": answer["queries_vector"], "results": HITS}
+        complete = msgspec.json.encode({**first, "state": answer["state"], "search_history": [round_]})
+        await _step(app, complete, "COMPLETE")
+        return cls(app, search, complete)
+
+    async def cpu_us(self, runs: int) -> tuple[float, float]:
+        """CPU per SEARCH and per COMPLETE over `runs` of each, in µs."""
+        figures = []
+        for body in (self.search, self.complete):
+            started = time.process_time()
+            for _ in range(runs):
+                await asgi_post(self.app, THINK_PATH, body)
+            figures.append((time.process_time() - started) / runs * 1e6)
+        return figures[0], figures[1]
+
+
+async def _step(app: Any, body: bytes, action: str) -> dict[str, Any]:
+    status, payload = await asgi_post(app, THINK_PATH, body)
+    answer: dict[str, Any] = json.loads(payload)
+    if status != 200 or answer.get("action") != action:
+        raise RuntimeError(f"expected {action}, got HTTP {status}: {payload[:300]!r}")
+    return answer
+
+
+def settings_env(model_url: str | None) -> dict[str, str]:
+    """The environment of the app under test: the lean fake as an OpenAI-compatible model, or no model."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("LLM_", "OPENAI_"))}
+    if model_url is None:
+        return env | {"LLM_PROVIDER": "heuristic"}
+    return env | {
+        "LLM_PROVIDER": "openai-compatible",
+        "OPENAI_BASE_URL": model_url,
+        "LLM_MODEL": "fake",
+        "LLM_TIMEOUT_MS": "30000",
+        "REQUEST_TIMEOUT_MS": "60000",
+    }
+
+
+def summary(rounds: list[tuple[float, float]]) -> dict[str, float]:
+    """Median CPU per SEARCH, per COMPLETE and per step (their mean), in µs, over the rounds."""
+    search = statistics.median(s for s, _ in rounds)
+    complete = statistics.median(c for _, c in rounds)
+    step = statistics.median((s + c) / 2 for s, c in rounds)
+    return {"search_us": round(search, 1), "complete_us": round(complete, 1), "step_us": round(step, 1)}
+
+
+async def measure(model_url: str, runs: int, rounds: int) -> dict[str, Any]:
+    """Alternate the model-backed app and the heuristic one, `rounds` times, after a warm-up of each."""
+    model_app = create_app(load_settings(settings_env(model_url)))
+    heuristic_app = create_app(load_settings(settings_env(None)))
+    async with model_app.lifespan(), heuristic_app.lifespan():
+        prepare_collector_for_serving()
+        sessions = {"model": await Session.open(model_app), "heuristic": await Session.open(heuristic_app)}
+        for session in sessions.values():
+            await session.cpu_us(max(1, runs // 5))
+        per_round: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
+        for _ in range(rounds):
+            for name, session in sessions.items():
+                per_round[name].append(await session.cpu_us(runs))
+    model, heuristic = summary(per_round["model"]), summary(per_round["heuristic"])
+    return {
+        "model": model,
+        "heuristic": heuristic,
+        "model_path_us": round(model["step_us"] - heuristic["step_us"], 1),
+        "model_steps_per_s_per_core": round(1e6 / model["step_us"], 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=200, help="SEARCH + COMPLETE pairs per round")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    model, model_url = start_fake_model(0)
+    try:
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            configure_logging("json", "INFO")
+            # The service serves on uvloop (uvicorn's default when installed); the client's transport runs on it.
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                figures = runner.run(measure(model_url, args.runs, args.rounds))
+    finally:
+        model.terminate()
+        model.wait()
+    emit(
+        {
+            "benchmark": MODULE,
+            "question": "CPU per model-backed Librarian step in-process (real ChatOpenAI, model answering at once)",
+            "command": command_line(MODULE, argv or []),
+            "runs": args.runs,
+            "rounds": args.rounds,
+            **figures,
+        },
+        args.output,
+    )
+
+
+if __name__ == "__main__":
+    main()
