@@ -40,7 +40,7 @@ def escape_markdown(text: str) -> str:
     regex scan does: only a line with one is substituted.
     """
     one_line = (_LINE_BREAKS.sub(" ", text) if "\n" in text or "\r" in text else text).strip()
-    if any(ch in one_line for ch in MARKDOWN_SPECIAL):
+    if any(map(one_line.__contains__, MARKDOWN_SPECIAL)):
         return _SPECIAL.sub(r"\\\g<0>", one_line)
     return one_line
 
