@@ -32,7 +32,9 @@ def _is_secret_key(key: str) -> bool:
     return any(marker in lowered for marker in _SECRET_MARKERS)
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PASSED_AS_IS = frozenset({str, int, float, bool, type(None), list, tuple})
+"""Value types `scrub` hands on untouched (it descends into mappings only): scalars, and the lists a line
+carries (a proposal attempt's errors and warnings), so such a line takes the fast path too."""
 _safe_keys: set[str] = set()
 """Keys seen on log lines that name no credential; log lines reuse a few dozen (bounded: logged data's keys vary)."""
 _MAX_SAFE_KEYS = 4096
@@ -42,10 +44,11 @@ def redact_secrets(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> Mut
     """Drop values whose key names a credential or signature, at any nesting of dicts.
 
     Runs on every line (one access line per request): a line whose keys are all known to be safe and
-    whose values are all scalars (the usual case) is passed on as it is, checked with two set lookups
-    in C instead of a marker search per key (about 0.5 µs instead of 11 µs for an access line).
+    whose values are all scalars or lists (the usual case; lists are passed on as they are either way)
+    is passed on as it is, checked with two set lookups in C instead of a marker search per key (about
+    0.5 µs instead of 11 µs for an access line).
     """
-    if _safe_keys.issuperset(event_dict) and _SCALARS.issuperset(map(type, event_dict.values())):
+    if _safe_keys.issuperset(event_dict) and _PASSED_AS_IS.issuperset(map(type, event_dict.values())):
         return event_dict
 
     def scrub(mapping: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,9 @@ def build_graph() -> Any:
 
     - `take_request`: a first call plans (`make_plan`); a later one takes the caller's search results
       (`take_tool_result`) or the user's answer (`take_user_response`), by `routing.route_entry`.
-    - `reason` runs a reasoning step of the plan; `replan` replaces the plan after a trigger.
+    - `reason` runs a reasoning step of the plan that a model answers (the embedded engine's reasoning
+      does no I/O and runs in the node that reaches it, `nodes._settle`); `replan` replaces the plan
+      after a trigger.
     - After each, the plan goes on to its next step: reasoning runs here (`reason`), a trigger replans
       (`replan`), and anything else ends the request with its action, run by the node that got there
       (`nodes.ENDINGS`: SEARCH for the caller, ASK_USER with a question or for an intervention,

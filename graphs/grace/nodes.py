@@ -18,7 +18,8 @@ a step, `python -m bench.step_breakdown`) and a request is only a handful of the
 - the four endings (`emit_search`, `ask_question`, `ask_intervention`, `finish`: `ENDINGS`), which
   `_settle` runs in the node that reaches one, then ends the run; they do no I/O, so the progress
   records a stream relays come no later than before;
-- `_respond` (number the step's events, seal the state, build the action), which every ending ends with.
+- `_respond` (number the step's events, seal the state, build the action), which every ending ends with;
+- reasoning by the embedded engine (no model, no I/O): `_settle` runs it in the node that reaches it.
 
 Nodes are `async def` even where they never await: LangGraph runs sync nodes of an async graph in a
 thread pool, and a thread hop per node costs more than these steps do.
@@ -457,16 +458,36 @@ ENTRIES: dict[str, EntryFn] = {
 async def _settle(state: GraceGraphState, runtime: Runtime[AgentContext], move: Command[Any]) -> Command[Onward]:
     """A node's move as the graph takes it: on to another node, or, for an ending, the ending run here and END.
 
-    The move's update is not in the state yet, so the ending reads the state as the update will leave it
-    (its `events` appended, as the channel's reducer appends them); its own update joins the move's.
+    The move's update is not in the state yet, so what runs next here reads the state as the update will
+    leave it (its `events` appended, as the channel's reducer appends them); its own update joins the move's.
+
+    Reasoning by the embedded engine (no model) runs here too, step after step, rather than in the `reason`
+    node: it does no I/O, so the progress records a stream relays come no later, and a graph step costs
+    LangGraph more than such a step (`python -m bench.step_breakdown`). With a model, a reasoning step
+    waits for its answer, so it stays a node of its own: the records before it reach the stream first.
     """
     update = move.update
     assert isinstance(update, dict)
     goto = move.goto
+    moved: list[GraceEvent] = update.get("events", [])
+    ahead: GraceGraphState = {**state, **update, "events": [*state.get("events", []), *moved]}
+    if goto == "reason" and runtime.context.llm is None:
+        # A reasoning step finishes a step of the plan (only a replan, which stops this, changes the plan).
+        steps_left = len(ahead["session"].plan.steps)
+        while goto == "reason":
+            if steps_left == 0:
+                raise RuntimeError("reasoning went on past the plan's last step: a bug in the executor")
+            steps_left -= 1
+            step = await _reasoned(ahead, runtime)
+            stepped = step.update
+            assert isinstance(stepped, dict)
+            more: list[GraceEvent] = stepped.get("events", [])
+            moved = [*moved, *more]
+            update = {**update, **stepped, "events": moved}
+            ahead = {**ahead, **stepped, "events": [*ahead["events"], *more]}
+            goto = step.goto
     if goto == "reason" or goto == "replan":
         return Command(update=update, goto=goto)
     assert isinstance(goto, str)
-    moved: list[GraceEvent] = update.get("events", [])
-    ahead: GraceGraphState = {**state, **update, "events": [*state.get("events", []), *moved]}
     ended = await ENDINGS[goto](ahead, runtime)
     return Command(update={**update, **ended, "events": [*moved, *ended.get("events", [])]}, goto=RUN_END)

@@ -35,15 +35,25 @@ def escape_markdown(text: str) -> str:
 
     A regex substitution, not `str.translate`: translating with a table looks every character of a
     Japanese line up in a dict, about seven times slower than the regex scan, and a report renders a
-    few dozen lines, some listing every node of a group.
+    few dozen lines, some listing every node of a group. Most lines hold no such character at all, and
+    a substring test per character (a memchr-like scan each) says so about three times faster than the
+    regex scan does: only a line with one is substituted.
     """
-    one_line = _LINE_BREAKS.sub(" ", text) if "\n" in text or "\r" in text else text
-    return _SPECIAL.sub(r"\\\g<0>", one_line.strip())
+    one_line = (_LINE_BREAKS.sub(" ", text) if "\n" in text or "\r" in text else text).strip()
+    if any(map(one_line.__contains__, MARKDOWN_SPECIAL)):
+        return _SPECIAL.sub(r"\\\g<0>", one_line)
+    return one_line
 
 
 def _node(board: Board, node_id: str) -> str:
     node = board.by_id.get(node_id)
     return f"{(node.title.strip() or node.id) if node else node_id}（{node_id}）"  # board.title_of, inlined
+
+
+def _nodes(board: Board, node_ids: list[str]) -> str:
+    """`_node` of each id, joined: inlined in one list comprehension, as a group may list every node of the board."""
+    by_id = board.by_id
+    return "、".join([f"{(node.title.strip() or node.id) if (node := by_id.get(i)) else i}（{i}）" for i in node_ids])
 
 
 def render_organizer(report: OrganizerReport, board: Board) -> Rendered:
@@ -73,7 +83,7 @@ def render_organizer(report: OrganizerReport, board: Board) -> Rendered:
         items=[
             RenderedItem(
                 heading=g.group_label,
-                lines=[f"理由: {g.reason}", "対象: " + "、".join(_node(board, i) for i in g.node_ids)],
+                lines=[f"理由: {g.reason}", "対象: " + _nodes(board, g.node_ids)],
                 node_ids=list(g.node_ids),
             )
             for g in report.grouping_proposals

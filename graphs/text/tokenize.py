@@ -17,12 +17,15 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 from operator import add
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from graphs.config_files import read_text
 from graphs.text.normalize import normalize
+
+K = TypeVar("K")
 
 # Script classes, written as regex class bodies so they can be combined. Kana include the prolonged sound mark
 # (ー, U+30FC) and iteration marks; the katakana middle dot (・, U+30FB) is punctuation and is left out.
@@ -50,6 +53,9 @@ _TERM_RUNS = re.compile(
 # matched but not captured (they are dropped).
 _TERM_RUNS_FOUND = re.compile(rf"({_KANJI_RUN})|({_KATAKANA_RUN})|[{_HIRAGANA}]+|({_WORD})")
 _HIRAGANA_ONLY = re.compile(f"[{_HIRAGANA}]+")
+# `term_postings`: the term runs alone, as plain strings. Hiragana runs are never terms and no other run can
+# start on a hiragana character, so skipping them character by character finds the same runs.
+_TERM_RUNS_PLAIN = re.compile(rf"{_KANJI_RUN}|{_KATAKANA_RUN}|{_WORD}")
 
 
 def tokenize(text: str) -> list[str]:
@@ -229,6 +235,45 @@ def terms_of_many(texts: Sequence[str]) -> list[list[str]]:
                 found[katakana] = None
         out.append(list(found))
     return out
+
+
+def term_postings(texts: Sequence[str], keys: Sequence[K]) -> dict[str, list[K]]:
+    """Each term of `texts` (as `terms` finds them) → the keys of the texts that have it, in text order.
+
+    Terms come in order of first occurrence (text by text, as `terms_of_many` lists them); `keys` holds
+    one distinct key per text. What `terms_of_many` gives, inverted, for a caller that wants to know which
+    texts share a term (the Organizer's term groups over every title of a board): no list and no dict per
+    text, no filtering run by run. Each term's first sighting makes its entry and later ones in the same
+    text are skipped by comparing with the last key; the runs `terms` drops are taken out at the end, once
+    per distinct term (deleting keeps the order of the others).
+    """
+    postings: dict[str, list[K]] = {}
+    for key, piece in zip(keys, normalized_many(texts), strict=True):
+        for term in _TERM_RUNS_PLAIN.findall(piece):
+            having = postings.get(term)
+            if having is None:
+                postings[term] = [key]
+            elif having[-1] != key:
+                having.append(key)
+    for term in _dropped_terms().intersection(postings):
+        del postings[term]
+    for term in [t for t in postings if len(t) == 2 and t[0] == "何"]:
+        del postings[term]
+    return postings
+
+
+@lru_cache(maxsize=1)
+def _dropped_terms() -> frozenset[str]:
+    """The runs `terms` drops wherever they are: stopwords that are word runs, question words that are CJK runs.
+
+    `terms` checks a word run against the stopwords and a kanji or katakana run against the question
+    words. A run's kind shows in its first character (a kanji or katakana run starts with a CJK
+    character, a word run never does), so a string in this set is dropped wherever it is found, and
+    none other is (besides 何 + one kanji, which `terms` drops by its shape).
+    """
+    stopwords, question_words = stoplists()
+    words = frozenset(w for w in stopwords if not _CJK_CHAR.match(w))
+    return words | frozenset(q for q in question_words if _CJK_CHAR.match(q))
 
 
 def is_function_token(token: str) -> bool:

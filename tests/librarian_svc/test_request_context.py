@@ -60,6 +60,15 @@ def test_redaction_passes_a_plain_line_on_and_redacts_secrets_every_time() -> No
         assert line == {**access, "OpenAI_API_Key": "[redacted]", "signature": "[redacted]"}
 
 
+def test_redaction_passes_a_line_of_lists_on_as_it_is_and_still_catches_secrets() -> None:
+    attempt = {"event": "proposal_quality attempt", "attempt": 1, "errors": ["e"], "warnings": [], "ids": ("n1",)}
+    redact_secrets(None, "info", dict(attempt))  # learns the keys
+    line = dict(attempt)
+    assert redact_secrets(None, "info", line) is line  # the fast path: no copy
+    with_secret = {**attempt, "api_key": ["sk-1"]}
+    assert redact_secrets(None, "info", with_secret) == {**attempt, "api_key": "[redacted]"}
+
+
 def test_redaction_reaches_nested_mappings_without_touching_the_caller_s_data() -> None:
     headers: dict[str, Any] = {"authorization": "Bearer x", "accept": "*/*", "inner": {"password": "p", 3: "n"}}
     for _ in range(2):

@@ -26,7 +26,7 @@ from contracts.proposal_quality import (
 )
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting.wording import neutral, status_category
-from graphs.text.tokenize import terms, terms_of_many
+from graphs.text.tokenize import term_postings, terms, terms_of_many
 
 MAX_TERM_GROUPS = 3
 MAX_RELATIONS = 5
@@ -144,13 +144,13 @@ def _status_groups(board: Board) -> list[OrganizerGroupingProposal]:
 
 
 def _nodes_by_term(board: Board) -> dict[str, list[str]]:
-    """Title terms of two or more characters → the ids of the nodes whose titles have them."""
-    by_term: dict[str, list[str]] = {}
-    for node, title_terms in zip(board.nodes, terms_of_many([node.title for node in board.nodes]), strict=True):
-        for term in title_terms:
-            if len(term) >= 2:
-                by_term.setdefault(term, []).append(node.id)
-    return by_term
+    """Title terms of two or more characters → the ids of the nodes whose titles have them.
+
+    Built by `term_postings` (the board's ids are distinct): every title of the board is read, and
+    collecting the terms title by title first cost more than finding them.
+    """
+    postings = term_postings([node.title for node in board.nodes], [node.id for node in board.nodes])
+    return {term: ids for term, ids in postings.items() if len(term) >= 2}
 
 
 def _term_groups(total: int, by_term: dict[str, list[str]], taken: list[set[str]]) -> list[OrganizerGroupingProposal]:

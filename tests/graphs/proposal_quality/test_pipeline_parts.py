@@ -187,6 +187,35 @@ def test_advisor_render_lists_the_four_items_of_every_option() -> None:
     assert "現在のステータス: todo" in rendered.markdown
 
 
+def test_organizer_group_lines_name_every_node_by_title_or_id() -> None:
+    board = Board.of(
+        [
+            BoardNode(id="n1", title=" 会場の予約 ", status="todo", tray=""),
+            BoardNode(id="n2", title="  ", status="todo", tray=""),
+        ]
+    )
+    group = {"group_label": "準備", "reason": "同じ段階です。", "node_ids": ["n1", "n2", "n9"]}
+    raw = {"decomposition_proposals": [], "grouping_proposals": [group], "relation_proposals": [], "summary": "まず"}
+    report = msgspec.convert(raw, OrganizerReport)
+    lines = render_organizer(report, board).sections[1].items[0].lines
+    # A title is trimmed, a blank one falls back to the id, an id not on the board is shown as it is.
+    assert lines[1] == "対象: 会場の予約（n1）、n2（n2）、n9（n9）"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("  会場の予約（n1）、予算の確認（n2） ", "会場の予約（n1）、予算の確認（n2）"),
+        ("一行目\r\n  二行目", "一行目 二行目"),
+        ("a_b", r"a\_b"),
+        ("末尾に記号!", r"末尾に記号\!"),
+        ("", ""),
+    ],
+)
+def test_markdown_escaping_of_lines_with_and_without_special_characters(text: str, expected: str) -> None:
+    assert escape_markdown(text) == expected
+
+
 def test_markdown_cannot_be_injected() -> None:
     assert escape_markdown("[click](http://x) <img src=x>\n# title *b*") == (
         r"\[click\]\(http://x\) \<img src=x\> \# title \*b\*"

@@ -361,6 +361,23 @@ def test_organizer_forbidden_phrases_only_in_summary_and_reasons() -> None:
             ],
             id="nested-wrong-types",
         ),
+        pytest.param(
+            {
+                "decomposition_proposals": [],
+                "grouping_proposals": [
+                    {"group_label": "ab", "reason": "r", "node_ids": ["n1", ["n1"], {"id": "n1"}, "ghost", None]}
+                ],
+                "relation_proposals": [],
+                "summary": "まず",
+            },
+            [
+                "grouping_proposals[0].node_ids[1] must be a string",
+                "grouping_proposals[0].node_ids[2] must be a string",
+                "grouping_proposals[0].node_ids[3] 'ghost' is not in valid node list",
+                "grouping_proposals[0].node_ids[4] must be a string",
+            ],
+            id="unhashable-ids",
+        ),
     ],
 )
 def test_raw_json_of_the_wrong_shape_gives_errors(report: object, expected: list[str]) -> None:

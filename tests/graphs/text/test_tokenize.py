@@ -17,6 +17,7 @@ from graphs.text.tokenize import (
     content_tokens,
     is_cjk_char,
     is_function_token,
+    term_postings,
     terms,
     terms_of_many,
     tokenize,
@@ -188,6 +189,21 @@ _BOUNDARY_TEXT = st.lists(_BOUNDARY_ALPHABET, max_size=8).map("".join)
 @given(st.lists(st.one_of(st.text(), _BOUNDARY_TEXT), max_size=12))
 def test_terms_of_many_is_terms_text_by_text(texts: list[str]) -> None:
     assert terms_of_many(texts) == [terms(text) for text in texts]
+
+
+@given(st.lists(st.one_of(st.text(), _BOUNDARY_TEXT), max_size=12))
+def test_term_postings_is_terms_of_many_inverted(texts: list[str]) -> None:
+    expected: dict[str, list[int]] = {}
+    for index, found in enumerate(terms_of_many(texts)):
+        for term in found:
+            expected.setdefault(term, []).append(index)
+    postings = term_postings(texts, range(len(texts)))
+    assert list(postings.items()) == list(expected.items())  # the same terms, in the same order
+
+
+def test_term_postings_lists_each_text_once_per_term_and_drops_what_terms_drops() -> None:
+    texts = ["東京タワーと東京駅と東京", "the 何県 東京", "", "どこ いつ the cache"]
+    assert term_postings(texts, "abcd") == {"東京": ["a", "b"], "タワー": ["a"], "東京駅": ["a"], "cache": ["d"]}
 
 
 def test_terms_of_many_keeps_texts_apart() -> None:
