@@ -35,13 +35,15 @@ import uvloop
 
 from bench.librarian_concurrency import HITS, QUESTION, start_fake_model
 from bench.step_breakdown import asgi_post
-from bench.tools import command_line, emit
+from bench.tools import emit_in_process
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
 from librarian_svc.startup_gc import prepare_collector_for_serving
 
 MODULE = "bench.model_step_cpu"
+ASKS = "CPU per model-backed Librarian step in-process (real ChatOpenAI, model answering at once)"
+"""What the report answers."""
 THINK_PATH = "/agent/librarian/think"
 
 
@@ -144,17 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         model.terminate()
         model.wait()
-    emit(
-        {
-            "benchmark": MODULE,
-            "question": "CPU per model-backed Librarian step in-process (real ChatOpenAI, model answering at once)",
-            "command": command_line(MODULE, argv or []),
-            "runs": args.runs,
-            "rounds": args.rounds,
-            **figures,
-        },
-        args.output,
-    )
+    emit_in_process(MODULE, ASKS, argv or [], args, figures)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from langgraph.types import Command
 
 from bench import proposal_quality_throughput as proposals
 from bench.grace_throughput import STEP_PATH, ranked_hits
-from bench.tools import command_line, emit
+from bench.tools import emit_in_process
 from contracts.grace import GraceRequest, GraceState
 from contracts.proposal_quality import ProposalRunRequest, ReportKind
 from graphs.context import AgentContext
@@ -55,6 +55,8 @@ from librarian_svc.request_runner import SERVICES_KEY, decode_strict
 from librarian_svc.services import Services
 
 MODULE = "bench.step_breakdown"
+ASKS = "CPU per request in-process: whole app, graph run, our nodes alone, LangGraph's share"
+"""What the report answers."""
 NODES: dict[str, Callable[..., Awaitable[Command[Any]]]] = {
     "take_request": grace_nodes.take_request,
     "reason": grace_nodes.reason,
@@ -220,17 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         configure_logging("json", "INFO")
         figures = asyncio.run(measure(args.runs, args.rounds))
-    emit(
-        {
-            "benchmark": MODULE,
-            "question": "CPU per request in-process: whole app, graph run, our nodes alone, LangGraph's share",
-            "command": command_line(MODULE, argv or []),
-            "runs": args.runs,
-            "rounds": args.rounds,
-            **figures,
-        },
-        args.output,
-    )
+    emit_in_process(MODULE, ASKS, argv or [], args, figures)
 
 
 if __name__ == "__main__":

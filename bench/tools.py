@@ -312,6 +312,24 @@ def emit(report: Mapping[str, Any], output: Path | None) -> None:
         output.write_text(text + "\n", encoding="utf-8")
 
 
+def emit_in_process(module: str, question: str, argv: Sequence[str], args: Any, figures: Mapping[str, Any]) -> None:
+    """`emit` an in-process CPU benchmark's report: what it asks, how to rerun it, its repeats, its figures.
+
+    `args` is the benchmark's parsed command line, with `runs`, `rounds` and `output`.
+    """
+    emit(
+        {
+            "benchmark": module,
+            "question": question,
+            "command": command_line(module, argv),
+            "runs": args.runs,
+            "rounds": args.rounds,
+            **figures,
+        },
+        args.output,
+    )
+
+
 def command_line(module: str, args: Sequence[str] = ()) -> str:
     """How to reproduce a report: the `python -m` line, run from the project root."""
     return " ".join(["python", "-m", module, *args])
