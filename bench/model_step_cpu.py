@@ -57,14 +57,18 @@ class Session:
         self.complete = complete
 
     @classmethod
-    async def open(cls, app: Any) -> Session:
-        """Run one SEARCH → COMPLETE session on `app`, checking each answer, and keep its bodies."""
+    async def open(cls, app: Any, *, model_calls: int) -> Session:
+        """Run one SEARCH → COMPLETE session on `app`, checking each answer, and keep its bodies.
+
+        `model_calls` is what each step must report in `usage.llm_calls` (1 with the model, 0 without): a
+        model-backed app that fell back to its rules would otherwise be timed as if it had asked the model.
+        """
         first: dict[str, Any] = {"request_id": "m1", "user_query": QUESTION, "subject_id": "bench"}
         search = msgspec.json.encode(first)
-        answer = await _step(app, search, "SEARCH")
+        answer = await _step(app, search, "SEARCH", model_calls)
         round_ = {"queries_text": answer["queries_text"], "queries_vector": answer["queries_vector"], "results": HITS}
         complete = msgspec.json.encode({**first, "state": answer["state"], "search_history": [round_]})
-        await _step(app, complete, "COMPLETE")
+        await _step(app, complete, "COMPLETE", model_calls)
         return cls(app, search, complete)
 
     async def cpu_us(self, runs: int) -> tuple[float, float]:
@@ -78,11 +82,12 @@ class Session:
         return figures[0], figures[1]
 
 
-async def _step(app: Any, body: bytes, action: str) -> dict[str, Any]:
+async def _step(app: Any, body: bytes, action: str, model_calls: int) -> dict[str, Any]:
     status, payload = await asgi_post(app, THINK_PATH, body)
     answer: dict[str, Any] = json.loads(payload)
-    if status != 200 or answer.get("action") != action:
-        raise RuntimeError(f"expected {action}, got HTTP {status}: {payload[:300]!r}")
+    calls = answer.get("usage", {}).get("llm_calls")
+    if status != 200 or answer.get("action") != action or calls != model_calls:
+        raise RuntimeError(f"expected {action} after {model_calls} model call(s), got HTTP {status}: {payload[:300]!r}")
     return answer
 
 
@@ -114,7 +119,10 @@ async def measure(model_url: str, runs: int, rounds: int) -> dict[str, Any]:
     heuristic_app = create_app(load_settings(settings_env(None)))
     async with model_app.lifespan(), heuristic_app.lifespan():
         prepare_collector_for_serving()
-        sessions = {"model": await Session.open(model_app), "heuristic": await Session.open(heuristic_app)}
+        sessions = {
+            "model": await Session.open(model_app, model_calls=1),
+            "heuristic": await Session.open(heuristic_app, model_calls=0),
+        }
         for session in sessions.values():
             await session.cpu_us(max(1, runs // 5))
         per_round: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}

@@ -46,12 +46,15 @@ def escape_markdown(text: str) -> str:
 
 
 def _node(board: Board, node_id: str) -> str:
-    node = board.by_id.get(node_id)
-    return f"{(node.title.strip() or node.id) if node else node_id}（{node_id}）"  # board.title_of, inlined
+    """A node as a report line names it: its title (or id) and its id."""
+    return _nodes(board, [node_id])
 
 
 def _nodes(board: Board, node_ids: list[str]) -> str:
-    """`_node` of each id, joined: inlined in one list comprehension, as a group may list every node of the board."""
+    """Each node as `_node` names it, joined by 、.
+
+    One list comprehension with `board.title_of` inlined: a group may list every node of the board.
+    """
     by_id = board.by_id
     return "、".join([f"{(node.title.strip() or node.id) if (node := by_id.get(i)) else i}（{i}）" for i in node_ids])
 
