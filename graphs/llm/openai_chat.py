@@ -1,0 +1,120 @@
+"""langchain-openai's chat models, sending the request they built without the two costs that add nothing to it.
+
+`ChatOpenAI._agenerate` hands its payload to the SDK's typed `chat.completions.create`, then converts the
+reply on a worker thread. For the service's requests both steps are pure cost (issue 14 item 3; an
+in-process profile of a model-backed think step, `python -m bench.model_step_cpu`):
+
+- `create` runs the payload through the SDK's request transform, which walks every value against the
+  typed-dict annotations of the chat-completions parameters (each message against the six message
+  types of the union) to apply field aliases and formats. The chat-completions request types declare
+  none (`tests/graphs/llm/test_openai_chat.py` checks the SDK's transform returns our payloads
+  unchanged), so it returns what it was given, after ~150 µs per message and ~100 µs for the rest.
+- the reply's conversion (`_create_chat_result`, a few pydantic dumps) runs through `run_in_executor`:
+  a thread hop that costs more than the conversion and, on a worker whose event loop is busy, waits
+  for the GIL.
+
+These classes keep everything else of langchain-openai and the SDK: the payload (`_get_request_payload`),
+the reply's conversion (`_create_chat_result`, Azure's content-filter override included), callbacks and
+usage, and the SDK's client with its HTTP transport, URL building (Azure deployments), authentication,
+timeouts and typed errors (mapped by langchain-openai's own handlers). The request goes through the SDK's
+public `post`, which `create` itself calls, with the same body and the same request options; the reply is
+parsed into the same `ChatCompletion`. Streaming, structured-output parsing (`response_format` passed to
+langchain), tools, the Responses API, `include_response_headers` and messages whose content is not plain
+text take the library's own path. Not carried over: the LangSmith gateway metadata langchain-openai reads
+from response headers (the service is never behind that gateway).
+
+Measured (the real clients against the lean fake model answering at once, alternating): the model path
+of a think step costs ~1 ms less CPU (bench/README.md, "Model-backed step CPU").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import openai
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
+from langchain_openai.chat_models.base import (
+    BaseChatOpenAI,
+    _handle_openai_api_error,
+    _handle_openai_bad_request,
+)
+from openai._base_client import make_request_options
+from openai.types.chat import ChatCompletion
+
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+"""What `chat.completions.create` posts to (Azure's client inserts the deployment)."""
+REQUEST_OPTION_KEYS = ("extra_headers", "extra_query", "extra_body", "timeout")
+"""`create` keyword arguments that are request options, not body fields."""
+LIBRARY_PATH_KEYS = frozenset({"response_format", "tools", "functions", "stream_options"})
+"""Payload fields whose handling langchain-openai or the SDK does more for than sending them: left to them."""
+
+Generate = Callable[..., Awaitable[ChatResult]]
+
+
+def sent_as_built(payload: dict[str, Any]) -> bool:
+    """Whether `payload` goes out as built: not streamed, nothing the library parses, every message plain text."""
+    if payload.get("stream") or LIBRARY_PATH_KEYS & payload.keys():
+        return False
+    messages = payload.get("messages")
+    return isinstance(messages, list) and all(
+        isinstance(message, dict) and isinstance(message.get("content"), str | None) for message in messages
+    )
+
+
+async def generate_as_built(
+    model: BaseChatOpenAI,
+    library_generate: Generate,
+    messages: list[BaseMessage],
+    stop: list[str] | None,
+    run_manager: AsyncCallbackManagerForLLMRun | None,
+    kwargs: dict[str, Any],
+) -> ChatResult:
+    """One chat completion: the payload langchain-openai built, posted as `create` would post it, converted inline.
+
+    Falls back to `library_generate` (the class's own `_agenerate`) for everything `sent_as_built` leaves out.
+    """
+    payload = model._get_request_payload(messages, stop=stop, **kwargs)
+    if model.include_response_headers or model._use_responses_api(payload) or not sent_as_built(payload):
+        return await library_generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+    options = make_request_options(**{key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload})
+    try:
+        response = await model.root_async_client.post(
+            CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ChatCompletion
+        )
+    except openai.BadRequestError as error:
+        _handle_openai_bad_request(error)
+        raise
+    except openai.APIError as error:
+        _handle_openai_api_error(error)
+        raise
+    return model._create_chat_result(response, {})
+
+
+class LeanChatOpenAI(ChatOpenAI):
+    """`ChatOpenAI` whose plain chat completions skip the SDK's request transform and the reply's thread hop."""
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return await generate_as_built(self, super()._agenerate, messages, stop, run_manager, kwargs)
+
+
+class LeanAzureChatOpenAI(AzureChatOpenAI):
+    """`AzureChatOpenAI` whose plain chat completions skip the SDK's request transform and the reply's thread hop."""
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return await generate_as_built(self, super()._agenerate, messages, stop, run_manager, kwargs)

@@ -1,0 +1,227 @@
+"""The lean OpenAI-family chat models: the library's own requests, replies and errors, without its two costs.
+
+Each case runs langchain-openai's own `_agenerate` and the lean one on the same model instance (so the same
+configuration and client) against the loopback fake, and compares what reached the server and what came
+back. The library's path is recognisable on the wire: it asks the SDK for the raw response, which sends
+`X-Stainless-Raw-Response: true`; the lean path does not.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+import openai
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatResult
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
+from langchain_openai.chat_models.base import BaseChatOpenAI
+
+from graphs.llm.config import LLMConfig
+from graphs.llm.openai_chat import LeanAzureChatOpenAI, LeanChatOpenAI, sent_as_built
+from graphs.llm.structured_output import native_json_kwargs
+from tests.fakes.fixtures import ChatModelFactory
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+
+Provider = Literal["openai", "openai-compatible", "azure"]
+RAW_RESPONSE_HEADER = "x-stainless-raw-response"
+"""Sent by the SDK's `with_raw_response`, which only langchain-openai's own `_agenerate` uses."""
+VOLATILE_HEADERS = {RAW_RESPONSE_HEADER, "x-stainless-retry-count", "x-stainless-read-timeout", "content-length"}
+"""Headers that may differ between two otherwise identical calls (per call, or per path by design)."""
+
+
+def _config(provider: Provider, server: FakeLLMServer) -> LLMConfig:
+    common: dict[str, Any] = {"model": "m-1", "api_key": "k-test", "timeout_s": 2.0, "max_output_tokens": 321}
+    if provider == "azure":
+        return LLMConfig(
+            provider="azure",
+            azure_endpoint=server.azure_endpoint,
+            azure_deployment="m-1",
+            api_version="2024-10-21",
+            **common,
+        )
+    return LLMConfig(provider=provider, base_url=server.url, temperature=0.3, **common)
+
+
+def _replace(cfg: LLMConfig, **changes: Any) -> LLMConfig:
+    return msgspec.structs.replace(cfg, **changes)
+
+
+def _library_generate(model: BaseChatOpenAI) -> Callable[..., Any]:
+    """langchain-openai's own `_agenerate` for this model's class, bound to the model."""
+    library = AzureChatOpenAI if isinstance(model, AzureChatOpenAI) else ChatOpenAI
+    return lambda messages, **kwargs: library._agenerate(model, messages, **kwargs)
+
+
+CONVERSATIONS: dict[str, list[BaseMessage]] = {
+    "system and user": [SystemMessage("答えは JSON で。"), HumanMessage("東京タワーの高さは?")],
+    "a re-ask": [
+        SystemMessage("Reply with JSON."),
+        HumanMessage("Which ids?"),
+        AIMessage('{"ids": ["c9"]}'),
+        HumanMessage("- $.ids[0]: c9 is not a candidate"),
+    ],
+    "empty and unicode text": [HumanMessage(""), HumanMessage('é\u3000ｶﾀｶﾅ 😀 "quoted" \\ \n tab\t')],
+}
+
+
+def _request(call: RecordedRequest) -> dict[str, Any]:
+    headers = {name: value for name, value in call.headers.items() if name not in VOLATILE_HEADERS}
+    return {"method": call.method, "path": call.path, "query": call.query, "headers": headers, "body": call.body}
+
+
+def _result(result: ChatResult) -> dict[str, Any]:
+    (generation,) = result.generations
+    message = generation.message
+    assert isinstance(message, AIMessage)
+    metadata = {key: value for key, value in message.response_metadata.items() if key != "id"}
+    return {
+        "content": message.content,
+        "usage": message.usage_metadata,
+        "metadata": metadata,
+        "generation_info": generation.generation_info,
+        "llm_output": {key: value for key, value in (result.llm_output or {}).items() if key != "id"},
+    }
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-compatible", "azure"])
+@pytest.mark.parametrize("conversation", list(CONVERSATIONS))
+@pytest.mark.parametrize("native_json", [True, False], ids=["json-schema", "prompt-only"])
+async def test_the_lean_path_sends_and_returns_what_the_library_path_does(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    provider: Provider,
+    conversation: str,
+    native_json: bool,
+) -> None:
+    model = chat_model_factory(_config(provider, llm_server))
+    assert isinstance(model, LeanChatOpenAI | LeanAzureChatOpenAI)
+    messages = CONVERSATIONS[conversation]
+    cfg = _replace(_config(provider, llm_server), native_json_schema=native_json)
+    kwargs = native_json_kwargs(model, dict[str, list[str]], cfg)
+    reply = Reply(content='{"ids": ["c1"]}', usage=(123, 45))
+    llm_server.script(reply, reply)
+
+    library = await _library_generate(model)(messages, **kwargs)
+    lean = await model._agenerate(messages, **kwargs)
+
+    library_call, lean_call = llm_server.calls
+    assert library_call.headers.get(RAW_RESPONSE_HEADER) == "true"
+    assert RAW_RESPONSE_HEADER not in lean_call.headers
+    assert _request(lean_call) == _request(library_call)
+    assert _result(lean) == _result(library)
+
+
+@pytest.mark.parametrize("provider", ["openai", "azure"])
+async def test_a_call_through_ainvoke_takes_the_lean_path_and_converts_the_reply_on_the_loop(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: Provider
+) -> None:
+    model = chat_model_factory(_config(provider, llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    converted_on: list[int] = []
+    convert = model._create_chat_result
+
+    def recording(*args: Any, **kwargs: Any) -> ChatResult:
+        converted_on.append(threading.get_ident())
+        return convert(*args, **kwargs)
+
+    object.__setattr__(model, "_create_chat_result", recording)
+    llm_server.script(Reply(content="hello", usage=(7, 2)))
+    reply = await model.ainvoke([HumanMessage("hi")])
+
+    assert reply.content == "hello"
+    assert reply.usage_metadata is not None
+    assert reply.usage_metadata["total_tokens"] == 9
+    (call,) = llm_server.calls
+    assert RAW_RESPONSE_HEADER not in call.headers
+    assert converted_on == [threading.get_ident()], "the reply must be converted on the event loop's thread"
+
+
+@pytest.mark.parametrize(
+    ("status", "library_error"),
+    [
+        pytest.param(400, "OpenAIInvalidRequestError", id="400"),
+        pytest.param(401, "OpenAIAuthenticationError", id="401"),
+        pytest.param(404, "OpenAIModelNotFoundError", id="404"),
+        pytest.param(429, "OpenAIRateLimitError", id="429"),
+        pytest.param(500, "OpenAIAPIError", id="500"),
+        pytest.param(503, "OpenAIAPIError", id="503"),
+    ],
+)
+async def test_errors_are_the_library_paths_errors(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, status: int, library_error: str
+) -> None:
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    raised: list[BaseException] = []
+    for generate in (_library_generate(model), model._agenerate):
+        llm_server.script(Reply(status=status, headers={"Retry-After": "0"}))
+        with pytest.raises(openai.APIStatusError) as caught:
+            await generate([HumanMessage("hi")])
+        raised.append(caught.value)
+    library, lean = raised
+    assert type(lean) is type(library)
+    assert type(lean).__name__ == library_error
+    assert isinstance(lean, openai.APIStatusError)
+    assert isinstance(library, openai.APIStatusError)
+    assert (lean.status_code, lean.message) == (library.status_code, library.message)
+
+
+async def test_a_timeout_is_the_library_paths_timeout(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    model = chat_model_factory(_replace(_config("openai", llm_server), timeout_s=0.2))
+    assert isinstance(model, BaseChatOpenAI)
+    raised: list[type[BaseException]] = []
+    for generate in (_library_generate(model), model._agenerate):
+        llm_server.script(Reply(content="late", delay_s=1.0))
+        with pytest.raises(openai.APITimeoutError) as caught:
+            await generate([HumanMessage("hi")])
+        raised.append(type(caught.value))
+    assert raised[0] is raised[1]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "messages"),
+    [
+        pytest.param({"response_format": {"type": "json_object"}}, [HumanMessage("hi")], id="response_format"),
+        pytest.param(
+            {"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
+            [HumanMessage("hi")],
+            id="tools",
+        ),
+        pytest.param({}, [HumanMessage(content=[{"type": "text", "text": "hi"}])], id="content-parts"),
+    ],
+)
+async def test_what_the_library_does_more_for_takes_its_path(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    kwargs: dict[str, Any],
+    messages: list[BaseMessage],
+) -> None:
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    llm_server.script(Reply(content='{"a": 1}'))
+    await model._agenerate(messages, **kwargs)
+    (call,) = llm_server.calls
+    assert call.headers.get(RAW_RESPONSE_HEADER) == "true"
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        pytest.param({"messages": [{"role": "user", "content": "x"}], "stream": False}, True, id="plain"),
+        pytest.param({"messages": [{"role": "assistant", "content": None}]}, True, id="no-content"),
+        pytest.param({"messages": [{"role": "user", "content": "x"}], "stream": True}, False, id="stream"),
+        pytest.param({"messages": [{"role": "user", "content": [{"type": "text"}]}]}, False, id="parts"),
+        pytest.param({"messages": [{"role": "user", "content": "x"}], "response_format": {}}, False, id="format"),
+        pytest.param({"messages": [{"role": "user", "content": "x"}], "tools": []}, False, id="tools"),
+        pytest.param({"messages": "x"}, False, id="not-a-list"),
+        pytest.param({}, False, id="no-messages"),
+    ],
+)
+def test_sent_as_built(payload: dict[str, Any], expected: bool) -> None:
+    assert sent_as_built(payload) is expected
