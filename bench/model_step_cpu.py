@@ -3,19 +3,22 @@
 `bench.librarian_concurrency` reports the service's CPU per step under load, but on a shared two-core
 machine its wall-clock figures move with everyone else's work. This drives the same two steps (the
 SEARCH of a new session, then the COMPLETE that follows it with five hits) through the whole app
-in-process, one at a time, with the real model client (langchain-openai's `ChatOpenAI`, the OpenAI
-SDK, its aiohttp transport) aimed at `tests/fakes/lean_chat_server.py` answering at once in its own
-process, so the only CPU counted is the service's (`time.process_time`, this process and its threads).
-The event loop is uvloop and the collector is set up as a serving worker sets it up
-(`prepare_collector_for_serving`); logging is the deployed JSON at INFO (to /dev/null).
+in-process, one at a time, with the service's model client (`graphs.llm.openai_chat.LeanChatOpenAI`:
+langchain-openai's `ChatOpenAI` posting its payload as built, the OpenAI SDK, its aiohttp transport)
+aimed at `tests/fakes/lean_chat_server.py` answering at once in its own process, so the only CPU counted
+is the service's (`time.process_time`, this process and its threads). The event loop is uvloop and the
+collector is set up as a serving worker sets it up (`prepare_collector_for_serving`); logging is the
+deployed JSON at INFO (to /dev/null).
 
 The same steps run on the same app built for the embedded `heuristic` engine, alternating round by
 round with the model-backed one, so `model_path_us` (model − heuristic) is what asking the model adds
-to a step: prompt, client, parsing, usage. Medians of `--rounds` rounds of `--runs` SEARCH + COMPLETE
-pairs; compare two trees by running this in each, alternately (the machine's other load moves every
-figure by several percent).
+to a step: prompt, client, parsing, usage. `--library-client` adds a third app whose model is
+langchain-openai's own `ChatOpenAI` (the SDK's typed `create` and the reply converted on a worker
+thread), in the same rotation: `lean_client_saving_us` is what `LeanChatOpenAI` saves a step. Medians
+of `--rounds` rounds of `--runs` SEARCH + COMPLETE pairs; compare two trees by running this in each,
+alternately (the machine's other load moves every figure by several percent).
 
-    python -m bench.model_step_cpu [--runs 200] [--rounds 7]
+    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client]
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ import statistics
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import msgspec
 import uvloop
+from langchain_openai import ChatOpenAI
 
 from bench.librarian_concurrency import HITS, QUESTION, start_fake_model
 from bench.step_breakdown import asgi_post
 from bench.tools import emit_in_process
+from graphs.llm import openai_chat
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
@@ -113,15 +119,24 @@ def summary(rounds: list[tuple[float, float]]) -> dict[str, float]:
     return {"search_us": round(search, 1), "complete_us": round(complete, 1), "step_us": round(step, 1)}
 
 
-async def measure(model_url: str, runs: int, rounds: int) -> dict[str, Any]:
-    """Alternate the model-backed app and the heuristic one, `rounds` times, after a warm-up of each."""
-    model_app = create_app(load_settings(settings_env(model_url)))
-    heuristic_app = create_app(load_settings(settings_env(None)))
-    async with model_app.lifespan(), heuristic_app.lifespan():
+def library_client_app(model_url: str) -> Any:
+    """The model-backed app with langchain-openai's own `ChatOpenAI` in place of `LeanChatOpenAI` (a contrast)."""
+    with mock.patch.object(openai_chat, "LeanChatOpenAI", ChatOpenAI):
+        return create_app(load_settings(settings_env(model_url)))
+
+
+async def measure(model_url: str, runs: int, rounds: int, *, library_client: bool = False) -> dict[str, Any]:
+    """Alternate the model-backed app and the heuristic one (and the library client's), `rounds` times, warmed up."""
+    apps = {"model": create_app(load_settings(settings_env(model_url)))}
+    if library_client:
+        apps["library_client"] = library_client_app(model_url)
+    apps["heuristic"] = create_app(load_settings(settings_env(None)))
+    async with contextlib.AsyncExitStack() as stack:
+        for app in apps.values():
+            await stack.enter_async_context(app.lifespan())
         prepare_collector_for_serving()
         sessions = {
-            "model": await Session.open(model_app, model_calls=1),
-            "heuristic": await Session.open(heuristic_app, model_calls=0),
+            name: await Session.open(app, model_calls=0 if name == "heuristic" else 1) for name, app in apps.items()
         }
         for session in sessions.values():
             await session.cpu_us(max(1, runs // 5))
@@ -130,12 +145,19 @@ async def measure(model_url: str, runs: int, rounds: int) -> dict[str, Any]:
             for name, session in sessions.items():
                 per_round[name].append(await session.cpu_us(runs))
     model, heuristic = summary(per_round["model"]), summary(per_round["heuristic"])
-    return {
+    figures: dict[str, Any] = {
         "model": model,
         "heuristic": heuristic,
         "model_path_us": round(model["step_us"] - heuristic["step_us"], 1),
         "model_steps_per_s_per_core": round(1e6 / model["step_us"], 1),
     }
+    if library_client:
+        library = summary(per_round["library_client"])
+        # Paired by round: the two apps ran back to back, so drift on the machine cancels out of each difference.
+        pairs = zip(per_round["library_client"], per_round["model"], strict=True)
+        savings = [(sum(library_round) - sum(lean_round)) / 2 for library_round, lean_round in pairs]
+        figures |= {"library_client": library, "lean_client_saving_us": round(statistics.median(savings), 1)}
+    return figures
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -143,6 +165,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=200, help="SEARCH + COMPLETE pairs per round")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--library-client", action="store_true", help="also time langchain-openai's own ChatOpenAI, in the rotation"
+    )
     args = parser.parse_args(argv)
     model, model_url = start_fake_model(0)
     try:
@@ -150,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
             configure_logging("json", "INFO")
             # The service serves on uvloop (uvicorn's default when installed); the client's transport runs on it.
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                figures = runner.run(measure(model_url, args.runs, args.rounds))
+                figures = runner.run(measure(model_url, args.runs, args.rounds, library_client=args.library_client))
     finally:
         model.terminate()
         model.wait()
