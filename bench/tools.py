@@ -159,13 +159,14 @@ def server_process(
     ready_path: str = "/health",
     any_status: bool = False,
     env: Mapping[str, str] | None = None,
+    cwd: Path = PROJECT_ROOT,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """Run a server subprocess (output discarded) until the block ends; it is ready when entered.
+    """Run a server subprocess (output discarded) in `cwd` until the block ends; it is ready when entered.
 
     Ready means `ready_path` answers 200, or answers at all with `any_status` (a bare app has no /health).
     """
     process = subprocess.Popen(
-        list(argv), cwd=PROJECT_ROOT, env=child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        list(argv), cwd=cwd, env=child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     try:
         wait_for_status(port, ready_path, process, timeout=60.0, any_status=any_status)

@@ -22,6 +22,7 @@ import httpx
 
 from bench.echo_servers import ECHO_PATH
 from bench.tools import (
+    PROJECT_ROOT,
     WrkResult,
     WrkSettings,
     command_line,
@@ -50,6 +51,8 @@ class Server:
     env: Mapping[str, str] = field(default_factory=dict)
     ready_path: str = "/health"
     any_status: bool = False
+    cwd: Path = PROJECT_ROOT
+    """Where it runs: its tree's `config/` and `prompts/` are found from there (`bench.versus_tree` runs another)."""
 
     def url(self, path: str) -> str:
         """`path` on this server."""
@@ -102,6 +105,7 @@ def running(servers: Sequence[Server]) -> Iterator[None]:
                     ready_path=server.ready_path,
                     any_status=server.any_status,
                     env=server.env,
+                    cwd=server.cwd,
                 )
             )
         log("servers up: " + ", ".join(f"{server.name} on {server.port}" for server in servers))
