@@ -28,6 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+import msgspec
+
 from bench import grace_throughput, librarian_throughput
 from bench import proposal_quality_throughput as proposals
 from bench.tools import PROJECT_ROOT, WrkSettings, emit, free_port, log, ratio
@@ -115,9 +118,13 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
         skipped: dict[str, str] = {}
         with running([base, this]):
             for name, (path, body_for, expect) in wanted.items():
-                base_target = Target(f"{name}_base", base.url(path), body_for(base), expect)
                 this_target = Target(f"{name}_this", this.url(path), body_for(this), expect)
-                problem = answered_alike(base_target)
+                try:
+                    base_target = Target(f"{name}_base", base.url(path), body_for(base), expect)
+                except (msgspec.ValidationError, RuntimeError, httpx.HTTPError) as refused:
+                    problem: str | None = f"no request of this tree's contract could be built: {refused}"
+                else:
+                    problem = answered_alike(base_target)
                 if problem is not None:
                     log(f"{name}: the base does not answer as this tree does, left out: {problem}")
                     skipped[name] = problem

@@ -29,7 +29,7 @@ of a think step costs ~1 ms less CPU (bench/README.md, "Model-backed step CPU").
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import openai
@@ -52,8 +52,6 @@ REQUEST_OPTION_KEYS = ("extra_headers", "extra_query", "extra_body", "timeout")
 LIBRARY_PATH_KEYS = frozenset({"response_format", "tools", "functions", "stream_options"})
 """Payload fields whose handling langchain-openai or the SDK does more for than sending them: left to them."""
 
-Generate = Callable[..., Awaitable[ChatResult]]
-
 
 def sent_as_built(payload: dict[str, Any]) -> bool:
     """Whether `payload` goes out as built: not streamed, nothing the library parses, every message plain text."""
@@ -65,56 +63,46 @@ def sent_as_built(payload: dict[str, Any]) -> bool:
     )
 
 
-async def generate_as_built(
-    model: BaseChatOpenAI,
-    library_generate: Generate,
-    messages: list[BaseMessage],
-    stop: list[str] | None,
-    run_manager: AsyncCallbackManagerForLLMRun | None,
-    kwargs: dict[str, Any],
-) -> ChatResult:
-    """One chat completion: the payload langchain-openai built, posted as `create` would post it, converted inline.
+Generate = Callable[..., Coroutine[Any, Any, ChatResult]]
+"""A chat model's `_agenerate`, unbound: (model, messages, stop=, run_manager=, **kwargs) → result."""
 
-    Falls back to `library_generate` (the class's own `_agenerate`) for everything `sent_as_built` leaves out.
-    """
-    payload = model._get_request_payload(messages, stop=stop, **kwargs)
-    if model.include_response_headers or model._use_responses_api(payload) or not sent_as_built(payload):
-        return await library_generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-    options = make_request_options(**{key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload})
-    try:
-        response = await model.root_async_client.post(
-            CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ChatCompletion
-        )
-    except openai.BadRequestError as error:
-        _handle_openai_bad_request(error)
-        raise
-    except openai.APIError as error:
-        _handle_openai_api_error(error)
-        raise
-    return model._create_chat_result(response, {})
+
+def posting_payload_as_built(library_generate: Generate) -> Generate:
+    """An `_agenerate` that posts plain chat completions as built and hands the rest to `library_generate`."""
+
+    async def _agenerate(
+        self: BaseChatOpenAI,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        payload = self._get_request_payload(messages, stop=stop, **kwargs)
+        if self.include_response_headers or self._use_responses_api(payload) or not sent_as_built(payload):
+            return await library_generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
+        options = make_request_options(**{key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload})
+        try:
+            response = await self.root_async_client.post(
+                CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ChatCompletion
+            )
+        except openai.BadRequestError as error:
+            _handle_openai_bad_request(error)
+            raise
+        except openai.APIError as error:
+            _handle_openai_api_error(error)
+            raise
+        return self._create_chat_result(response, {})
+
+    return _agenerate
 
 
 class LeanChatOpenAI(ChatOpenAI):
     """`ChatOpenAI` whose plain chat completions skip the SDK's request transform and the reply's thread hop."""
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return await generate_as_built(self, super()._agenerate, messages, stop, run_manager, kwargs)
+    _agenerate = posting_payload_as_built(ChatOpenAI._agenerate)
 
 
 class LeanAzureChatOpenAI(AzureChatOpenAI):
     """`AzureChatOpenAI` whose plain chat completions skip the SDK's request transform and the reply's thread hop."""
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return await generate_as_built(self, super()._agenerate, messages, stop, run_manager, kwargs)
+    _agenerate = posting_payload_as_built(AzureChatOpenAI._agenerate)

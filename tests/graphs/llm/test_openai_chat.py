@@ -25,6 +25,7 @@ from graphs.llm.openai_chat import LeanAzureChatOpenAI, LeanChatOpenAI, sent_as_
 from graphs.llm.structured_output import native_json_kwargs
 from tests.fakes.fixtures import ChatModelFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+from tests.support.live_service import free_port
 
 Provider = Literal["openai", "openai-compatible", "azure"]
 RAW_RESPONSE_HEADER = "x-stainless-raw-response"
@@ -225,3 +226,17 @@ async def test_what_the_library_does_more_for_takes_its_path(
 )
 def test_sent_as_built(payload: dict[str, Any], expected: bool) -> None:
     assert sent_as_built(payload) is expected
+
+
+async def test_a_refused_connection_is_the_library_paths_connection_error(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    model = chat_model_factory(_replace(_config("openai", llm_server), base_url=closed))
+    assert isinstance(model, BaseChatOpenAI)
+    raised: list[type[BaseException]] = []
+    for generate in (_library_generate(model), model._agenerate):
+        with pytest.raises(openai.APIConnectionError) as caught:
+            await generate([HumanMessage("hi")])
+        raised.append(type(caught.value))
+    assert raised[0] is raised[1]
