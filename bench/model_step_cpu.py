@@ -141,9 +141,12 @@ async def measure(model_url: str, runs: int, rounds: int, *, library_client: boo
         for session in sessions.values():
             await session.cpu_us(max(1, runs // 5))
         per_round: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
-        for _ in range(rounds):
-            for name, session in sessions.items():
-                per_round[name].append(await session.cpu_us(runs))
+        names = list(sessions)
+        for round_index in range(rounds):
+            # Each round starts with another app, so no app always runs first (or right after the same one).
+            shift = round_index % len(names)
+            for name in names[shift:] + names[:shift]:
+                per_round[name].append(await sessions[name].cpu_us(runs))
     model, heuristic = summary(per_round["model"]), summary(per_round["heuristic"])
     figures: dict[str, Any] = {
         "model": model,

@@ -83,22 +83,34 @@ Body = Callable[[Server], bytes]
 
 
 def bodies() -> dict[str, tuple[str, Body, dict[str, Any]]]:
-    """Each endpoint's path, body and what a 200 answer must say (the throughput benchmarks' own requests)."""
-    librarian, _ = librarian_throughput.build_payload()
-    runs = proposals.payloads()
+    """Each endpoint's path, body and what a 200 answer must say (the throughput benchmarks' own requests).
+
+    Bodies are built when asked for, so `--only` builds no other.
+    """
+
+    def librarian(_server: Server) -> bytes:
+        return librarian_throughput.build_payload()[0]
 
     def grace(server: Server) -> bytes:
-        body, _ = grace_throughput.build_payload(server.url(""), 0, 300)
-        return body
+        return grace_throughput.build_payload(server.url(""), 0, 300)[0]
 
-    def same(body: bytes) -> Body:
-        return lambda _server: body
+    def run_body(name: str) -> Body:
+        return lambda _server: proposals.payloads()[name]
 
     return {
-        "librarian": (librarian_throughput.THINK_PATH, same(librarian), {"action": "COMPLETE"}),
+        "librarian": (librarian_throughput.THINK_PATH, librarian, {"action": "COMPLETE"}),
         "grace": (grace_throughput.STEP_PATH, grace, {"action": "COMPLETE"}),
-        **{name: (path, same(runs[name]), {"ok": True}) for name, path in proposals.PATHS.items()},
+        **{name: (path, run_body(name), {"ok": True}) for name, path in proposals.PATHS.items()},
     }
+
+
+def this_tree() -> dict[str, Any]:
+    """This tree's commit and whether its working tree differs from it (what "this" measured)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
+
+    return {"commit": git("rev-parse", "HEAD").strip(), "uncommitted_changes": bool(git("status", "--porcelain"))}
 
 
 def answered_alike(target: Target) -> str | None:
@@ -121,7 +133,7 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
                 this_target = Target(f"{name}_this", this.url(path), body_for(this), expect)
                 try:
                     base_target = Target(f"{name}_base", base.url(path), body_for(base), expect)
-                except (msgspec.ValidationError, RuntimeError, httpx.HTTPError) as refused:
+                except (msgspec.ValidationError, ValueError, KeyError, RuntimeError, httpx.HTTPError) as refused:
                     problem: str | None = f"no request of this tree's contract could be built: {refused}"
                 else:
                     problem = answered_alike(base_target)
@@ -131,13 +143,18 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
                     continue
                 measured = measure([base_target, this_target], settings, repeat)
                 then, now = measured.medians[base_target.name], measured.medians[this_target.name]
-                results[name] = {"base": then, "this": now, "bytes": len(this_target.body)}
+                results[name] = {
+                    "base": then,
+                    "this": now,
+                    "bytes": {"base": len(base_target.body), "this": len(this_target.body)},
+                }
                 results[f"speedup_{name}"] = ratio(now["requests_per_s"], then["requests_per_s"])
                 log(f"{name}: {now['requests_per_s']} vs {then['requests_per_s']} req/s")
     return report(
         MODULE,
         "requests/s of each endpoint on this tree ÷ on an earlier tree, same bodies, alternating rounds, one worker",
         base={"revision": base_revision, "commit": commit},
+        this=this_tree(),
         servers="python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker, each tree",
         wrk=wrk_report(settings, repeat),
         left_out=skipped,

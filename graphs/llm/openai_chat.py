@@ -19,16 +19,19 @@ usage, and the SDK's client with its HTTP transport, URL building (Azure deploym
 timeouts and typed errors (mapped by langchain-openai's own handlers). The request goes through the SDK's
 public `post`, which `create` itself calls, with the same body and the same request options; the reply is
 parsed into the same `ChatCompletion`. Streaming, structured-output parsing (`response_format` passed to
-langchain), tools, the Responses API, `include_response_headers` and messages whose content is not plain
-text take the library's own path. Not carried over: the LangSmith gateway metadata langchain-openai reads
-from response headers (the service is never behind that gateway).
+langchain), tools, the Responses API, response headers (`include_response_headers`, the LangSmith gateway),
+messages whose content is not plain text and any payload key `create` does not take (it refuses those with
+a `TypeError`) take the library's own path. One difference is left: a 200 reply that is not JSON fails with
+the same `JSONDecodeError` but without the HTTP response attached, so the retry loop names it by its type
+rather than "HTTP 200" (neither is retried).
 
-Measured (the real clients against the lean fake model answering at once, alternating): the model path
-of a think step costs ~1 ms less CPU (bench/README.md, "Model-backed step CPU").
+Measured (`python -m bench.model_step_cpu --library-client`: the real clients against the lean fake model
+answering at once, in one rotation): ~0.4 ms less CPU per model-backed think step, more under load.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -43,10 +46,16 @@ from langchain_openai.chat_models.base import (
     _handle_openai_bad_request,
 )
 from openai._base_client import make_request_options
+from openai._models import SecurityOptions
+from openai.resources.chat.completions import AsyncCompletions
 from openai.types.chat import ChatCompletion
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 """What `chat.completions.create` posts to (Azure's client inserts the deployment)."""
+CREATE_SECURITY: SecurityOptions = {"bearer_auth": True}
+"""The auth `create` asks for: the API key as a bearer token (the default would also fall back to an admin key)."""
+CREATE_PARAMETERS = frozenset(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
+"""What `create` accepts; a payload with any other key is refused by it, so it takes the library's path."""
 REQUEST_OPTION_KEYS = ("extra_headers", "extra_query", "extra_body", "timeout")
 """`create` keyword arguments that are request options, not body fields."""
 LIBRARY_PATH_KEYS = frozenset({"response_format", "tools", "functions", "stream_options"})
@@ -54,8 +63,8 @@ LIBRARY_PATH_KEYS = frozenset({"response_format", "tools", "functions", "stream_
 
 
 def sent_as_built(payload: dict[str, Any]) -> bool:
-    """Whether `payload` goes out as built: not streamed, nothing the library parses, every message plain text."""
-    if payload.get("stream") or LIBRARY_PATH_KEYS & payload.keys():
+    """Whether `payload` goes out as built: `create` takes it, not streamed, nothing parsed, messages plain text."""
+    if payload.get("stream") or LIBRARY_PATH_KEYS & payload.keys() or not payload.keys() <= CREATE_PARAMETERS:
         return False
     messages = payload.get("messages")
     return isinstance(messages, list) and all(
@@ -78,9 +87,11 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
         **kwargs: Any,
     ) -> ChatResult:
         payload = self._get_request_payload(messages, stop=stop, **kwargs)
-        if self.include_response_headers or self._use_responses_api(payload) or not sent_as_built(payload):
+        reads_headers = self.include_response_headers or self._uses_gateway
+        if reads_headers or self._use_responses_api(payload) or not sent_as_built(payload):
             return await library_generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
-        options = make_request_options(**{key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload})
+        request_options = {key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload}
+        options = make_request_options(**request_options, security=CREATE_SECURITY)
         try:
             response = await self.root_async_client.post(
                 CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ChatCompletion

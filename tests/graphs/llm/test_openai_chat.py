@@ -19,9 +19,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatResult
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langchain_openai.chat_models.base import BaseChatOpenAI
+from openai._utils._transform import async_maybe_transform
+from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
 from graphs.llm.config import LLMConfig
-from graphs.llm.openai_chat import LeanAzureChatOpenAI, LeanChatOpenAI, sent_as_built
+from graphs.llm.openai_chat import REQUEST_OPTION_KEYS, LeanAzureChatOpenAI, LeanChatOpenAI, sent_as_built
+from graphs.llm.retry import classify
 from graphs.llm.structured_output import native_json_kwargs
 from tests.fakes.fixtures import ChatModelFactory
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
@@ -30,8 +33,14 @@ from tests.support.live_service import free_port
 Provider = Literal["openai", "openai-compatible", "azure"]
 RAW_RESPONSE_HEADER = "x-stainless-raw-response"
 """Sent by the SDK's `with_raw_response`, which only langchain-openai's own `_agenerate` uses."""
-VOLATILE_HEADERS = {RAW_RESPONSE_HEADER, "x-stainless-retry-count", "x-stainless-read-timeout", "content-length"}
-"""Headers that may differ between two otherwise identical calls (per call, or per path by design)."""
+PATH_HEADERS = {RAW_RESPONSE_HEADER}
+"""The one header that differs between the two paths by design: which path sent the request."""
+CALL_OPTIONS: dict[str, dict[str, Any]] = {
+    "no options": {},
+    "stop": {"stop": ["END", "終"]},
+    "request options": {"extra_headers": {"X-Trace": "t-1"}, "extra_query": {"trace": "1"}, "timeout": 5.5},
+}
+"""Keyword arguments a call may carry: `stop` goes into the body, the others are `create`'s request options."""
 
 
 def _config(provider: Provider, server: FakeLLMServer) -> LLMConfig:
@@ -69,8 +78,15 @@ CONVERSATIONS: dict[str, list[BaseMessage]] = {
 }
 
 
+def _assert_paths(server: FakeLLMServer) -> None:
+    """The server saw two requests: the library path's first, then the lean path's."""
+    library_call, lean_call = server.calls
+    assert library_call.headers.get(RAW_RESPONSE_HEADER) == "true"
+    assert RAW_RESPONSE_HEADER not in lean_call.headers
+
+
 def _request(call: RecordedRequest) -> dict[str, Any]:
-    headers = {name: value for name, value in call.headers.items() if name not in VOLATILE_HEADERS}
+    headers = {name: value for name, value in call.headers.items() if name not in PATH_HEADERS}
     return {"method": call.method, "path": call.path, "query": call.query, "headers": headers, "body": call.body}
 
 
@@ -91,27 +107,28 @@ def _result(result: ChatResult) -> dict[str, Any]:
 @pytest.mark.parametrize("provider", ["openai", "openai-compatible", "azure"])
 @pytest.mark.parametrize("conversation", list(CONVERSATIONS))
 @pytest.mark.parametrize("native_json", [True, False], ids=["json-schema", "prompt-only"])
+@pytest.mark.parametrize("call_options", list(CALL_OPTIONS))
 async def test_the_lean_path_sends_and_returns_what_the_library_path_does(
     llm_server: FakeLLMServer,
     chat_model_factory: ChatModelFactory,
     provider: Provider,
     conversation: str,
     native_json: bool,
+    call_options: str,
 ) -> None:
     model = chat_model_factory(_config(provider, llm_server))
     assert isinstance(model, LeanChatOpenAI | LeanAzureChatOpenAI)
     messages = CONVERSATIONS[conversation]
     cfg = _replace(_config(provider, llm_server), native_json_schema=native_json)
-    kwargs = native_json_kwargs(model, dict[str, list[str]], cfg)
+    kwargs = native_json_kwargs(model, dict[str, list[str]], cfg) | CALL_OPTIONS[call_options]
     reply = Reply(content='{"ids": ["c1"]}', usage=(123, 45))
     llm_server.script(reply, reply)
 
     library = await _library_generate(model)(messages, **kwargs)
     lean = await model._agenerate(messages, **kwargs)
 
+    _assert_paths(llm_server)
     library_call, lean_call = llm_server.calls
-    assert library_call.headers.get(RAW_RESPONSE_HEADER) == "true"
-    assert RAW_RESPONSE_HEADER not in lean_call.headers
     assert _request(lean_call) == _request(library_call)
     assert _result(lean) == _result(library)
 
@@ -159,16 +176,19 @@ async def test_errors_are_the_library_paths_errors(
     assert isinstance(model, BaseChatOpenAI)
     raised: list[BaseException] = []
     for generate in (_library_generate(model), model._agenerate):
-        llm_server.script(Reply(status=status, headers={"Retry-After": "0"}))
+        llm_server.script(Reply(status=status, headers={"Retry-After": "3"}))
         with pytest.raises(openai.APIStatusError) as caught:
             await generate([HumanMessage("hi")])
         raised.append(caught.value)
     library, lean = raised
+    _assert_paths(llm_server)
     assert type(lean) is type(library)
     assert type(lean).__name__ == library_error
     assert isinstance(lean, openai.APIStatusError)
     assert isinstance(library, openai.APIStatusError)
     assert (lean.status_code, lean.message) == (library.status_code, library.message)
+    # What the shared retry loop reads off the error: retryable or not, and Retry-After.
+    assert classify(lean) == classify(library)
 
 
 async def test_a_timeout_is_the_library_paths_timeout(
@@ -182,6 +202,7 @@ async def test_a_timeout_is_the_library_paths_timeout(
         with pytest.raises(openai.APITimeoutError) as caught:
             await generate([HumanMessage("hi")])
         raised.append(type(caught.value))
+    _assert_paths(llm_server)
     assert raised[0] is raised[1]
 
 
@@ -240,3 +261,59 @@ async def test_a_refused_connection_is_the_library_paths_connection_error(
             await generate([HumanMessage("hi")])
         raised.append(type(caught.value))
     assert raised[0] is raised[1]
+
+
+async def test_response_headers_asked_for_take_the_library_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    model.include_response_headers = True
+    llm_server.script(Reply(content="hi"))
+    result = await model._agenerate([HumanMessage("hi")])
+    (call,) = llm_server.calls
+    assert call.headers.get(RAW_RESPONSE_HEADER) == "true"
+    assert "content-type" in (result.generations[0].generation_info or {})["headers"]
+
+
+async def test_a_payload_create_would_refuse_is_refused_as_create_refuses_it(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    for generate in (_library_generate(model), model._agenerate):
+        with pytest.raises(TypeError, match="unexpected keyword argument 'temprature'"):
+            await generate([HumanMessage("hi")], temprature=0.5)
+    assert llm_server.calls == []
+
+
+async def test_without_an_api_key_neither_path_sends_an_admin_key(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "admin-key-not-for-chat")
+    for model in (ChatOpenAI(model="m", base_url=llm_server.url), LeanChatOpenAI(model="m", base_url=llm_server.url)):
+        with pytest.raises(TypeError, match="Could not resolve authentication method"):
+            await model.ainvoke([HumanMessage("hi")])
+    assert llm_server.calls == []
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-compatible", "azure"])
+@pytest.mark.parametrize("conversation", list(CONVERSATIONS))
+@pytest.mark.parametrize("call_options", list(CALL_OPTIONS))
+async def test_the_sdks_transform_leaves_the_payloads_as_built(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    provider: Provider,
+    conversation: str,
+    call_options: str,
+) -> None:
+    """What the lean path skips is an identity on what it sends: if an SDK release gave these types aliases or
+    formats, this fails, and the lean path must then apply them too (or leave such payloads to the library)."""
+    model = chat_model_factory(_config(provider, llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    kwargs = native_json_kwargs(model, dict[str, list[str]], _config(provider, llm_server)) | CALL_OPTIONS[call_options]
+    payload = model._get_request_payload(CONVERSATIONS[conversation], **kwargs)
+    assert sent_as_built(payload)
+    body = {key: value for key, value in payload.items() if key not in REQUEST_OPTION_KEYS}
+    assert await async_maybe_transform(body, CompletionCreateParamsNonStreaming) == body
