@@ -25,6 +25,7 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -59,19 +60,18 @@ def tree_service(name: str, root: Path) -> Server:
     )
 
 
+def git(*args: str) -> str:
+    """The output of one git command in this checkout (raises when it fails)."""
+    return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
+
+
 @contextmanager
 def extracted(revision: str) -> Iterator[tuple[Path, str]]:
     """The tree of `revision` in a temporary directory (`git archive`), and its full commit id."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--verify", f"{revision}^{{commit}}"],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    commit = git("rev-parse", "--verify", f"{revision}^{{commit}}").strip()
     with tempfile.TemporaryDirectory(prefix="bench-base-") as tmp:
         archive = Path(tmp) / "tree.tar"
-        subprocess.run(["git", "archive", "--output", str(archive), commit], cwd=PROJECT_ROOT, check=True)
+        git("archive", "--output", str(archive), commit)
         root = Path(tmp) / "tree"
         with tarfile.open(archive) as tar:
             tar.extractall(root, filter="data")
@@ -94,8 +94,10 @@ def bodies() -> dict[str, tuple[str, Body, dict[str, Any]]]:
     def grace(server: Server) -> bytes:
         return grace_throughput.build_payload(server.url(""), 0, 300)[0]
 
+    run_bodies = cache(proposals.payloads)  # one dashboard for the three proposal endpoints
+
     def run_body(name: str) -> Body:
-        return lambda _server: proposals.payloads()[name]
+        return lambda _server: run_bodies()[name]
 
     return {
         "librarian": (librarian_throughput.THINK_PATH, librarian, {"action": "COMPLETE"}),
@@ -106,18 +108,27 @@ def bodies() -> dict[str, tuple[str, Body, dict[str, Any]]]:
 
 def this_tree() -> dict[str, Any]:
     """This tree's commit and whether its working tree differs from it (what "this" measured)."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True).stdout
-
     return {"commit": git("rev-parse", "HEAD").strip(), "uncommitted_changes": bool(git("status", "--porcelain"))}
+
+
+REFUSALS = (msgspec.ValidationError, ValueError, KeyError, RuntimeError, httpx.HTTPError)
+"""How an older tree shows it does not take this tree's requests: a refused contract, another answer, no answer."""
+
+
+def base_target(name: str, base: Server, path: str, body_for: Body, expect: dict[str, Any]) -> Target | str:
+    """The base's target for an endpoint, or why the base cannot be compared there (it is then left out)."""
+    try:
+        target = Target(f"{name}_base", base.url(path), body_for(base), expect)
+    except REFUSALS as refused:
+        return f"no request of this tree's contract could be built: {refused}"
+    return answered_alike(target) or target
 
 
 def answered_alike(target: Target) -> str | None:
     """None when `target` answers its body with a 200 that says what `target.expect` says; else what it answered."""
     try:
         first_response(target)
-    except RuntimeError as problem:
+    except REFUSALS as problem:
         return str(problem)
     return None
 
@@ -130,23 +141,18 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
         skipped: dict[str, str] = {}
         with running([base, this]):
             for name, (path, body_for, expect) in wanted.items():
-                this_target = Target(f"{name}_this", this.url(path), body_for(this), expect)
-                try:
-                    base_target = Target(f"{name}_base", base.url(path), body_for(base), expect)
-                except (msgspec.ValidationError, ValueError, KeyError, RuntimeError, httpx.HTTPError) as refused:
-                    problem: str | None = f"no request of this tree's contract could be built: {refused}"
-                else:
-                    problem = answered_alike(base_target)
-                if problem is not None:
-                    log(f"{name}: the base does not answer as this tree does, left out: {problem}")
-                    skipped[name] = problem
+                then_target = base_target(name, base, path, body_for, expect)
+                if isinstance(then_target, str):
+                    log(f"{name}: the base does not answer as this tree does, left out: {then_target}")
+                    skipped[name] = then_target
                     continue
-                measured = measure([base_target, this_target], settings, repeat)
-                then, now = measured.medians[base_target.name], measured.medians[this_target.name]
+                this_target = Target(f"{name}_this", this.url(path), body_for(this), expect)
+                measured = measure([then_target, this_target], settings, repeat)
+                then, now = measured.medians[then_target.name], measured.medians[this_target.name]
                 results[name] = {
                     "base": then,
                     "this": now,
-                    "bytes": {"base": len(base_target.body), "this": len(this_target.body)},
+                    "bytes": {"base": len(then_target.body), "this": len(this_target.body)},
                 }
                 results[f"speedup_{name}"] = ratio(now["requests_per_s"], then["requests_per_s"])
                 log(f"{name}: {now['requests_per_s']} vs {then['requests_per_s']} req/s")

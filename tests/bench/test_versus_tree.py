@@ -3,31 +3,26 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
-from bench.tools import PROJECT_ROOT, server_process
-from bench.versus_tree import ENDPOINTS, answered_alike, bodies, extracted, tree_service
-from bench.wrk_compare import Target
+from bench.tools import free_port, server_process
+from bench.versus_tree import ENDPOINTS, base_target, bodies, extracted, git, tree_service
+from bench.wrk_compare import Server, Target
 
 pytestmark = pytest.mark.slow  # starts a service from an extracted tree
 
 
 def test_the_base_tree_is_extracted_whole_at_its_commit() -> None:
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
     with extracted("HEAD") as (root, commit):
-        assert commit == head
+        assert commit == git("rev-parse", "HEAD").strip()
         assert (root / "librarian_svc" / "__main__.py").is_file()
         assert (root / "prompts").is_dir()
         assert (root / "config").is_dir()
-        command = ["git", "ls-tree", "-r", "--name-only", "HEAD"]
-        listing = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
-        listed = listing.stdout.splitlines()
+        listed = git("ls-tree", "-r", "--name-only", "HEAD").splitlines()
         assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == sorted(listed)
     assert not root.exists()
 
@@ -50,7 +45,22 @@ def test_the_base_service_runs_its_own_tree_and_a_refused_body_is_left_out() -> 
             # `python -m librarian_svc` imports from its working directory first: the extracted tree's package.
             assert Path(os.readlink(f"/proc/{process.pid}/cwd")) == root
             path, body_for, expect = bodies()["validate"]
-            assert answered_alike(Target("validate", server.url(path), body_for(server), expect)) is None
-            refused = answered_alike(Target("validate", server.url(path), b'{"report": 1}', expect))
-            assert refused is not None
+            target = base_target("validate", server, path, body_for, expect)
+            assert isinstance(target, Target)
+            assert target.url == server.url(path)
+            refused = base_target("validate", server, path, lambda _server: b'{"report": 1}', expect)
+            assert isinstance(refused, str)
             assert "400" in refused or "422" in refused
+
+
+def test_a_request_the_base_cannot_take_leaves_the_endpoint_out() -> None:
+    def older_contract(_server: Server) -> bytes:
+        # What building GRACE's body raises against a base whose state was a JSON object, not a token.
+        raise msgspec.ValidationError("Expected `str | null`, got `object` - at `$.state`")
+
+    closed = Server("base", ("true",), free_port())  # nothing listens: never asked, the body fails first
+    left_out = base_target("grace", closed, "/agent/grace/step", older_contract, {"action": "COMPLETE"})
+    assert isinstance(left_out, str)
+    assert left_out.startswith("no request of this tree's contract could be built")
+    silent = base_target("validate", closed, "/x", lambda _server: b"{}", {"ok": True})
+    assert isinstance(silent, str), "a base that does not answer is left out, not a crash"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 import openai
@@ -54,10 +54,6 @@ def _config(provider: Provider, server: FakeLLMServer) -> LLMConfig:
             **common,
         )
     return LLMConfig(provider=provider, base_url=server.url, temperature=0.3, **common)
-
-
-def _replace(cfg: LLMConfig, **changes: Any) -> LLMConfig:
-    return msgspec.structs.replace(cfg, **changes)
 
 
 def _library_generate(model: BaseChatOpenAI) -> Callable[..., Any]:
@@ -104,7 +100,7 @@ def _result(result: ChatResult) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("provider", ["openai", "openai-compatible", "azure"])
+@pytest.mark.parametrize("provider", get_args(Provider))
 @pytest.mark.parametrize("conversation", list(CONVERSATIONS))
 @pytest.mark.parametrize("native_json", [True, False], ids=["json-schema", "prompt-only"])
 @pytest.mark.parametrize("call_options", list(CALL_OPTIONS))
@@ -119,7 +115,7 @@ async def test_the_lean_path_sends_and_returns_what_the_library_path_does(
     model = chat_model_factory(_config(provider, llm_server))
     assert isinstance(model, LeanChatOpenAI | LeanAzureChatOpenAI)
     messages = CONVERSATIONS[conversation]
-    cfg = _replace(_config(provider, llm_server), native_json_schema=native_json)
+    cfg = msgspec.structs.replace(_config(provider, llm_server), native_json_schema=native_json)
     kwargs = native_json_kwargs(model, dict[str, list[str]], cfg) | CALL_OPTIONS[call_options]
     reply = Reply(content='{"ids": ["c1"]}', usage=(123, 45))
     llm_server.script(reply, reply)
@@ -194,7 +190,7 @@ async def test_errors_are_the_library_paths_errors(
 async def test_a_timeout_is_the_library_paths_timeout(
     llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
 ) -> None:
-    model = chat_model_factory(_replace(_config("openai", llm_server), timeout_s=0.2))
+    model = chat_model_factory(msgspec.structs.replace(_config("openai", llm_server), timeout_s=0.2))
     assert isinstance(model, BaseChatOpenAI)
     raised: list[type[BaseException]] = []
     for generate in (_library_generate(model), model._agenerate):
@@ -253,7 +249,7 @@ async def test_a_refused_connection_is_the_library_paths_connection_error(
     llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
 ) -> None:
     closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    model = chat_model_factory(_replace(_config("openai", llm_server), base_url=closed))
+    model = chat_model_factory(msgspec.structs.replace(_config("openai", llm_server), base_url=closed))
     assert isinstance(model, BaseChatOpenAI)
     raised: list[type[BaseException]] = []
     for generate in (_library_generate(model), model._agenerate):
@@ -298,7 +294,7 @@ async def test_without_an_api_key_neither_path_sends_an_admin_key(
     assert llm_server.calls == []
 
 
-@pytest.mark.parametrize("provider", ["openai", "openai-compatible", "azure"])
+@pytest.mark.parametrize("provider", get_args(Provider))
 @pytest.mark.parametrize("conversation", list(CONVERSATIONS))
 @pytest.mark.parametrize("call_options", list(CALL_OPTIONS))
 async def test_the_sdks_transform_leaves_the_payloads_as_built(
