@@ -22,7 +22,7 @@ from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
 from graphs.librarian.candidates import Location, hit_query, location, only_query
 from graphs.librarian.question import QuestionProfile
-from graphs.text.contradiction import find_contradiction
+from graphs.text.contradiction import Contradiction, find_contradiction
 from graphs.text.tokenize import tokenize, tokens_present
 
 MIN_GAIN = 0.15
@@ -282,13 +282,18 @@ def _disputed(scored: ScoredCandidate, selected: list[ScoredCandidate]) -> bool:
 
 
 def _versions_disagree(first: ScoredCandidate, second: ScoredCandidate) -> bool:
-    """Two versions of the same passage (most tokens shared) that state different figures or claims.
+    """Two versions of the same passage (most tokens shared) that state different figures or claims."""
+    return _versions_contradiction(first, second) is not None
+
+
+def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> Contradiction | None:
+    """How two versions of the same passage contradict each other, or None (also when they are not one passage).
 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
     if not same_passage(first.candidate.tokens, second.candidate.tokens):
-        return False
-    return find_contradiction(first.candidate.snippet, second.candidate.snippet) is not None
+        return None
+    return find_contradiction(first.candidate.snippet, second.candidate.snippet)
 
 
 def same_passage(a: frozenset[str], b: frozenset[str]) -> bool:
@@ -311,9 +316,7 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
     lines = []
     for i, first in enumerate(selected):
         for second in selected[i + 1 :]:
-            if not _versions_disagree(first, second):
-                continue
-            found = find_contradiction(first.candidate.snippet, second.candidate.snippet)
+            found = _versions_contradiction(first, second)
             if found is not None:
                 lines.append(f"{_where(first)} vs {_where(second)}: {found.detail}")
     return lines

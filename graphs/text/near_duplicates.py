@@ -27,6 +27,12 @@ check). `find_near_duplicates` therefore works in bulk, with numpy, in bounded c
    estimate gate only for the pairs that reach the threshold by it, usually a handful: both tests must
    pass, and the exact one costs less per pair than a text's 64-value signature.
 
+Few texts take shortcuts that find the same pairs (`search_path`): up to `ALL_PAIRS_MAX_TEXTS` texts no cap
+can bind, so every pair is compared instead of prefix filtering (`all_pairs`), and when those texts are
+short as well (a session's first round of a handful of hits) the whole search runs on Python sets of the
+same shingle hashes (`sets`), where the bulk path's fixed cost of a few dozen numpy calls would outweigh
+the work.
+
 Every step is a generator (`graphs.chunked`): it yields after each chunk of about `NEAR_DUP_CHUNK`
 shingles, so an async caller checks its deadline and lets the event loop run in between.
 
@@ -120,19 +126,53 @@ def near_duplicates(normalized: Sequence[str], threshold: float) -> NearDuplicat
     return finish(find_near_duplicates(normalized, threshold))
 
 
-def find_near_duplicates(normalized: Sequence[str], threshold: float) -> Chunked[NearDuplicates]:
+ALL_PAIRS_MAX_TEXTS = min(NEAR_DUP_TOKEN_ANCHORS, NEAR_DUP_MAX_COMPARED) + 1
+"""Up to this many texts, no cap can bind (a shingle's bucket holds one entry per text, so at most this many
+minus one earlier ones): prefix filtering would find exactly the pairs that reach the threshold, and every
+pair may be compared instead, without its set-up (a 65,536-bucket frequency table, a dozen sorts)."""
+
+
+SearchPath = Literal["sets", "all_pairs", "prefix"]
+"""How `find_near_duplicates` searches: `sets` (a few short texts, on Python sets), `all_pairs` (a few texts,
+every pair in bulk) or `prefix` (prefix filtering, any number of texts)."""
+
+
+def search_path(normalized: Sequence[str]) -> SearchPath:
+    """The cheapest way to search these texts that finds what prefix filtering with its caps would find."""
+    if len(normalized) > ALL_PAIRS_MAX_TEXTS:
+        return "prefix"
+    return "sets" if sum(map(len, normalized)) <= FEW_TEXTS_MAX_CHARS else "all_pairs"
+
+
+FEW_TEXTS_MAX_CHARS = 1_000
+"""Up to `ALL_PAIRS_MAX_TEXTS` texts of at most this many characters in all (a short history: the first round
+of a session, a handful of hits), the search runs on Python sets (`_few_near_duplicates`): the bulk path's
+few dozen numpy calls cost more than the work itself there (~0.25 ms for five 20-character hits, twice
+that amid a request's other work, against ~0.05 ms on sets)."""
+
+
+def find_near_duplicates(
+    normalized: Sequence[str], threshold: float, *, path: SearchPath | None = None
+) -> Chunked[NearDuplicates]:
     """Every pair (i < j) of texts that are near-duplicates, found in bulk (see the module docstring).
 
     Args:
         normalized: Texts already passed through `normalize`, in the order that decides "earlier".
         threshold: Exact shingle Jaccard at or above which two texts are near-duplicates.
+        path: How to search (`search_path` picks by default; tests force each way and compare them).
 
     Returns:
         A chunked computation of the `NearDuplicates`.
     """
     n = len(normalized)
+    path = path or search_path(normalized)
+    if path == "sets":
+        return _few_near_duplicates(normalized, threshold)
     sets = yield from shingle_sets(normalized)
-    left, right = yield from _candidate_pairs(sets, threshold)
+    if path == "all_pairs":
+        left, right = _all_pairs(sets, threshold)
+    else:
+        left, right = yield from _candidate_pairs(sets, threshold)
     # Both tests must pass; the exact one runs first because it is the cheaper per pair (a sort of the two
     # sets, against 64 hashes of every shingle of a text for its signature) and it rejects nearly every pair,
     # so signatures are computed only for the few pairs that are near-duplicates by exact Jaccard.
@@ -154,16 +194,11 @@ def shingle_sets(normalized: Sequence[str]) -> Chunked[ShingleSets]:
     """The shingle sets of many normalised texts, hashed exactly as `shingle_array` hashes one, in chunks."""
     values: list[UInt64Array] = []
     sizes: list[Int64Array] = []
-    start = 0
-    while start < len(normalized):
-        end, chars = start, 0
-        while end < len(normalized) and (chars < NEAR_DUP_CHUNK or end == start):
-            chars += len(normalized[end])
-            end += 1
-        chunk_values, chunk_sizes = _shingle_chunk(normalized[start:end])
+    lengths = np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized))
+    for start, end in _row_chunks(lengths, NEAR_DUP_CHUNK):
+        chunk_values, chunk_sizes = _shingle_chunk(normalized[start:end], lengths[start:end])
         values.append(chunk_values)
         sizes.append(chunk_sizes)
-        start = end
         yield
     all_sizes = np.concatenate(sizes) if sizes else np.zeros(0, dtype=np.int64)
     offsets = np.zeros(len(normalized) + 1, dtype=np.int64)
@@ -171,11 +206,10 @@ def shingle_sets(normalized: Sequence[str]) -> Chunked[ShingleSets]:
     return ShingleSets(values=np.concatenate(values) if values else np.zeros(0, dtype=np.uint64), offsets=offsets)
 
 
-def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
-    """Sorted distinct shingle hashes of each text, concatenated, and how many each text has."""
+def _shingle_chunk(texts: Sequence[str], lengths: Int64Array) -> tuple[UInt64Array, Int64Array]:
+    """Sorted distinct shingle hashes of each text (`lengths[t]` characters), concatenated, and how many each has."""
     k = NEAR_DUP_SHINGLE_CHARS
     count = len(texts)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=count)
     total = int(lengths.sum())
     if total == 0:
         return np.zeros(0, dtype=np.uint64), np.zeros(count, dtype=np.int64)
@@ -191,12 +225,8 @@ def _shingle_chunk(texts: Sequence[str]) -> tuple[UInt64Array, Int64Array]:
     _add_short_texts(points, lengths, starts, hashes, owners)
     mixed = (np.concatenate(hashes) * _MIX) >> _SHIFT
     owner = np.concatenate(owners)
-    # A text's shingles are either all full k-grams, consecutive and in text order, or (shorter than k) its
-    # one whole-text shingle, after them: so a shingle's place in its text's run is its offset from the run's start.
     full = np.maximum(lengths - k, -1) + 1
-    place = np.zeros(len(owner), dtype=np.int64)
-    place[: int(full.sum())] = np.arange(int(full.sum()), dtype=np.int64) - np.repeat(np.cumsum(full) - full, full)
-    return _distinct_by_text(mixed, owner, place, count)
+    return _distinct_by_text(mixed, owner, full, full + ((lengths > 0) & (lengths < k)))
 
 
 _ROW_SORT_SLACK = 4
@@ -209,26 +239,38 @@ def rows_fit(texts: int, longest: int, shingles: int) -> bool:
 
 
 def _distinct_by_text(
-    mixed: UInt64Array, owner: Int64Array, place: Int64Array, count: int
+    mixed: UInt64Array, owner: Int64Array, full: Int64Array, per_text: Int64Array
 ) -> tuple[UInt64Array, Int64Array]:
     """Each text's distinct shingle hashes (32-bit values), ascending, concatenated; and how many each text has.
+
+    `mixed` holds every text's full k-grams (`full[t]` of them, consecutive, text by text), then the one
+    whole-text shingle of each text shorter than k; `owner` says whose each is, `per_text` how many each has.
 
     Sorting each text's shingles on its own is what is needed, and numpy sorts the rows of a matrix of 32-bit
     values (one row per text, padded to the longest) in about a quarter of the time of one sort of the whole
     array keyed by text: short rows sort within the cache. Texts of very different lengths would make the
     padding cost more than it saves; those are sorted as one array of (text, hash) keys instead.
     """
-    per_text = np.bincount(owner, minlength=count)
+    count = len(per_text)
     width = int(per_text.max())
     if not rows_fit(count, width, len(mixed)):
         keys = _sorted_distinct((owner.astype(np.uint64) << _SHIFT) | mixed, kind="stable")
         # Sorted keys: each text's run starts where its index, shifted into the high bits, would be inserted.
         bounds = np.searchsorted(keys, np.arange(count + 1, dtype=np.uint64) << _SHIFT)
         return keys & _LOW32, np.diff(bounds).astype(np.int64)
+    # Each shingle's cell in the flattened matrix: its text's row, and its place in the text's run (a short
+    # text's one shingle goes first in its row). One flat scatter of 32-bit values: scattering by (row,
+    # column) pairs, or casting while scattering, costs several times as much.
+    full_total = int(full.sum())
+    cell = np.empty(len(mixed), dtype=np.int64)
+    cell[:full_total] = np.arange(full_total, dtype=np.int64) + np.repeat(
+        np.arange(count, dtype=np.int64) * width - (np.cumsum(full) - full), full
+    )
+    cell[full_total:] = owner[full_total:] * width
     # Padding sorts last; a real hash equal to the pad is still counted, because only each row's first
     # `per_text` entries are read.
     rows = np.full((count, width), np.iinfo(np.uint32).max, dtype=np.uint32)
-    rows[owner, place] = mixed
+    rows.reshape(-1)[cell] = mixed.astype(np.uint32)
     rows.sort(axis=1)
     keep = np.arange(width) < per_text[:, None]
     keep[:, 1:] &= rows[:, 1:] != rows[:, :-1]
@@ -342,7 +384,9 @@ def jaccard_of_pairs(sets: ShingleSets, left: Int64Array, right: Int64Array) -> 
                 (np.repeat(pair, right_sizes) << _SHIFT) | right_values,
             ]
         )
-        keys.sort()
+        # Both halves are already sorted (pairs ascending, each set ascending): a stable sort merges the two
+        # runs in linear time, several times faster here than a quicksort of the whole.
+        keys.sort(kind="stable")
         # Each set is distinct, so a key seen twice is a shingle the two texts share.
         shared = keys[1:][keys[1:] == keys[:-1]] >> _SHIFT
         intersection = np.bincount(shared.astype(np.intp), minlength=end - start)
@@ -350,6 +394,86 @@ def jaccard_of_pairs(sets: ShingleSets, left: Int64Array, right: Int64Array) -> 
         result[start:end] = np.divide(intersection, union, out=np.ones(end - start), where=union > 0)
         yield
     return result
+
+
+def _few_near_duplicates(normalized: Sequence[str], threshold: float) -> NearDuplicates:
+    """`find_near_duplicates` of a few short texts, on Python sets of the same shingle hashes: the same result.
+
+    Every pair is compared (`ALL_PAIRS_MAX_TEXTS`: no cap could bind), with the size check and the
+    exact Jaccard computed as the bulk path computes them; MinHash signatures (numpy) only for the texts
+    of pairs that reach the threshold.
+    """
+    sets = [_shingle_set(text) for text in normalized]
+    pairs: list[tuple[int, int]] = []
+    compared = 0
+    for j, later in enumerate(sets):
+        for i in range(j):
+            earlier = sets[i]
+            small, large = sorted((len(earlier), len(later)))
+            if not small or small < (threshold - 1e-9) * large:
+                continue
+            compared += 1
+            shared = len(earlier & later)
+            if shared / (len(earlier) + len(later) - shared) >= threshold:
+                pairs.append((i, j))
+    found: list[list[int]] = [[] for _ in normalized]
+    if pairs:
+        rows = sorted({t for pair in pairs for t in pair})
+        signatures = _signatures([sets[t] for t in rows])
+        at = {t: row for row, t in enumerate(rows)}
+        left = signatures[[at[i] for i, _ in pairs]]
+        right = signatures[[at[j] for _, j in pairs]]
+        agree = np.count_nonzero(left == right, axis=1) / NEAR_DUP_SIGNATURE_LENGTH
+        for (i, j), kept in zip(pairs, (agree >= threshold - NEAR_DUP_ESTIMATE_SLACK).tolist(), strict=True):
+            if kept:  # pairs come sorted by (j, i)
+                found[j].append(i)
+    return NearDuplicates(earlier=found, compared=compared, verified=len(pairs))
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _shingle_set(text: str) -> set[int]:
+    """`shingle_array(text)` as a Python set: the same polynomial hash and mix, in Python integers mod 2^64."""
+    points = [ord(char) for char in text]
+    poly, mix = int(_POLY), int(_MIX)
+    if len(points) >= NEAR_DUP_SHINGLE_CHARS == 3:  # the k-gram hash written out for k = 3: most of the cost
+        return {
+            (((((first * poly + second) * poly + third) & _MASK64) * mix) & _MASK64) >> 32
+            for first, second, third in zip(points, points[1:], points[2:], strict=False)
+        }
+    k = min(NEAR_DUP_SHINGLE_CHARS, len(points))
+    found: set[int] = set()
+    if not k:
+        return found
+    for start in range(len(points) - k + 1):
+        hashed = 0
+        for point in points[start : start + k]:
+            hashed = (hashed * poly + point) & _MASK64
+        found.add(((hashed * mix) & _MASK64) >> 32)
+    return found
+
+
+def _signatures(shingles: list[set[int]]) -> UInt64Array:
+    """The MinHash signatures of non-empty shingle sets, one row each, as `minhash_rows` computes them."""
+    a, b = _permutations(NEAR_DUP_SIGNATURE_LENGTH)
+    lengths = np.fromiter(map(len, shingles), dtype=np.int64, count=len(shingles))
+    values = np.fromiter((value for one in shingles for value in one), dtype=np.uint64, count=int(lengths.sum()))
+    hashed = a[:, None] * values[None, :]
+    hashed += b[:, None]
+    starts = np.cumsum(lengths) - lengths
+    signatures: UInt64Array = (np.minimum.reduceat(hashed, starts, axis=1) >> _SHIFT).T
+    return signatures
+
+
+def _all_pairs(sets: ShingleSets, threshold: float) -> tuple[Int64Array, Int64Array]:
+    """Every pair (i < j) of non-empty texts whose sizes let the Jaccard reach `threshold`, sorted by (j, i)."""
+    later, earlier = np.tril_indices(len(sets), k=-1)  # row-major: sorted by (later, earlier)
+    sizes = sets.sizes
+    filled = (sizes[earlier] > 0) & (sizes[later] > 0)
+    earlier, later = earlier[filled].astype(np.int64), later[filled].astype(np.int64)
+    keep = _worth_comparing(sizes, earlier, later, threshold)
+    return earlier[keep], later[keep]
 
 
 def _candidate_pairs(sets: ShingleSets, threshold: float) -> Chunked[tuple[Int64Array, Int64Array]]:

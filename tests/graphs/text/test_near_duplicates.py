@@ -13,15 +13,20 @@ from hypothesis import strategies as st
 
 from graphs.chunked import finish
 from graphs.text.near_duplicates import (
+    FEW_TEXTS_MAX_CHARS,
     NEAR_DUP_ESTIMATE_SLACK,
     NEAR_DUP_MAX_COMPARED,
     NEAR_DUP_SIGNATURE_LENGTH,
     NEAR_DUP_TOKEN_ANCHORS,
+    NearDuplicates,
+    SearchPath,
+    _shingle_set,
     find_near_duplicates,
     is_near_duplicate,
     jaccard_of_pairs,
     minhash_rows,
     near_duplicates,
+    search_path,
     shingle_sets,
 )
 from graphs.text.normalize import normalize
@@ -73,16 +78,54 @@ def test_bulk_jaccard_equals_the_pairwise_one(normalized: list[str], data: st.Da
     assert similarity.tolist() == expected
 
 
+PATHS: list[SearchPath] = ["sets", "all_pairs", "prefix"]
+
+
+def search(normalized: list[str], threshold: float, path: SearchPath) -> NearDuplicates:
+    return finish(find_near_duplicates(normalized, threshold, path=path))
+
+
+@pytest.mark.parametrize("path", PATHS)
 @settings(max_examples=300, deadline=None)
 @given(texts, st.sampled_from([0.1, 0.3, 0.5, 0.65, 0.8, 0.9, 1.0]))
-def test_pairs_equal_an_all_pairs_search_when_no_cap_binds(normalized: list[str], threshold: float) -> None:
-    # At most NEAR_DUP_TOKEN_ANCHORS + 1 texts: neither cap can bind, so the result must be exact.
+def test_pairs_equal_an_all_pairs_search_when_no_cap_binds(
+    path: SearchPath, normalized: list[str], threshold: float
+) -> None:
+    # At most NEAR_DUP_TOKEN_ANCHORS + 1 texts: neither cap can bind, so every way of searching must be exact.
     normalized = normalized[: NEAR_DUP_TOKEN_ANCHORS + 1]
-    assert near_duplicates(normalized, threshold).earlier == all_pairs(normalized, threshold)
+    assert search(normalized, threshold, path).earlier == all_pairs(normalized, threshold)
 
 
+@settings(max_examples=200, deadline=None)
+@given(texts, st.sampled_from([0.3, 0.65, 0.8, 1.0]))
+def test_python_sets_count_the_same_work_as_every_pair_in_bulk(normalized: list[str], threshold: float) -> None:
+    # Both compare every pair of non-empty texts whose sizes allow the threshold: the same counts, not only pairs.
+    assert search(normalized, threshold, "sets") == search(normalized, threshold, "all_pairs")
+
+
+@pytest.mark.parametrize(
+    ("texts", "expected"),
+    [
+        ([], "sets"),
+        (["東京タワー"] * (NEAR_DUP_TOKEN_ANCHORS + 1), "sets"),
+        (["東京タワーの高さ" * 20] * (NEAR_DUP_TOKEN_ANCHORS + 1), "all_pairs"),  # past FEW_TEXTS_MAX_CHARS
+        (["東京タワー"] * (NEAR_DUP_TOKEN_ANCHORS + 2), "prefix"),  # a cap could bind: prefix filtering
+    ],
+)
+def test_search_path_takes_a_shortcut_only_where_no_cap_can_bind(texts: list[str], expected: SearchPath) -> None:
+    assert sum(map(len, texts)) <= FEW_TEXTS_MAX_CHARS or expected != "sets"
+    assert search_path(texts) == expected
+
+
+@settings(deadline=None)
+@given(st.text(max_size=30))
+def test_python_shingle_hashes_equal_the_numpy_ones(text: str) -> None:
+    assert _shingle_set(text) == set(shingle_array(text).tolist())
+
+
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("threshold", [0.5, 0.8, 0.95])
-def test_pairs_equal_an_all_pairs_search_on_edited_copies(threshold: float) -> None:
+def test_pairs_equal_an_all_pairs_search_on_edited_copies(path: SearchPath, threshold: float) -> None:
     base = "東京タワーは東京都港区芝公園にある総合電波塔で、高さは333メートルである。1958年に竣工した。"
     edits = [
         base,
@@ -93,7 +136,7 @@ def test_pairs_equal_an_all_pairs_search_on_edited_copies(threshold: float) -> N
         base[:30],
     ]
     normalized = [normalize(t) for t in edits * 2]
-    found = near_duplicates(normalized, threshold)
+    found = search(normalized, threshold, path)
     assert found.earlier == all_pairs(normalized, threshold)
     assert 0 in found.earlier[6]  # an exact copy is a near-duplicate at any threshold
 
