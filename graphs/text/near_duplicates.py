@@ -52,7 +52,7 @@ import numpy.typing as npt
 
 from graphs.chunked import Chunked, finish
 from graphs.text.normalize import normalize
-from graphs.text.shingles import _EMPTY, _permutations, jaccard_arrays, shingle_array
+from graphs.text.shingles import _EMPTY, _MIX, _POLY, _permutations, jaccard, jaccard_arrays, shingle_array
 
 NEAR_DUP_SHINGLE_CHARS = 3
 """Shingle length in characters: 3 suits mixed Japanese/English snippets."""
@@ -67,10 +67,10 @@ NEAR_DUP_TOKEN_ANCHORS = 8
 NEAR_DUP_CHUNK = 65_536
 """Shingles (or shingle-pair operations) per chunk between pauses: a few milliseconds of numpy."""
 
-_POLY = np.uint64(1_000_003)
-_MIX = np.uint64(0x9E3779B97F4A7C15)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _SHIFT = np.uint64(32)
+_FLOAT_SLACK = 1e-9
+"""Subtracted from a threshold product before comparing, so float rounding never drops a pair that reaches it."""
 _FREQUENCY_BUCKETS = 1 << 16
 """Shingle frequencies are counted per hash bucket: any consistent order is correct, rarer-first is fast."""
 _TEXT_BITS = 24
@@ -82,6 +82,7 @@ SortKind = Literal["quicksort", "stable"]
 Int64Array = npt.NDArray[np.int64]
 UInt64Array = npt.NDArray[np.uint64]
 BoolArray = npt.NDArray[np.bool_]
+SizeT = TypeVar("SizeT", int, Int64Array)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,13 @@ minus one earlier ones): prefix filtering would find exactly the pairs that reac
 pair may be compared instead, without its set-up (a 65,536-bucket frequency table, a dozen sorts)."""
 
 
+FEW_TEXTS_MAX_CHARS = 1_000
+"""Up to `ALL_PAIRS_MAX_TEXTS` texts of at most this many characters in all (a short history: the first round
+of a session, a handful of hits), the search runs on Python sets (`_few_near_duplicates`), where the bulk
+path's few dozen numpy calls cost more than the work itself. Five 20-character hits: ~0.25 ms in bulk,
+~0.08 ms on sets, each about twice that amid a request's other work."""
+
+
 SearchPath = Literal["sets", "all_pairs", "prefix"]
 """How `find_near_duplicates` searches: `sets` (a few short texts, on Python sets), `all_pairs` (a few texts,
 every pair in bulk) or `prefix` (prefix filtering, any number of texts)."""
@@ -144,28 +152,30 @@ def search_path(normalized: Sequence[str]) -> SearchPath:
     return "sets" if sum(map(len, normalized)) <= FEW_TEXTS_MAX_CHARS else "all_pairs"
 
 
-FEW_TEXTS_MAX_CHARS = 1_000
-"""Up to `ALL_PAIRS_MAX_TEXTS` texts of at most this many characters in all (a short history: the first round
-of a session, a handful of hits), the search runs on Python sets (`_few_near_duplicates`): the bulk path's
-few dozen numpy calls cost more than the work itself there (~0.25 ms for five 20-character hits, twice
-that amid a request's other work, against ~0.05 ms on sets)."""
-
-
 def find_near_duplicates(
     normalized: Sequence[str], threshold: float, *, path: SearchPath | None = None
 ) -> Chunked[NearDuplicates]:
-    """Every pair (i < j) of texts that are near-duplicates, found in bulk (see the module docstring).
+    """Every pair (i < j) of texts that are near-duplicates (see the module docstring).
 
     Args:
         normalized: Texts already passed through `normalize`, in the order that decides "earlier".
-        threshold: Exact shingle Jaccard at or above which two texts are near-duplicates.
-        path: How to search (`search_path` picks by default; tests force each way and compare them).
+        threshold: Exact shingle Jaccard at or above which two texts are near-duplicates, in (0, 1].
+        path: How to search; `search_path` picks by default. Forcing a way is for tests, which compare them:
+            `sets` and `all_pairs` take at most `ALL_PAIRS_MAX_TEXTS` texts, where no cap can bind.
 
     Returns:
         A chunked computation of the `NearDuplicates`.
+
+    Raises:
+        ValueError: A threshold outside (0, 1] (at 0, texts sharing nothing would be near-duplicates), or a
+            forced shortcut for more texts than it is exact for.
     """
     n = len(normalized)
+    if not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
     path = path or search_path(normalized)
+    if path != "prefix" and n > ALL_PAIRS_MAX_TEXTS:
+        raise ValueError(f"the {path} search is exact for at most {ALL_PAIRS_MAX_TEXTS} texts, got {n}")
     if path == "sets":
         return _few_near_duplicates(normalized, threshold)
     sets = yield from shingle_sets(normalized)
@@ -356,19 +366,24 @@ def _row_chunks(weights: Int64Array, budget: int) -> list[tuple[int, int]]:
 
 def minhash_rows(sets: ShingleSets, rows: Int64Array) -> Chunked[UInt64Array]:
     """MinHash signatures of the given texts, one row each, equal to `shingles.minhash_signature` of each."""
-    a, b = _permutations(NEAR_DUP_SIGNATURE_LENGTH)
     signatures = np.full((len(rows), NEAR_DUP_SIGNATURE_LENGTH), _EMPTY, dtype=np.uint64)
     filled = np.flatnonzero(sets.sizes[rows] > 0)
     for start, end in _row_chunks(sets.sizes[rows[filled]], NEAR_DUP_CHUNK // 8):
         chunk = filled[start:end]
-        values, lengths = _gather(sets, rows[chunk])
-        hashed = a[:, None] * values[None, :]
-        hashed += b[:, None]
-        # The shift is monotone, so the minimum of the shifted values is the shifted minimum.
-        minima = np.minimum.reduceat(hashed, np.cumsum(lengths) - lengths, axis=1)
-        signatures[chunk] = (minima >> _SHIFT).T
+        signatures[chunk] = _signature_rows(*_gather(sets, rows[chunk]))
         yield
     return signatures
+
+
+def _signature_rows(values: UInt64Array, lengths: Int64Array) -> UInt64Array:
+    """The MinHash signatures of consecutive non-empty sets (`lengths[t]` values each), one row per set."""
+    a, b = _permutations(NEAR_DUP_SIGNATURE_LENGTH)
+    hashed = a[:, None] * values[None, :]
+    hashed += b[:, None]
+    # The shift is monotone, so the minimum of the shifted values is the shifted minimum.
+    minima = np.minimum.reduceat(hashed, np.cumsum(lengths) - lengths, axis=1)
+    rows: UInt64Array = (minima >> _SHIFT).T
+    return rows
 
 
 def jaccard_of_pairs(sets: ShingleSets, left: Int64Array, right: Int64Array) -> Chunked[npt.NDArray[np.float64]]:
@@ -399,32 +414,29 @@ def jaccard_of_pairs(sets: ShingleSets, left: Int64Array, right: Int64Array) -> 
 def _few_near_duplicates(normalized: Sequence[str], threshold: float) -> NearDuplicates:
     """`find_near_duplicates` of a few short texts, on Python sets of the same shingle hashes: the same result.
 
-    Every pair is compared (`ALL_PAIRS_MAX_TEXTS`: no cap could bind), with the size check and the
-    exact Jaccard computed as the bulk path computes them; MinHash signatures (numpy) only for the texts
-    of pairs that reach the threshold.
+    Every pair is compared (`ALL_PAIRS_MAX_TEXTS`: no cap could bind) by the bulk path's own rules (the size
+    check, the exact Jaccard, the MinHash gate), the signatures only for the texts of pairs that pass the
+    exact check.
     """
-    sets = [_shingle_set(text) for text in normalized]
+    sets = [shingle_set(text) for text in normalized]
     pairs: list[tuple[int, int]] = []
     compared = 0
     for j, later in enumerate(sets):
-        for i in range(j):
-            earlier = sets[i]
+        for i, earlier in enumerate(sets[:j]):
             small, large = sorted((len(earlier), len(later)))
-            if not small or small < (threshold - 1e-9) * large:
-                continue
-            compared += 1
-            shared = len(earlier & later)
-            if shared / (len(earlier) + len(later) - shared) >= threshold:
-                pairs.append((i, j))
+            if small and sizes_allow(small, large, threshold):
+                compared += 1
+                if jaccard(earlier, later) >= threshold:
+                    pairs.append((i, j))
     found: list[list[int]] = [[] for _ in normalized]
     if pairs:
-        rows = sorted({t for pair in pairs for t in pair})
-        signatures = _signatures([sets[t] for t in rows])
-        at = {t: row for row, t in enumerate(rows)}
-        left = signatures[[at[i] for i, _ in pairs]]
-        right = signatures[[at[j] for _, j in pairs]]
-        agree = np.count_nonzero(left == right, axis=1) / NEAR_DUP_SIGNATURE_LENGTH
-        for (i, j), kept in zip(pairs, (agree >= threshold - NEAR_DUP_ESTIMATE_SLACK).tolist(), strict=True):
+        texts = sorted({t for pair in pairs for t in pair})
+        row = {t: r for r, t in enumerate(texts)}
+        values = np.fromiter((value for t in texts for value in sets[t]), dtype=np.uint64)
+        signatures = _signature_rows(values, np.array([len(sets[t]) for t in texts], dtype=np.int64))
+        left = signatures[[row[i] for i, _ in pairs]]
+        right = signatures[[row[j] for _, j in pairs]]
+        for (i, j), kept in zip(pairs, estimates_agree(left, right, threshold).tolist(), strict=True):
             if kept:  # pairs come sorted by (j, i)
                 found[j].append(i)
     return NearDuplicates(earlier=found, compared=compared, verified=len(pairs))
@@ -433,11 +445,15 @@ def _few_near_duplicates(normalized: Sequence[str], threshold: float) -> NearDup
 _MASK64 = (1 << 64) - 1
 
 
-def _shingle_set(text: str) -> set[int]:
-    """`shingle_array(text)` as a Python set: the same polynomial hash and mix, in Python integers mod 2^64."""
+def shingle_set(text: str) -> set[int]:
+    """`shingles.shingle_array(text)` as a Python set: the same hash, in Python integers mod 2^64, per text.
+
+    For a few short texts a set is built faster than the array, and Python sets intersect faster than
+    numpy calls start.
+    """
     points = [ord(char) for char in text]
     poly, mix = int(_POLY), int(_MIX)
-    if len(points) >= NEAR_DUP_SHINGLE_CHARS == 3:  # the k-gram hash written out for k = 3: most of the cost
+    if NEAR_DUP_SHINGLE_CHARS == 3 and len(points) >= 3:  # the k-gram hash written out: most of the cost
         return {
             (((((first * poly + second) * poly + third) & _MASK64) * mix) & _MASK64) >> 32
             for first, second, third in zip(points, points[1:], points[2:], strict=False)
@@ -452,18 +468,6 @@ def _shingle_set(text: str) -> set[int]:
             hashed = (hashed * poly + point) & _MASK64
         found.add(((hashed * mix) & _MASK64) >> 32)
     return found
-
-
-def _signatures(shingles: list[set[int]]) -> UInt64Array:
-    """The MinHash signatures of non-empty shingle sets, one row each, as `minhash_rows` computes them."""
-    a, b = _permutations(NEAR_DUP_SIGNATURE_LENGTH)
-    lengths = np.fromiter(map(len, shingles), dtype=np.int64, count=len(shingles))
-    values = np.fromiter((value for one in shingles for value in one), dtype=np.uint64, count=int(lengths.sum()))
-    hashed = a[:, None] * values[None, :]
-    hashed += b[:, None]
-    starts = np.cumsum(lengths) - lengths
-    signatures: UInt64Array = (np.minimum.reduceat(hashed, starts, axis=1) >> _SHIFT).T
-    return signatures
 
 
 def _all_pairs(sets: ShingleSets, threshold: float) -> tuple[Int64Array, Int64Array]:
@@ -516,7 +520,7 @@ def _prefix_entries(sets: ShingleSets, threshold: float) -> Chunked[UInt64Array]
     sizes = sets.sizes
     order_key = rarest_first_keys(sets.values)
     # |x ∩ y| ≥ ⌈t·|x|⌉ for any y with J(x, y) ≥ t; rounding down the bound only lengthens the prefix.
-    needed = np.maximum(np.ceil(threshold * sizes - 1e-9).astype(np.int64), 1)
+    needed = np.maximum(np.ceil(threshold * sizes - _FLOAT_SLACK).astype(np.int64), 1)
     prefix = np.where(sizes > 0, sizes - needed + 1, 0)
     alone_so_far = np.concatenate([[0], np.cumsum((order_key >> _SHIFT) == 1)])
     alone = alone_so_far[sets.offsets[1:]] - alone_so_far[sets.offsets[:-1]]
@@ -587,10 +591,17 @@ def _worth_comparing(sizes: Int64Array, earlier: Int64Array, later: Int64Array, 
         np.where(np.r_[True, later[1:] != later[:-1]], np.arange(len(later), dtype=np.int64), 0)
     )
     keep: BoolArray = np.arange(len(later), dtype=np.int64) - first_of_text < NEAR_DUP_MAX_COMPARED
-    small = np.minimum(sizes[earlier], sizes[later])
-    large = np.maximum(sizes[earlier], sizes[later])
-    keep &= small >= (threshold - 1e-9) * large
+    keep &= sizes_allow(np.minimum(sizes[earlier], sizes[later]), np.maximum(sizes[earlier], sizes[later]), threshold)
     return keep
+
+
+def sizes_allow(small: SizeT, large: SizeT, threshold: float) -> bool | BoolArray:
+    """Whether sets of these sizes can reach `threshold` (the Jaccard is at most the smaller size over the larger).
+
+    For one pair (Python integers) or many (arrays): the same float comparison either way.
+    """
+    allowed: bool | BoolArray = small >= (threshold - _FLOAT_SLACK) * large
+    return allowed
 
 
 def _estimate_gate(
@@ -603,7 +614,16 @@ def _estimate_gate(
     keep = np.zeros(len(left), dtype=bool)
     step = max(1, NEAR_DUP_CHUNK // NEAR_DUP_SIGNATURE_LENGTH)
     for start in range(0, len(left), step):
-        agree = signatures[left_row[start : start + step]] == signatures[right_row[start : start + step]]
-        keep[start : start + step] = np.mean(agree, axis=1) >= threshold - NEAR_DUP_ESTIMATE_SLACK
+        keep[start : start + step] = estimates_agree(
+            signatures[left_row[start : start + step]], signatures[right_row[start : start + step]], threshold
+        )
         yield
     return left[keep], right[keep]
+
+
+def estimates_agree(left: UInt64Array, right: UInt64Array, threshold: float) -> BoolArray:
+    """For rows of signatures paired up, whether each pair's MinHash estimate reaches threshold − slack."""
+    agree: BoolArray = np.count_nonzero(left == right, axis=1) / NEAR_DUP_SIGNATURE_LENGTH >= (
+        threshold - NEAR_DUP_ESTIMATE_SLACK
+    )
+    return agree

@@ -53,6 +53,9 @@ def shingles(text: str, k: int = 3) -> set[int]:
     return {_crc32(normalized[i : i + k]) for i in range(len(normalized) - k + 1)}
 
 
+_POLY = np.uint64(1_000_003)
+"""The polynomial's base over a shingle's code points (`shingle_array`, and the bulk and set twins in
+`graphs.text.near_duplicates`)."""
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _SHIFT = np.uint64(32)
 
@@ -79,7 +82,7 @@ def shingle_array(normalized: str, k: int = 3) -> npt.NDArray[np.uint64]:
         k = len(points)
     hashed = np.zeros(len(points) - k + 1, dtype=np.uint64)
     for offset in range(k):
-        hashed = hashed * np.uint64(1_000_003) + points[offset : len(points) - k + 1 + offset]
+        hashed = hashed * _POLY + points[offset : len(points) - k + 1 + offset]
     hashed = (hashed * _MIX) >> _SHIFT
     return np.unique(hashed)
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from graphs.chunked import finish
 from graphs.text.near_duplicates import (
+    ALL_PAIRS_MAX_TEXTS,
     FEW_TEXTS_MAX_CHARS,
     NEAR_DUP_ESTIMATE_SLACK,
     NEAR_DUP_MAX_COMPARED,
@@ -20,13 +21,13 @@ from graphs.text.near_duplicates import (
     NEAR_DUP_TOKEN_ANCHORS,
     NearDuplicates,
     SearchPath,
-    _shingle_set,
     find_near_duplicates,
     is_near_duplicate,
     jaccard_of_pairs,
     minhash_rows,
     near_duplicates,
     search_path,
+    shingle_set,
     shingle_sets,
 )
 from graphs.text.normalize import normalize
@@ -100,6 +101,7 @@ def test_pairs_equal_an_all_pairs_search_when_no_cap_binds(
 @given(texts, st.sampled_from([0.3, 0.65, 0.8, 1.0]))
 def test_python_sets_count_the_same_work_as_every_pair_in_bulk(normalized: list[str], threshold: float) -> None:
     # Both compare every pair of non-empty texts whose sizes allow the threshold: the same counts, not only pairs.
+    normalized = normalized[:ALL_PAIRS_MAX_TEXTS]
     assert search(normalized, threshold, "sets") == search(normalized, threshold, "all_pairs")
 
 
@@ -118,9 +120,44 @@ def test_search_path_takes_a_shortcut_only_where_no_cap_can_bind(texts: list[str
 
 
 @settings(deadline=None)
-@given(st.text(max_size=30))
+@given(st.text(st.characters(exclude_categories=()), max_size=30))  # lone surrogates included
 def test_python_shingle_hashes_equal_the_numpy_ones(text: str) -> None:
-    assert _shingle_set(text) == set(shingle_array(text).tolist())
+    assert shingle_set(text) == set(shingle_array(text).tolist())
+
+
+@pytest.mark.parametrize("text", ["", "a", "ab", "abc", "\ud800", "a\ud800b", "😀😀😀", "東京タワー"])
+def test_python_shingle_hashes_equal_the_numpy_ones_at_the_edges(text: str) -> None:
+    assert shingle_set(text) == set(shingle_array(text).tolist())
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_pair_that_passes_the_exact_check_can_still_fail_the_estimate(path: SearchPath) -> None:
+    # Jaccard exactly 2/4 = 0.5 reaches the threshold; the MinHash estimate does not, and both must pass.
+    found = search(["gadea", "gadec"], 0.5, path)
+    assert found.verified == 1
+    assert found.earlier == [[], []]
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts, st.sampled_from([0.1, 0.5, 0.8, 1.0]))
+def test_every_way_verifies_the_same_pairs(normalized: list[str], threshold: float) -> None:
+    normalized = normalized[:ALL_PAIRS_MAX_TEXTS]
+    found = [search(normalized, threshold, path) for path in PATHS]
+    assert len({(str(f.earlier), f.verified) for f in found}) == 1
+
+
+@pytest.mark.parametrize(
+    ("texts", "threshold", "path"),
+    [
+        (["abc", "xyz"], 0.0, None),  # at 0, texts sharing nothing would be near-duplicates
+        (["abc", "xyz"], 1.5, None),
+        (["abc"] * (ALL_PAIRS_MAX_TEXTS + 1), 0.8, "sets"),  # a cap could bind: the shortcut is not exact
+        (["abc"] * (ALL_PAIRS_MAX_TEXTS + 1), 0.8, "all_pairs"),
+    ],
+)
+def test_refuses_what_it_cannot_answer_exactly(texts: list[str], threshold: float, path: SearchPath | None) -> None:
+    with pytest.raises(ValueError):
+        finish(find_near_duplicates(texts, threshold, path=path))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -136,6 +173,8 @@ def test_pairs_equal_an_all_pairs_search_on_edited_copies(path: SearchPath, thre
         base[:30],
     ]
     normalized = [normalize(t) for t in edits * 2]
+    if path != "prefix":  # the shortcuts take only as many texts as no cap can bind for
+        normalized = normalized[:ALL_PAIRS_MAX_TEXTS]
     found = search(normalized, threshold, path)
     assert found.earlier == all_pairs(normalized, threshold)
     assert 0 in found.earlier[6]  # an exact copy is a near-duplicate at any threshold
