@@ -186,13 +186,21 @@ def _covered(
 
 
 def _longest_runs(sequence: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-    """Per row, the longest run of consecutive True columns (the longest stretch of the question a snippet holds)."""
-    best = np.zeros(sequence.shape[0], dtype=np.int64)
-    run = np.zeros(sequence.shape[0], dtype=np.int64)
-    for held in sequence.T:
-        run += 1
-        run *= held
-        np.maximum(best, run, out=best)
+    """Per row, the longest run of consecutive True columns (the longest stretch of the question a snippet holds).
+
+    The rows are laid end to end with a False cell after each, so no run crosses into the next row, and every
+    run is found from where it starts and ends: a fixed number of numpy calls whatever the question's length
+    (a loop over its tokens made three calls per token).
+    """
+    rows, columns = sequence.shape
+    best = np.zeros(rows, dtype=np.int64)
+    if not rows or not columns:
+        return best
+    padded = np.zeros((rows, columns + 1), dtype=np.int8)
+    padded[:, :columns] = sequence
+    edges = np.diff(padded.ravel(), prepend=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    np.maximum.at(best, starts // (columns + 1), np.flatnonzero(edges == -1) - starts)
     return best
 
 

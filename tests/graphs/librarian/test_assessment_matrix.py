@@ -60,3 +60,4 @@ def longest_run(row: list[bool]) -> int:
 def test_longest_runs_count_each_row_as_a_loop_would(rows: list[list[bool]]) -> None:
     assert _longest_runs(np.array(rows, dtype=bool)).tolist() == [longest_run(row) for row in rows]
     assert _longest_runs(np.zeros((len(rows), 0), dtype=bool)).tolist() == [0] * len(rows)
+    assert _longest_runs(np.zeros((0, 7), dtype=bool)).tolist() == []
