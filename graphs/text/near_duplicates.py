@@ -424,7 +424,7 @@ def _few_near_duplicates(normalized: Sequence[str], threshold: float) -> NearDup
     for j, later in enumerate(sets):
         for i, earlier in enumerate(sets[:j]):
             small, large = sorted((len(earlier), len(later)))
-            if small and sizes_allow(small, large, threshold):
+            if small and _sizes_allow(small, large, threshold):
                 compared += 1
                 if jaccard(earlier, later) >= threshold:
                     pairs.append((i, j))
@@ -436,7 +436,7 @@ def _few_near_duplicates(normalized: Sequence[str], threshold: float) -> NearDup
         signatures = _signature_rows(values, np.array([len(sets[t]) for t in texts], dtype=np.int64))
         left = signatures[[row[i] for i, _ in pairs]]
         right = signatures[[row[j] for _, j in pairs]]
-        for (i, j), kept in zip(pairs, estimates_agree(left, right, threshold).tolist(), strict=True):
+        for (i, j), kept in zip(pairs, _estimates_agree(left, right, threshold).tolist(), strict=True):
             if kept:  # pairs come sorted by (j, i)
                 found[j].append(i)
     return NearDuplicates(earlier=found, compared=compared, verified=len(pairs))
@@ -591,11 +591,11 @@ def _worth_comparing(sizes: Int64Array, earlier: Int64Array, later: Int64Array, 
         np.where(np.r_[True, later[1:] != later[:-1]], np.arange(len(later), dtype=np.int64), 0)
     )
     keep: BoolArray = np.arange(len(later), dtype=np.int64) - first_of_text < NEAR_DUP_MAX_COMPARED
-    keep &= sizes_allow(np.minimum(sizes[earlier], sizes[later]), np.maximum(sizes[earlier], sizes[later]), threshold)
+    keep &= _sizes_allow(np.minimum(sizes[earlier], sizes[later]), np.maximum(sizes[earlier], sizes[later]), threshold)
     return keep
 
 
-def sizes_allow(small: SizeT, large: SizeT, threshold: float) -> bool | BoolArray:
+def _sizes_allow(small: SizeT, large: SizeT, threshold: float) -> bool | BoolArray:
     """Whether sets of these sizes can reach `threshold` (the Jaccard is at most the smaller size over the larger).
 
     For one pair (Python integers) or many (arrays): the same float comparison either way.
@@ -614,14 +614,14 @@ def _estimate_gate(
     keep = np.zeros(len(left), dtype=bool)
     step = max(1, NEAR_DUP_CHUNK // NEAR_DUP_SIGNATURE_LENGTH)
     for start in range(0, len(left), step):
-        keep[start : start + step] = estimates_agree(
+        keep[start : start + step] = _estimates_agree(
             signatures[left_row[start : start + step]], signatures[right_row[start : start + step]], threshold
         )
         yield
     return left[keep], right[keep]
 
 
-def estimates_agree(left: UInt64Array, right: UInt64Array, threshold: float) -> BoolArray:
+def _estimates_agree(left: UInt64Array, right: UInt64Array, threshold: float) -> BoolArray:
     """For rows of signatures paired up, whether each pair's MinHash estimate reaches threshold − slack."""
     agree: BoolArray = np.count_nonzero(left == right, axis=1) / NEAR_DUP_SIGNATURE_LENGTH >= (
         threshold - NEAR_DUP_ESTIMATE_SLACK
