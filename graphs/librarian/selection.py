@@ -96,14 +96,16 @@ def question_query_ranking(profile: QuestionProfile, history: Sequence[SearchRou
         return []
     best_share, best_hits = 0.0, []
     for round_ in history:
+        shares = [(len(wanted & set(tokenize(query))) / len(wanted), query) for query in round_.queries_text]
+        if all(share <= best_share for share, _ in shares):
+            continue  # no query of this round can take over: its hits need not be sorted by query
         only = only_query(round_)
         hits_of: dict[str, list[Location]] = {}
         for hit in round_.results:
             query = hit_query(hit, only)
             if query is not None and query in round_.queries_text:
                 hits_of.setdefault(query, []).append(location(hit))
-        for query in round_.queries_text:
-            share = len(wanted & set(tokenize(query))) / len(wanted)
+        for share, query in shares:
             if share > best_share and query in hits_of:
                 best_share, best_hits = share, hits_of[query]
     return best_hits

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import graphs.librarian.selection as selection
 from contracts.librarian import SearchHit, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
-from graphs.librarian.candidates import Candidate
+from graphs.librarian.candidates import Candidate, hit_query, location, only_query
 from graphs.librarian.question import profile_question
 from graphs.librarian.selection import (
     ANSWER_PROBABILITY,
@@ -20,6 +22,7 @@ from graphs.librarian.selection import (
     select_minimal,
 )
 from graphs.text.normalize import normalize
+from graphs.text.tokenize import tokenize
 
 
 def _scored(
@@ -124,6 +127,60 @@ def test_the_question_query_is_the_one_closest_to_the_question_wording() -> None
         results=[SearchHit(document_id="tower", page=1, snippet="…", score=1.0)],
     )
     assert question_query_best(profile_question(QUESTION), [unlabelled]) is None
+
+
+def _ranking_every_round(question: str, history: list[SearchRound]) -> list[tuple[str, int | None, str | None]]:
+    """The ranking by its definition: every round's hits sorted by query, then the query that shares most wins."""
+    wanted = set(tokenize(question))
+    best_share, best_hits = 0.0, []
+    for round_ in history:
+        only = only_query(round_)
+        hits_of: dict[str, list[tuple[str, int | None, str | None]]] = {}
+        for hit in round_.results:
+            query = hit_query(hit, only)
+            if query is not None and query in round_.queries_text:
+                hits_of.setdefault(query, []).append(location(hit))
+        for query in round_.queries_text:
+            share = len(wanted & set(tokenize(query))) / len(wanted)
+            if share > best_share and query in hits_of:
+                best_share, best_hits = share, hits_of[query]
+    return best_hits
+
+
+_QUERIES = [
+    "東京タワー 高さ",
+    "東京タワーの展望台の高さは",
+    "展望台",
+    "高さ",
+    "東京タワーの展望台の高さは何メートル",
+    "スカイツリー",
+]
+
+
+@st.composite
+def _histories(draw: st.DrawFn) -> list[SearchRound]:
+    rounds = []
+    for _ in range(draw(st.integers(0, 4))):
+        queries = draw(st.lists(st.sampled_from(_QUERIES), max_size=3, unique=True))
+        hits = [
+            SearchHit(
+                document_id=draw(st.sampled_from(["tower", "tree"])),
+                page=draw(st.integers(0, 3)),
+                snippet="…",
+                score=1.0,
+                metadata=draw(st.sampled_from([{}, *({"query": q} for q in _QUERIES)])),
+            )
+            for _ in range(draw(st.integers(0, 5)))
+        ]
+        rounds.append(SearchRound(queries_text=queries, results=hits))
+    return rounds
+
+
+@given(history=_histories())
+@settings(max_examples=300, deadline=None)
+def test_the_question_query_ranking_skips_only_rounds_that_cannot_win(history: list[SearchRound]) -> None:
+    # A round none of whose queries shares more than the best so far is not sorted by query: the same ranking.
+    assert question_query_ranking(profile_question(QUESTION), history) == _ranking_every_round(QUESTION, history)
 
 
 def test_the_search_sides_ranking_makes_a_runner_up_likelier() -> None:
