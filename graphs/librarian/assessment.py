@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -70,10 +70,10 @@ class Assessment:
     covered_terms: list[str]
     token_weights: dict[str, float]
 
-    @property
-    def usable(self) -> list[ScoredCandidate]:
-        """Candidates that share enough with the question to be evidence."""
-        return [s for s in self.ranked if s.coverage >= COVERAGE_USABLE]
+    @cached_property
+    def usable(self) -> tuple[ScoredCandidate, ...]:
+        """Candidates that share enough with the question to be evidence (worked out once: a step asks often)."""
+        return tuple(s for s in self.ranked if s.coverage >= COVERAGE_USABLE)
 
 
 @lru_cache(maxsize=1)
@@ -255,7 +255,8 @@ def _presence(normalized: list[str], column: dict[str, int]) -> npt.NDArray[np.b
     singles = [j for j, token in enumerate(asked) if len(token) == 1 and is_cjk_char(token)]
     if (pairs or singles) and normalized:
         points = np.frombuffer("\n".join(normalized).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        starts = np.cumsum([0, *(len(text) + 1 for text in normalized[:-1])])
+        starts = np.zeros(len(normalized), dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, normalized[:-1]), dtype=np.int64, count=len(normalized) - 1) + 1, out=starts[1:])
         for found, columns in (
             _pairs_found(points.astype(np.int64), asked, pairs),
             _singles_found(points, asked, singles),

@@ -175,7 +175,7 @@ def _logistic(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
-def _located_at(usable: list[ScoredCandidate], place: Location | None) -> ScoredCandidate | None:
+def _located_at(usable: Sequence[ScoredCandidate], place: Location | None) -> ScoredCandidate | None:
     """The usable candidate standing at `place` (its own place or a merged duplicate's)."""
     if place is None:
         return None
