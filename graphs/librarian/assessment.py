@@ -255,8 +255,9 @@ def _presence(normalized: list[str], column: dict[str, int]) -> npt.NDArray[np.b
     singles = [j for j, token in enumerate(asked) if len(token) == 1 and is_cjk_char(token)]
     if (pairs or singles) and normalized:
         points = np.frombuffer("\n".join(normalized).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        starts = np.zeros(len(normalized), dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, normalized[:-1]), dtype=np.int64, count=len(normalized) - 1) + 1, out=starts[1:])
+        # Each text and the newline after it.
+        spans = np.fromiter(map(len, normalized), dtype=np.int64, count=len(normalized)) + 1
+        starts = np.cumsum(spans) - spans
         for found, columns in (
             _pairs_found(points.astype(np.int64), asked, pairs),
             _singles_found(points, asked, singles),
