@@ -276,7 +276,7 @@ def test_knative_service_shape(service: dict[str, Any]) -> None:
     assert service["kind"] == "Service"
     assert service["metadata"]["name"]
     spec = service["spec"]["template"]["spec"]
-    assert spec["containerConcurrency"] == 80
+    assert spec["containerConcurrency"] == 160
     assert spec["timeoutSeconds"] == 60
     assert spec["serviceAccountName"]
 
@@ -322,20 +322,22 @@ def test_one_worker_per_vcpu(service: dict[str, Any], container: dict[str, Any])
         comment.append(line)
     assert "worker" in " ".join(comment)
     assert "WEB_CONCURRENCY" in " ".join(comment)
+    assert "bench.librarian_concurrency" in " ".join(comment), "say where the concurrency figures come from"
 
 
-# What an instance is made of, in MiB, from `python -m bench.memory_admission` (README, "Memory"): 80 of the heaviest
-# accepted requests (ACE search, 1.1 MB) at once on 2 workers.
+# What an instance is made of, in MiB, from `python -m bench.memory_admission` (README, "Memory"): 80 and 160 of the
+# heaviest accepted requests (ACE search, 1.1 MB) at once on 2 workers.
 SUPERVISOR_MB = 55
 """The supervisor (43) and multiprocessing's resource tracker (12)."""
 WORKER_CACHED_MB = 180
 """A worker at rest once its bounded caches are full (`bench.soak`: 171-174)."""
 WORKER_MARGIN_MB = 120
 """What a worker held at its peak beyond its cached heap and its budget (at 256 MB: 478 = 175 + 256 + 47; the
-margin also covers the exempt requests, each under 1 MB of estimate, and the allocator's free lists)."""
+margin also covers the exempt requests, each under 1 MB of estimate, under 80 MB for the ~80 a worker holds at
+containerConcurrency 160, and the allocator's free lists)."""
 NOT_IN_RSS_MB = 256
 """Kept out of the sum for what Cloud Run charges besides the processes' RSS: the in-memory file system (stored
-playbooks) and the kernel's socket buffers of up to 80 requests."""
+playbooks) and the kernel's socket buffers of up to containerConcurrency (160) requests."""
 
 
 def _mib(quantity: str) -> float:
