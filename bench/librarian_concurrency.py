@@ -2,12 +2,13 @@
 
 One service (one uvicorn worker, or `--workers N`: `WEB_CONCURRENCY=N` worker processes behind one
 socket) whose provider is the loopback fake OpenAI-compatible server answering every call after
-`--model-ms` (500 ms). N concurrent Librarian sessions each loop SEARCH → COMPLETE (two think
-steps, one model call each). If nothing blocks the event loop, N
-sessions complete N / model latency think steps per second: that is the bound. Sessions ramp up
-over one model latency, run `--warm-up` seconds, then a `--seconds` window is measured: steps that
-complete inside it, their latency, and the service's CPU time per step (from /proc, summed over
-the service's processes), which says how much of its cores the workers need at that rate. The
+`--model-ms` (500 ms); with `--provider gemini` the service asks it through `ChatGoogleGenerativeAI` and
+Gemini's REST API instead (the full fake; `cloudrun.yaml`'s provider). N concurrent Librarian sessions
+each loop SEARCH → COMPLETE (two think steps, one model call each). If nothing blocks the event loop, N
+sessions complete N / model latency think steps per second: that is the bound. Sessions ramp up over one
+model latency, run `--warm-up` seconds, then a `--seconds` window is measured: steps that complete
+inside it, their latency, and the service's CPU time per step (from /proc, summed over the service's
+processes), which says how much of its cores the workers need at that rate. The
 service logs at its default level, as deployed: one access line per request is part of that CPU.
 
 On one machine the service shares its cores with the fake model and this load generator (and, on
@@ -22,7 +23,7 @@ Reported: throughput / bound, p50 and p99 of a think step / model latency. The c
 naive `model.invoke` inside an async handler would), which serialises every call.
 
     python -m bench.librarian_concurrency [--concurrency 80 256] [--model-ms 500] [--seconds 20] [--workers 1]
-        [--fake-model lean|full] [--model-client sdk|direct]
+        [--provider openai-compatible|gemini] [--fake-model lean|full] [--model-client sdk|direct]
 """
 
 from __future__ import annotations
@@ -89,9 +90,37 @@ MODEL_CLIENT_VARIANTS: dict[str, str | None] = {"sdk": None, "direct": "bench.di
 FAKE_MODELS = {"lean": "tests.fakes.lean_chat_server", "full": "tests.fakes.llm_server"}
 """The fake model servers the benchmark can run: both send the service the same bytes."""
 
+PROVIDERS = ("openai-compatible", "gemini")
+"""The service's model path under test: the OpenAI-family client (`LeanChatOpenAI`, the OpenAI SDK), or
+`ChatGoogleGenerativeAI` (google-genai), the provider `cloudrun.yaml` deploys. Both ask the same scripted fake;
+Gemini's REST API is served by the full fake only."""
+FAKE_GOOGLE_API_KEY = "AIza" + "f" * 35
+"""A key of the real format (the fake checks none): google-genai sends it as `x-goog-api-key`."""
+
+
+def model_env(provider: str, model_url: str) -> dict[str, str]:
+    """The service's model settings: `provider` asking the fake model server at `model_url` (`http://host:port`)."""
+    if provider == "gemini":
+        return {
+            "LLM_PROVIDER": "gemini",
+            "GEMINI_BASE_URL": model_url,
+            "GOOGLE_API_KEY": FAKE_GOOGLE_API_KEY,
+            "LLM_MODEL": "gemini-2.5-flash",
+        }
+    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": f"{model_url}/v1", "LLM_MODEL": "fake"}
+
+
+def fake_model_for(provider: str, requested: str | None) -> str:
+    """The fake server to run: the one asked for, else the lean one where it speaks the provider's API."""
+    if provider == "gemini":
+        if requested == "lean":
+            raise ValueError("the lean fake model speaks only the OpenAI API: use --fake-model full with gemini")
+        return "full"
+    return requested or "lean"
+
 
 def start_fake_model(delay_ms: float, kind: str = "lean") -> tuple[subprocess.Popen[bytes], str]:
-    """The fake provider in its own process, so it never competes with the service's event loop.
+    """The fake provider in its own process, so it never competes with the service's event loop; and its root URL.
 
     The lean server (`tests.fakes.lean_chat_server`) sends the service the same bytes as the full fake
     (`tests.fakes.llm_server`, a test checks it) for about 40 % of its CPU (0.13 vs 0.31 ms a step at 256
@@ -122,7 +151,7 @@ def start_fake_model(delay_ms: float, kind: str = "lean") -> tuple[subprocess.Po
     while time.monotonic() < deadline:
         try:
             httpx.get(url, timeout=0.5)
-            return process, f"{url}/v1"
+            return process, url
         except httpx.HTTPError:
             time.sleep(0.05)
     process.kill()
@@ -311,12 +340,10 @@ def run(
     workers: int = 1,
     fake_model: str = "lean",
     model_client: str = "sdk",
+    provider: str = "openai-compatible",
 ) -> dict[str, Any]:
     model, model_url = start_fake_model(model_ms, fake_model)
-    env = {
-        "LLM_PROVIDER": "openai-compatible",
-        "OPENAI_BASE_URL": model_url,
-        "LLM_MODEL": "fake",
+    env = model_env(provider, model_url) | {
         "LLM_TIMEOUT_MS": "30000",
         "REQUEST_TIMEOUT_MS": "60000",
         "WEB_CONCURRENCY": str(workers),
@@ -362,8 +389,15 @@ def main() -> None:
     parser.add_argument(
         "--fake-model",
         choices=sorted(FAKE_MODELS),
-        default="lean",
-        help="the fake model server: lean (default, less CPU taken from the service) or the full test fake",
+        default=None,
+        help="the fake model server: lean (the default for openai-compatible: less CPU taken from the service) or "
+        "the full test fake (the only one for gemini)",
+    )
+    parser.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        default="openai-compatible",
+        help="the service's model client: the OpenAI family's, or Gemini's (cloudrun.yaml's provider)",
     )
     parser.add_argument(
         "--model-client",
@@ -372,6 +406,12 @@ def main() -> None:
         help="sdk: the service as it is; direct: the contrast bench.direct_client_variant (not the service's client)",
     )
     args = parser.parse_args()
+    try:
+        fake_model = fake_model_for(args.provider, args.fake_model)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.provider != "openai-compatible" and args.model_client != "sdk":
+        parser.error("--model-client direct replaces the OpenAI-family client: it needs --provider openai-compatible")
     log_dir = PROJECT_ROOT / "bench" / "results" / "logs"
     runs = [
         run(
@@ -382,8 +422,9 @@ def main() -> None:
             blocking=False,
             log_dir=log_dir,
             workers=args.workers,
-            fake_model=args.fake_model,
+            fake_model=fake_model,
             model_client=args.model_client,
+            provider=args.provider,
         )
         for c in args.concurrency
     ]
@@ -394,7 +435,8 @@ def main() -> None:
         "benchmark": "librarian_concurrency",
         "command": "python -m bench.librarian_concurrency " + " ".join(sys.argv[1:]),
         "model_latency_ms": args.model_ms,
-        "fake_model": FAKE_MODELS[args.fake_model],
+        "fake_model": FAKE_MODELS[fake_model],
+        "provider": args.provider,
         "model_client": args.model_client,
         "runs": runs,
         "blocking_contrast": contrast,

@@ -16,9 +16,11 @@ to a step: prompt, client, parsing, usage. `--library-client` adds a third app w
 langchain-openai's own `ChatOpenAI` (the SDK's typed `create` and the reply converted on a worker
 thread), in the same rotation: `lean_client_saving_us` is what `LeanChatOpenAI` saves a step. Medians
 of `--rounds` rounds of `--runs` SEARCH + COMPLETE pairs; compare two trees by running this in each,
-alternately (the machine's other load moves every figure by several percent).
+alternately (the machine's other load moves every figure by several percent). `--provider gemini` times
+`ChatGoogleGenerativeAI` (google-genai, `cloudrun.yaml`'s provider) instead, against the full fake's
+Gemini REST API.
 
-    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client]
+    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client | --provider gemini]
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import msgspec
 import uvloop
 from langchain_openai import ChatOpenAI
 
-from bench.librarian_concurrency import HITS, QUESTION, start_fake_model
+from bench.librarian_concurrency import HITS, PROVIDERS, QUESTION, fake_model_for, model_env, start_fake_model
 from bench.step_breakdown import asgi_post
 from bench.tools import emit_in_process
 from graphs.llm import openai_chat
@@ -97,18 +99,13 @@ async def _step(app: Any, body: bytes, action: str, model_calls: int) -> dict[st
     return answer
 
 
-def settings_env(model_url: str | None) -> dict[str, str]:
-    """The environment of the app under test: the lean fake as an OpenAI-compatible model, or no model."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("LLM_", "OPENAI_"))}
+def settings_env(model_url: str | None, provider: str = "openai-compatible") -> dict[str, str]:
+    """The environment of the app under test: `provider` asking the fake model at `model_url`, or no model."""
+    model_keys = ("LLM_", "OPENAI_", "GOOGLE_", "GEMINI_", "EMBEDDING_")
+    env = {key: value for key, value in os.environ.items() if not key.startswith(model_keys)}
     if model_url is None:
         return env | {"LLM_PROVIDER": "heuristic"}
-    return env | {
-        "LLM_PROVIDER": "openai-compatible",
-        "OPENAI_BASE_URL": model_url,
-        "LLM_MODEL": "fake",
-        "LLM_TIMEOUT_MS": "30000",
-        "REQUEST_TIMEOUT_MS": "60000",
-    }
+    return env | model_env(provider, model_url) | {"LLM_TIMEOUT_MS": "30000", "REQUEST_TIMEOUT_MS": "60000"}
 
 
 def summary(rounds: list[tuple[float, float]]) -> dict[str, float]:
@@ -125,9 +122,11 @@ def library_client_app(model_url: str) -> Any:
         return create_app(load_settings(settings_env(model_url)))
 
 
-async def measure(model_url: str, runs: int, rounds: int, *, library_client: bool = False) -> dict[str, Any]:
+async def measure(
+    model_url: str, runs: int, rounds: int, *, library_client: bool = False, provider: str = "openai-compatible"
+) -> dict[str, Any]:
     """Alternate the model-backed app and the heuristic one (and the library client's), `rounds` times, warmed up."""
-    apps = {"model": create_app(load_settings(settings_env(model_url)))}
+    apps = {"model": create_app(load_settings(settings_env(model_url, provider)))}
     if library_client:
         apps["library_client"] = library_client_app(model_url)
     apps["heuristic"] = create_app(load_settings(settings_env(None)))
@@ -171,14 +170,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--library-client", action="store_true", help="also time langchain-openai's own ChatOpenAI, in the rotation"
     )
+    parser.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        default="openai-compatible",
+        help="the model-backed app's client: the OpenAI family's, or Gemini's (cloudrun.yaml's provider)",
+    )
     args = parser.parse_args(argv)
-    model, model_url = start_fake_model(0)
+    if args.library_client and args.provider != "openai-compatible":
+        parser.error("--library-client contrasts the OpenAI-family clients: it needs --provider openai-compatible")
+    model, model_url = start_fake_model(0, fake_model_for(args.provider, None))
     try:
         with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
             configure_logging("json", "INFO")
             # The service serves on uvloop (uvicorn's default when installed); the client's transport runs on it.
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                figures = runner.run(measure(model_url, args.runs, args.rounds, library_client=args.library_client))
+                figures = runner.run(
+                    measure(
+                        model_url, args.runs, args.rounds, library_client=args.library_client, provider=args.provider
+                    )
+                )
     finally:
         model.terminate()
         model.wait()

@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 import uvloop
+from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
-from bench.librarian_concurrency import start_fake_model
+from bench.librarian_concurrency import fake_model_for, model_env, start_fake_model
 from bench.model_step_cpu import library_client_app, measure, settings_env, summary
 from graphs.llm.openai_chat import LeanChatOpenAI
 from librarian_svc.app import create_app
@@ -28,7 +29,7 @@ def test_the_heuristic_app_has_no_model_settings_left(monkeypatch: pytest.Monkey
     assert env["LLM_PROVIDER"] == "heuristic"
     assert "LLM_MODEL" not in env
     assert "OPENAI_API_KEY" not in env
-    model = settings_env("http://127.0.0.1:9/v1")
+    model = settings_env("http://127.0.0.1:9")
     assert (model["LLM_PROVIDER"], model["OPENAI_BASE_URL"]) == ("openai-compatible", "http://127.0.0.1:9/v1")
 
 
@@ -47,8 +48,8 @@ def test_both_apps_run_their_steps_and_the_model_path_is_the_difference() -> Non
 
 
 def test_the_library_client_app_asks_langchain_openais_own_chat_model() -> None:
-    lean = create_app(load_settings(settings_env("http://127.0.0.1:9/v1"))).state[SERVICES_KEY].context.llm
-    library = library_client_app("http://127.0.0.1:9/v1").state[SERVICES_KEY].context.llm
+    lean = create_app(load_settings(settings_env("http://127.0.0.1:9"))).state[SERVICES_KEY].context.llm
+    library = library_client_app("http://127.0.0.1:9").state[SERVICES_KEY].context.llm
     assert type(lean) is LeanChatOpenAI
     assert type(library) is ChatOpenAI
 
@@ -66,3 +67,42 @@ def test_the_library_client_runs_in_the_rotation_and_the_saving_is_paired_by_rou
     assert figures["lean_client_saving_us"] == pytest.approx(
         figures["library_client"]["step_us"] - figures["model"]["step_us"], abs=0.2
     )
+
+
+@pytest.mark.parametrize(
+    ("provider", "expected"),
+    [
+        ("openai-compatible", {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}),
+        ("gemini", {"LLM_PROVIDER": "gemini", "GEMINI_BASE_URL": "http://127.0.0.1:9"}),
+    ],
+)
+def test_each_provider_asks_the_fake_at_its_own_api_root(provider: str, expected: dict[str, str]) -> None:
+    env = model_env(provider, "http://127.0.0.1:9")
+    assert expected.items() <= env.items()
+    settings = load_settings(settings_env("http://127.0.0.1:9", provider))
+    assert settings.llm.provider == provider
+
+
+def test_gemini_runs_on_the_full_fake_only() -> None:
+    assert fake_model_for("gemini", None) == "full"
+    assert fake_model_for("gemini", "full") == "full"
+    assert fake_model_for("openai-compatible", None) == "lean"
+    assert fake_model_for("openai-compatible", "full") == "full"
+    with pytest.raises(ValueError, match="only the OpenAI API"):
+        fake_model_for("gemini", "lean")
+
+
+def test_the_gemini_app_asks_chat_google_generative_ai_and_its_steps_run() -> None:
+    """Each step of the Gemini app makes its one model call through google-genai (Session.open checks the count)."""
+    assert (
+        type(create_app(load_settings(settings_env("http://127.0.0.1:9", "gemini"))).state[SERVICES_KEY].context.llm)
+        is ChatGoogleGenerativeAI
+    )
+    process, url = start_fake_model(0, fake_model_for("gemini", None))
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            figures = runner.run(measure(url, runs=2, rounds=1, provider="gemini"))
+    finally:
+        process.terminate()
+        process.wait()
+    assert all(value > 0 for value in figures["model"].values())
