@@ -429,7 +429,14 @@ def main() -> None:
         for c in args.concurrency
     ]
     contrast = run(
-        args.blocking_concurrency, args.model_ms, min(args.seconds, 10), args.warm_up, blocking=True, log_dir=log_dir
+        args.blocking_concurrency,
+        args.model_ms,
+        min(args.seconds, 10),
+        args.warm_up,
+        blocking=True,
+        log_dir=log_dir,
+        fake_model=fake_model,
+        provider=args.provider,
     )
     report = {
         "benchmark": "librarian_concurrency",
