@@ -338,11 +338,11 @@ def run(
     blocking: bool,
     log_dir: Path,
     workers: int = 1,
-    fake_model: str = "lean",
+    fake_model: str | None = None,
     model_client: str = "sdk",
     provider: str = "openai-compatible",
 ) -> dict[str, Any]:
-    model, model_url = start_fake_model(model_ms, fake_model)
+    model, model_url = start_fake_model(model_ms, fake_model_for(provider, fake_model))
     env = model_env(provider, model_url) | {
         "LLM_TIMEOUT_MS": "30000",
         "REQUEST_TIMEOUT_MS": "60000",

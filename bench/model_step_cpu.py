@@ -100,7 +100,11 @@ async def _step(app: Any, body: bytes, action: str, model_calls: int) -> dict[st
 
 
 def settings_env(model_url: str | None, provider: str = "openai-compatible") -> dict[str, str]:
-    """The environment of the app under test: `provider` asking the fake model at `model_url`, or no model."""
+    """The environment of the app under test: `provider` asking the fake model at `model_url`, or no model.
+
+    Every model, key and embedding setting of the caller's environment is left out first, so a key exported in
+    the shell can neither switch the app to a real provider nor change its embedder.
+    """
     model_keys = ("LLM_", "OPENAI_", "GOOGLE_", "GEMINI_", "EMBEDDING_")
     env = {key: value for key, value in os.environ.items() if not key.startswith(model_keys)}
     if model_url is None:

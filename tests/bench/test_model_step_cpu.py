@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlsplit
 
 import pytest
 import uvloop
@@ -35,6 +36,9 @@ def test_the_heuristic_app_has_no_model_settings_left(monkeypatch: pytest.Monkey
 
 def test_both_apps_run_their_steps_and_the_model_path_is_the_difference() -> None:
     process, url = start_fake_model(0)
+    # The root, to which each provider adds its own API path: the fakes answer any path ending in
+    # /chat/completions, so a doubled /v1 would not show in the run.
+    assert urlsplit(url).path == ""
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             figures = runner.run(measure(url, runs=2, rounds=1))
