@@ -47,6 +47,7 @@ import httpx
 from bench.proc_stats import children, cpu_seconds, machine_busy_seconds, tree_cpu_seconds
 from bench.tools import PROJECT_ROOT, emit
 from bench.workers import role
+from tests.fakes.llm_server import provider_env
 from tests.support.live_service import free_port, start_service
 
 # The scripted model behaves like a competent one: with no candidates it plans a search; once the
@@ -94,20 +95,6 @@ PROVIDERS = ("openai-compatible", "gemini")
 """The service's model path under test: the OpenAI-family client (`LeanChatOpenAI`, the OpenAI SDK), or
 `ChatGoogleGenerativeAI` (google-genai), the provider `cloudrun.yaml` deploys. Both ask the same scripted fake;
 Gemini's REST API is served by the full fake only."""
-FAKE_GOOGLE_API_KEY = "AIza" + "f" * 35
-"""A key of the real format (the fake checks none): google-genai sends it as `x-goog-api-key`."""
-
-
-def model_env(provider: str, model_url: str) -> dict[str, str]:
-    """The service's model settings: `provider` asking the fake model server at `model_url` (`http://host:port`)."""
-    if provider == "gemini":
-        return {
-            "LLM_PROVIDER": "gemini",
-            "GEMINI_BASE_URL": model_url,
-            "GOOGLE_API_KEY": FAKE_GOOGLE_API_KEY,
-            "LLM_MODEL": "gemini-2.5-flash",
-        }
-    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": f"{model_url}/v1", "LLM_MODEL": "fake"}
 
 
 def fake_model_for(provider: str, requested: str | None) -> str:
@@ -343,7 +330,7 @@ def run(
     provider: str = "openai-compatible",
 ) -> dict[str, Any]:
     model, model_url = start_fake_model(model_ms, fake_model_for(provider, fake_model))
-    env = model_env(provider, model_url) | {
+    env = provider_env(provider, model_url) | {
         "LLM_TIMEOUT_MS": "30000",
         "REQUEST_TIMEOUT_MS": "60000",
         "WEB_CONCURRENCY": str(workers),

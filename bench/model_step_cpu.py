@@ -40,7 +40,7 @@ import msgspec
 import uvloop
 from langchain_openai import ChatOpenAI
 
-from bench.librarian_concurrency import HITS, PROVIDERS, QUESTION, fake_model_for, model_env, start_fake_model
+from bench.librarian_concurrency import HITS, PROVIDERS, QUESTION, fake_model_for, start_fake_model
 from bench.step_breakdown import asgi_post
 from bench.tools import emit_in_process
 from graphs.llm import openai_chat
@@ -48,6 +48,7 @@ from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
 from librarian_svc.startup_gc import prepare_collector_for_serving
+from tests.fakes.llm_server import provider_env
 
 MODULE = "bench.model_step_cpu"
 ASKS = "CPU per model-backed Librarian step in-process (real ChatOpenAI, model answering at once)"
@@ -109,7 +110,7 @@ def settings_env(model_url: str | None, provider: str = "openai-compatible") -> 
     env = {key: value for key, value in os.environ.items() if not key.startswith(model_keys)}
     if model_url is None:
         return env | {"LLM_PROVIDER": "heuristic"}
-    return env | model_env(provider, model_url) | {"LLM_TIMEOUT_MS": "30000", "REQUEST_TIMEOUT_MS": "60000"}
+    return env | provider_env(provider, model_url) | {"LLM_TIMEOUT_MS": "30000", "REQUEST_TIMEOUT_MS": "60000"}
 
 
 def summary(rounds: list[tuple[float, float]]) -> dict[str, float]:

@@ -10,12 +10,13 @@ import uvloop
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
-from bench.librarian_concurrency import fake_model_for, model_env, start_fake_model
+from bench.librarian_concurrency import fake_model_for, start_fake_model
 from bench.model_step_cpu import library_client_app, measure, settings_env, summary
 from graphs.llm.openai_chat import LeanChatOpenAI
 from librarian_svc.app import create_app
 from librarian_svc.request_runner import SERVICES_KEY
 from librarian_svc.settings import load_settings
+from tests.fakes.llm_server import provider_env
 
 
 def test_summary_is_the_median_per_action_and_per_step() -> None:
@@ -81,7 +82,7 @@ def test_the_library_client_runs_in_the_rotation_and_the_saving_is_paired_by_rou
     ],
 )
 def test_each_provider_asks_the_fake_at_its_own_api_root(provider: str, expected: dict[str, str]) -> None:
-    env = model_env(provider, "http://127.0.0.1:9")
+    env = provider_env(provider, "http://127.0.0.1:9")
     assert expected.items() <= env.items()
     settings = load_settings(settings_env("http://127.0.0.1:9", provider))
     assert settings.llm.provider == provider

@@ -23,7 +23,7 @@ from litestar.testing import TestClient
 from graphs.llm.config import LLMConfig
 from graphs.llm.providers import aclose_chat_model, make_chat_model
 from tests.fakes.chat_model import ScriptedFactory, scripted
-from tests.fakes.llm_server import FakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, provider_env
 
 
 @pytest.fixture(name="fake_llm", scope="session")
@@ -95,10 +95,7 @@ async def chat_model_factory_fixture() -> AsyncIterator[ChatModelFactory]:
 
 def fake_llm_env(server: FakeLLMServer, provider: str = "openai", **extra: str) -> dict[str, str]:
     """The service environment for a model at `server`: `gemini`, else openai-compatible; 3 s, no retries."""
-    common = {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0", **extra}
-    if provider == "gemini":
-        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": server.gemini_url} | common
-    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": server.url, "LLM_MODEL": "fake"} | common
+    return provider_env(provider, server.root_url) | {"LLM_TIMEOUT_MS": "3000", "LLM_MAX_RETRIES": "0", **extra}
 
 
 LLMClientFor = Callable[..., TestClient[Litestar]]

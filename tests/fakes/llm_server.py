@@ -154,6 +154,17 @@ def fake_embedding(text: str, dim: int = DEFAULT_EMBEDDING_DIM) -> list[float]:
     return [v / norm for v in vector]
 
 
+def provider_env(provider: str, root_url: str) -> dict[str, str]:
+    """The service settings that make `provider`'s client ask a fake at `root_url` (`http://host:port`).
+
+    Gemini's client takes the root (it adds `/v1beta/models/...`), an OpenAI-compatible one `/v1`: the same fake
+    (or the lean one, OpenAI only) answers both, in-process for the tests and as its own process for benchmarks.
+    """
+    if provider == "gemini":
+        return {"LLM_PROVIDER": "gemini", "GOOGLE_API_KEY": "AIza-fake", "GEMINI_BASE_URL": root_url}
+    return {"LLM_PROVIDER": "openai-compatible", "OPENAI_BASE_URL": f"{root_url}/v1", "LLM_MODEL": "fake"}
+
+
 class FakeLLMServer:
     """The loopback server plus its script; use as a context manager (`with FakeLLMServer() as s:`).
 
