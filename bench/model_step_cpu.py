@@ -14,13 +14,16 @@ The same steps run on the same app built for the embedded `heuristic` engine, al
 round with the model-backed one, so `model_path_us` (model − heuristic) is what asking the model adds
 to a step: prompt, client, parsing, usage. `--library-client` adds a third app whose model is
 langchain-openai's own `ChatOpenAI` (the SDK's typed `create` and the reply converted on a worker
-thread), in the same rotation: `lean_client_saving_us` is what `LeanChatOpenAI` saves a step. Medians
+thread), in the same rotation: `lean_client_saving_us` is what `LeanChatOpenAI` saves a step.
+`--library-run` adds the model-backed app once more, its every call made through `ainvoke` (langchain-core's
+LLM run around the provider call, which `graphs.llm.unobserved_call` skips when nobody observes it), in the
+same rotation and for either provider: `unobserved_call_saving_us` is what skipping it saves a step. Medians
 of `--rounds` rounds of `--runs` SEARCH + COMPLETE pairs; compare two trees by running this in each,
 alternately (the machine's other load moves every figure by several percent). `--provider gemini` times
 `ChatGoogleGenerativeAI` (google-genai, `cloudrun.yaml`'s provider) instead, against the full fake's
 Gemini REST API.
 
-    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client | --provider gemini]
+    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client | --provider gemini] [--library-run]
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from langchain_openai import ChatOpenAI
 from bench.librarian_concurrency import HITS, PROVIDERS, QUESTION, fake_model_for, start_fake_model
 from bench.step_breakdown import asgi_post
 from bench.tools import emit_in_process
-from graphs.llm import openai_chat
+from graphs.llm import openai_chat, unobserved_call
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
@@ -54,6 +57,8 @@ MODULE = "bench.model_step_cpu"
 ASKS = "CPU per model-backed Librarian step in-process (real ChatOpenAI, model answering at once)"
 """What the report answers."""
 THINK_PATH = "/agent/librarian/think"
+LIBRARY_RUN = "library_run"
+"""The `--library-run` app: the model-backed one with every call through `ainvoke`."""
 
 
 class Session:
@@ -127,30 +132,52 @@ def library_client_app(model_url: str) -> Any:
         return create_app(load_settings(settings_env(model_url)))
 
 
+def calls_as_run(name: str) -> contextlib.AbstractContextManager[Any]:
+    """While the `--library-run` app serves, every model call counts as observed, so it goes through `ainvoke`."""
+    if name == LIBRARY_RUN:
+        return mock.patch.object(unobserved_call, "unobserved", return_value=False)
+    return contextlib.nullcontext()
+
+
+def paired_saving(slower: list[tuple[float, float]], model: list[tuple[float, float]]) -> float:
+    """Median over rounds of a contrast app's step minus the model app's: the two ran back to back each round."""
+    pairs = zip(slower, model, strict=True)
+    return round(statistics.median((sum(contrast) - sum(lean)) / 2 for contrast, lean in pairs), 1)
+
+
 async def measure(
-    model_url: str, runs: int, rounds: int, *, library_client: bool = False, provider: str = "openai-compatible"
+    model_url: str,
+    runs: int,
+    rounds: int,
+    *,
+    library_client: bool = False,
+    library_run: bool = False,
+    provider: str = "openai-compatible",
 ) -> dict[str, Any]:
-    """Alternate the model-backed app and the heuristic one (and the library client's), `rounds` times, warmed up."""
+    """Alternate the model-backed app and the heuristic one (and the contrasts asked for), `rounds` times, warmed up."""
     apps = {"model": create_app(load_settings(settings_env(model_url, provider)))}
     if library_client:
         apps["library_client"] = library_client_app(model_url)
+    if library_run:
+        apps[LIBRARY_RUN] = create_app(load_settings(settings_env(model_url, provider)))
     apps["heuristic"] = create_app(load_settings(settings_env(None)))
     async with contextlib.AsyncExitStack() as stack:
         for app in apps.values():
             await stack.enter_async_context(app.lifespan())
         prepare_collector_for_serving()
-        sessions = {
-            name: await Session.open(app, model_calls=0 if name == "heuristic" else 1) for name, app in apps.items()
-        }
-        for session in sessions.values():
-            await session.cpu_us(max(1, runs // 5))
+        sessions = {}
+        for name, app in apps.items():
+            with calls_as_run(name):
+                sessions[name] = await Session.open(app, model_calls=0 if name == "heuristic" else 1)
+                await sessions[name].cpu_us(max(1, runs // 5))
         per_round: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
         names = list(sessions)
         for round_index in range(rounds):
             # Each round starts with another app, so no app always runs first (or right after the same one).
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
-                per_round[name].append(await sessions[name].cpu_us(runs))
+                with calls_as_run(name):
+                    per_round[name].append(await sessions[name].cpu_us(runs))
     model, heuristic = summary(per_round["model"]), summary(per_round["heuristic"])
     figures: dict[str, Any] = {
         "model": model,
@@ -158,12 +185,17 @@ async def measure(
         "model_path_us": round(model["step_us"] - heuristic["step_us"], 1),
         "model_steps_per_s_per_core": round(1e6 / model["step_us"], 1),
     }
+    # Paired by round: each contrast ran back to back with the model app, so drift on the machine cancels out.
     if library_client:
-        library = summary(per_round["library_client"])
-        # Paired by round: the two apps ran back to back, so drift on the machine cancels out of each difference.
-        pairs = zip(per_round["library_client"], per_round["model"], strict=True)
-        savings = [(sum(library_round) - sum(lean_round)) / 2 for library_round, lean_round in pairs]
-        figures |= {"library_client": library, "lean_client_saving_us": round(statistics.median(savings), 1)}
+        figures |= {
+            "library_client": summary(per_round["library_client"]),
+            "lean_client_saving_us": paired_saving(per_round["library_client"], per_round["model"]),
+        }
+    if library_run:
+        figures |= {
+            LIBRARY_RUN: summary(per_round[LIBRARY_RUN]),
+            "unobserved_call_saving_us": paired_saving(per_round[LIBRARY_RUN], per_round["model"]),
+        }
     return figures
 
 
@@ -174,6 +206,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument(
         "--library-client", action="store_true", help="also time langchain-openai's own ChatOpenAI, in the rotation"
+    )
+    parser.add_argument(
+        "--library-run",
+        action="store_true",
+        help="also time the model-backed app with every call through ainvoke (langchain-core's run), in the rotation",
     )
     parser.add_argument(
         "--provider",
@@ -192,7 +229,12 @@ def main(argv: list[str] | None = None) -> None:
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 figures = runner.run(
                     measure(
-                        model_url, args.runs, args.rounds, library_client=args.library_client, provider=args.provider
+                        model_url,
+                        args.runs,
+                        args.rounds,
+                        library_client=args.library_client,
+                        library_run=args.library_run,
+                        provider=args.provider,
                     )
                 )
     finally:

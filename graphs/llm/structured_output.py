@@ -23,6 +23,7 @@ import msgspec.inspect as mi
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from contracts.common import Usage
+from graphs.llm import unobserved_call
 from graphs.llm.config import LLMConfig
 from graphs.llm.json_extract import JsonKind, extract_json_text, unbalanced_json_tail
 from graphs.llm.reply_bounds import clip_to_schema, echo_of, reply_too_long
@@ -159,10 +160,8 @@ async def call_model(
         spent = spent.plus(one_call)
         if meter is not None:
             meter.add(one_call)
-        # The run's callbacks are inherited as they are: inside a graph node they carry no handler, and an
-        # explicit `config={"callbacks": []}` made langchain-core configure a fresh manager, which measured
-        # slower per call, not faster (issue 14).
-        return await model.ainvoke(list(messages), **kwargs)
+        # Through the provider call alone when nothing observes langchain-core's run of it (`unobserved_call`).
+        return await unobserved_call.reply(model, messages, **kwargs)
 
     reply = await call_with_retries(request, max_retries=cfg.max_retries, timeout_s=cfg.timeout_s, deadline=deadline)
     if isinstance(reply, AIMessage):

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+from unittest import mock
 from urllib.parse import urlsplit
 
 import pytest
 import uvloop
+from langchain_core.language_models import BaseChatModel
+from langchain_core.outputs import LLMResult
 from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
 from bench.librarian_concurrency import fake_model_for, start_fake_model
-from bench.model_step_cpu import library_client_app, measure, settings_env, summary
+from bench.model_step_cpu import LIBRARY_RUN, library_client_app, measure, settings_env, summary
 from graphs.llm.openai_chat import LeanChatOpenAI
 from librarian_svc.app import create_app
 from librarian_svc.request_runner import SERVICES_KEY
@@ -71,6 +75,38 @@ def test_the_library_client_runs_in_the_rotation_and_the_saving_is_paired_by_rou
     # One round: the paired saving is the difference of the two apps' step figures.
     assert figures["lean_client_saving_us"] == pytest.approx(
         figures["library_client"]["step_us"] - figures["model"]["step_us"], abs=0.2
+    )
+
+
+@pytest.mark.parametrize("library_run", [False, True], ids=["direct", "with-library-run"])
+def test_the_library_run_app_alone_goes_through_ainvoke(library_run: bool) -> None:
+    """The model app asks its provider directly; the `--library-run` contrast through langchain-core's run."""
+    process, url = start_fake_model(0)
+    runs: list[str] = []
+    library_agenerate = BaseChatModel.agenerate
+
+    async def counted(self: BaseChatModel, *args: Any, **kwargs: Any) -> LLMResult:
+        runs.append(type(self).__name__)
+        return await library_agenerate(self, *args, **kwargs)
+
+    try:
+        with (
+            mock.patch.object(BaseChatModel, "agenerate", counted),
+            asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
+        ):
+            figures = runner.run(measure(url, runs=2, rounds=1, library_run=library_run))
+    finally:
+        process.terminate()
+        process.wait()
+    if not library_run:
+        assert runs == []
+        assert LIBRARY_RUN not in figures
+        return
+    # Opening (2 steps), warming up (1 pair) and one round of 2 pairs: 8 steps, one call each.
+    assert runs == ["LeanChatOpenAI"] * 8
+    assert set(figures[LIBRARY_RUN]) == {"search_us", "complete_us", "step_us"}
+    assert figures["unobserved_call_saving_us"] == pytest.approx(
+        figures[LIBRARY_RUN]["step_us"] - figures["model"]["step_us"], abs=0.2
     )
 
 

@@ -1,0 +1,312 @@
+"""A chat model asked through its provider call alone: the same request and reply as `ainvoke`, taken only unobserved.
+
+Each provider's real client (langchain-openai's, Azure's, langchain-google-genai's) asks the loopback fake
+once through `ainvoke` and once through `unobserved_call.reply`; the server must see the same request and
+the caller the same message. Every way langchain-core could be observing or changing the run (a handler
+from the run's config or the model, `verbose`, a tracer from the environment, a cache, a rate limiter,
+streaming, the v1 output format, non-text content) must send the call back through `ainvoke`, which the
+cases check by what a handler or the cache saw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from langchain_core.caches import InMemoryCache
+from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.globals import set_llm_cache
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.rate_limiters import InMemoryRateLimiter
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from typing_extensions import TypedDict
+
+from graphs.llm import unobserved_call
+from graphs.llm.config import LLMConfig
+from tests.fakes.fixtures import ChatModelFactory, fake_gemini_config, fake_openai_config
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+from tests.support.live_service import PROJECT_ROOT
+
+MESSAGES: list[BaseMessage] = [SystemMessage("答えは JSON で。"), HumanMessage("東京タワーの高さは?")]
+REPLY = Reply(content='{"height_m": 333}', usage=(123, 45))
+CONFIGS: dict[str, Callable[[FakeLLMServer], LLMConfig]] = {
+    "openai": fake_openai_config,
+    "openai-compatible": lambda server: fake_openai_config(server, provider="openai-compatible"),
+    "azure": lambda server: LLMConfig(
+        provider="azure",
+        model="m-1",
+        api_key="k-test",
+        azure_endpoint=server.azure_endpoint,
+        azure_deployment="m-1",
+        api_version="2024-10-21",
+        timeout_s=2.0,
+        max_retries=0,
+    ),
+    "gemini": fake_gemini_config,
+}
+
+
+class GraphState(TypedDict):
+    answer: str
+
+
+class Recorder(AsyncCallbackHandler):
+    """Counts the LLM runs it was told about."""
+
+    def __init__(self) -> None:
+        self.starts = 0
+        self.ends = 0
+
+    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        self.starts += 1
+
+    async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        self.ends += 1
+
+
+@pytest.fixture(name="no_global_cache")
+def no_global_cache_fixture() -> Iterator[None]:
+    set_llm_cache(None)
+    yield
+    set_llm_cache(None)
+
+
+def _request(call: RecordedRequest) -> dict[str, Any]:
+    return {"method": call.method, "path": call.path, "query": call.query, "body": call.body}
+
+
+def _message(message: BaseMessage) -> dict[str, Any]:
+    """Everything of a reply but its id (the library's names the run, which the direct call does not open)."""
+    assert isinstance(message, AIMessage)
+    metadata = {key: value for key, value in message.response_metadata.items() if key != "id"}
+    return {
+        "type": type(message),
+        "content": message.content,
+        "usage": message.usage_metadata,
+        "metadata": metadata,
+        "additional_kwargs": message.additional_kwargs,
+        "tool_calls": message.tool_calls,
+    }
+
+
+@pytest.mark.parametrize("provider", list(CONFIGS))
+async def test_the_direct_call_sends_and_returns_what_ainvoke_does(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: str, no_global_cache: None
+) -> None:
+    model = chat_model_factory(CONFIGS[provider](llm_server))
+    llm_server.script(REPLY, REPLY)
+
+    assert unobserved_call.unobserved(model, MESSAGES, {})
+    library = await model.ainvoke(MESSAGES)
+    direct = await unobserved_call.reply(model, MESSAGES)
+
+    library_call, direct_call = llm_server.calls
+    assert _request(direct_call) == _request(library_call)
+    assert _message(direct) == _message(library)
+    assert direct.content == '{"height_m": 333}'
+    assert isinstance(direct, AIMessage)
+    assert direct.usage_metadata is not None
+    assert (direct.usage_metadata["input_tokens"], direct.usage_metadata["output_tokens"]) == (123, 45)
+
+
+async def test_a_handler_in_the_runs_config_sees_the_call(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    """A graph or chain run with callbacks passes them down by context: the call goes through `ainvoke`."""
+    model = chat_model_factory(fake_openai_config(llm_server))
+    recorder = Recorder()
+    llm_server.script(REPLY)
+
+    async def ask(_: object) -> BaseMessage:
+        return await unobserved_call.reply(model, MESSAGES)
+
+    answer = await RunnableLambda(ask).ainvoke(None, config={"callbacks": [recorder]})
+
+    assert answer.content == REPLY.content
+    assert (recorder.starts, recorder.ends) == (1, 1)
+
+
+async def test_inside_a_run_without_handlers_the_call_is_direct(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    """The service's case: a graph node's run carries no handler, so nothing would see the LLM run."""
+    model = chat_model_factory(fake_openai_config(llm_server))
+    llm_server.script(REPLY)
+    seen: list[bool] = []
+
+    async def ask(_: object) -> BaseMessage:
+        seen.append(unobserved_call.unobserved(model, MESSAGES, {}))
+        return await unobserved_call.reply(model, MESSAGES)
+
+    answer = await RunnableLambda(ask).ainvoke(None)
+
+    assert answer.content == REPLY.content
+    assert seen == [True]
+
+
+async def test_a_handler_on_the_model_sees_the_call(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    model = chat_model_factory(fake_openai_config(llm_server))
+    recorder = Recorder()
+    model.callbacks = [recorder]
+    llm_server.script(REPLY)
+
+    answer = await unobserved_call.reply(model, MESSAGES)
+
+    assert answer.content == REPLY.content
+    assert (recorder.starts, recorder.ends) == (1, 1)
+
+
+async def test_a_cached_model_answers_from_its_cache(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    """The second call is a cache hit: only the library path looks there, so only one request is sent."""
+    model = chat_model_factory(fake_openai_config(llm_server))
+    model.cache = InMemoryCache()
+    llm_server.script(REPLY, Reply(content="a second answer"))
+
+    first = await unobserved_call.reply(model, MESSAGES)
+    second = await unobserved_call.reply(model, MESSAGES)
+
+    assert first.content == second.content == REPLY.content
+    assert len(llm_server.calls) == 1
+
+
+async def test_a_global_cache_is_looked_in(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    model = chat_model_factory(fake_openai_config(llm_server))
+    set_llm_cache(InMemoryCache())
+    llm_server.script(REPLY, Reply(content="a second answer"))
+
+    await unobserved_call.reply(model, MESSAGES)
+    second = await unobserved_call.reply(model, MESSAGES)
+
+    assert second.content == REPLY.content
+    assert len(llm_server.calls) == 1
+
+
+def _rate_limited(model: BaseChatModel) -> None:
+    model.rate_limiter = InMemoryRateLimiter(requests_per_second=100)
+
+
+def _streaming(model: BaseChatModel) -> None:
+    model.streaming = True  # type: ignore[attr-defined]
+
+
+def _v1_output(model: BaseChatModel) -> None:
+    model.output_version = "v1"
+
+
+def _verbose(model: BaseChatModel) -> None:
+    model.verbose = True
+
+
+OBSERVED_MODELS: dict[str, Callable[[BaseChatModel], None]] = {
+    "rate limiter": _rate_limited,
+    "streaming": _streaming,
+    "v1 output": _v1_output,
+    "verbose": _verbose,
+}
+
+
+@pytest.mark.parametrize("change", list(OBSERVED_MODELS))
+def test_what_ainvoke_does_more_for_keeps_its_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, change: str, no_global_cache: None
+) -> None:
+    model = chat_model_factory(fake_openai_config(llm_server))
+    assert unobserved_call.unobserved(model, MESSAGES, {})
+    OBSERVED_MODELS[change](model)
+    assert not unobserved_call.unobserved(model, MESSAGES, {})
+
+
+@pytest.mark.parametrize(
+    ("messages", "kwargs"),
+    [
+        pytest.param([HumanMessage(content=[{"type": "text", "text": "hi"}])], {}, id="content blocks"),
+        pytest.param(MESSAGES, {"stream": True}, id="stream asked for"),
+        pytest.param(MESSAGES, {"ls_structured_output_format": {"schema": {}}}, id="structured-output tracing"),
+    ],
+)
+def test_calls_ainvoke_does_more_for_keep_its_path(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    messages: list[BaseMessage],
+    kwargs: dict[str, Any],
+    no_global_cache: None,
+) -> None:
+    model = chat_model_factory(fake_openai_config(llm_server))
+    assert not unobserved_call.unobserved(model, messages, kwargs)
+
+
+TRACED_PROCESS = """
+import json
+from langchain_core.messages import HumanMessage
+from graphs.llm import unobserved_call
+from graphs.llm.config import LLMConfig
+from graphs.llm.providers import make_chat_model
+
+model = make_chat_model(LLMConfig(provider="openai", model="m", api_key="k", base_url="http://127.0.0.1:9/v1"))
+print(json.dumps(unobserved_call.unobserved(model, [HumanMessage("hi")], {})))
+"""
+"""A process started with LangSmith tracing on (langsmith reads its switches once per process)."""
+
+
+@pytest.mark.parametrize(("tracing", "expected"), [("true", False), ("false", True)])
+def test_a_tracer_switched_on_by_the_environment_keeps_the_library_path(tracing: str, expected: bool) -> None:
+    # The endpoint is a closed loopback port, so the tracer the library builds never reaches a network.
+    env = (
+        os.environ
+        | {"PYTHONPATH": str(PROJECT_ROOT)}
+        | {
+            "LANGSMITH_TRACING": tracing,
+            "LANGSMITH_API_KEY": "lsv2-test-not-a-key",
+            "LANGSMITH_ENDPOINT": "http://127.0.0.1:9",
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", TRACED_PROCESS], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) is expected
+
+
+async def test_a_runnable_that_is_not_a_chat_model_is_invoked(no_global_cache: None) -> None:
+    def count(messages: LanguageModelInput) -> BaseMessage:
+        assert isinstance(messages, list)
+        return AIMessage(content=f"{len(messages)} messages")
+
+    echo: RunnableLambda[LanguageModelInput, BaseMessage] = RunnableLambda(count)
+
+    answer = await unobserved_call.reply(echo, MESSAGES)
+
+    assert answer.content == "2 messages"
+
+
+async def test_a_graph_nodes_call_is_direct(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    """The service's agents ask their model inside a LangGraph node, whose run carries no handler."""
+    model = chat_model_factory(fake_openai_config(llm_server))
+    llm_server.script(REPLY)
+
+    async def node(state: GraphState) -> GraphState:
+        direct = unobserved_call.unobserved(model, MESSAGES, {})
+        answer = await unobserved_call.reply(model, MESSAGES)
+        return {"answer": f"{direct} {answer.content}"}
+
+    graph = StateGraph(GraphState)
+    graph.add_node("ask", node)
+    graph.add_edge(START, "ask")
+    graph.add_edge("ask", END)
+    result = await graph.compile().ainvoke({"answer": ""})
+
+    assert result["answer"] == f"True {REPLY.content}"
