@@ -65,6 +65,21 @@ def fake_gemini_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
     return msgspec.structs.replace(config, **overrides)
 
 
+def fake_azure_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:
+    """An `azure` config aimed at `server`'s Azure routes (deployment `m-1`), with test-sized timeouts."""
+    config = LLMConfig(
+        provider="azure",
+        model="m-1",
+        api_key="k-test",
+        azure_endpoint=server.azure_endpoint,
+        azure_deployment="m-1",
+        api_version="2024-10-21",
+        timeout_s=2.0,
+        max_retries=0,
+    )
+    return msgspec.structs.replace(config, **overrides)
+
+
 @pytest.fixture(name="openai_config")
 def openai_config_fixture(llm_server: FakeLLMServer) -> LLMConfig:
     return fake_openai_config(llm_server)

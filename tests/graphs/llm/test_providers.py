@@ -18,6 +18,7 @@ from graphs.llm.providers import aclose_chat_model, make_chat_model
 from tests.fakes.fixtures import (  # noqa: F401 - fixtures, until tests/conftest.py imports them
     ChatModelFactory,
     chat_model_factory_fixture,
+    fake_azure_config,
     fake_llm_fixture,
     llm_server_fixture,
 )
@@ -153,15 +154,7 @@ async def test_aclose_of_nothing_is_a_no_op() -> None:
 
 
 async def test_azure_client_talks_to_its_deployment_route(llm_server: FakeLLMServer) -> None:
-    cfg = LLMConfig(
-        provider="azure",
-        model="dep-1",
-        api_key="azure-key",
-        azure_endpoint=llm_server.azure_endpoint,
-        azure_deployment="dep-1",
-        api_version="2024-10-21",
-        timeout_s=2.0,
-    )
+    cfg = fake_azure_config(llm_server, model="dep-1", api_key="azure-key", azure_deployment="dep-1")
     model = make_chat_model(cfg)
     assert model is not None
     llm_server.script(Reply(content="hello"))

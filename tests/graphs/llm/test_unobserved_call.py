@@ -30,7 +30,7 @@ from typing_extensions import TypedDict
 
 from graphs.llm import unobserved_call
 from graphs.llm.config import LLMConfig
-from tests.fakes.fixtures import ChatModelFactory, fake_gemini_config, fake_openai_config
+from tests.fakes.fixtures import ChatModelFactory, fake_azure_config, fake_gemini_config, fake_openai_config
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
 from tests.support.live_service import PROJECT_ROOT
 
@@ -39,16 +39,7 @@ REPLY = Reply(content='{"height_m": 333}', usage=(123, 45))
 CONFIGS: dict[str, Callable[[FakeLLMServer], LLMConfig]] = {
     "openai": fake_openai_config,
     "openai-compatible": lambda server: fake_openai_config(server, provider="openai-compatible"),
-    "azure": lambda server: LLMConfig(
-        provider="azure",
-        model="m-1",
-        api_key="k-test",
-        azure_endpoint=server.azure_endpoint,
-        azure_deployment="m-1",
-        api_version="2024-10-21",
-        timeout_s=2.0,
-        max_retries=0,
-    ),
+    "azure": fake_azure_config,
     "gemini": fake_gemini_config,
 }
 
