@@ -5,10 +5,10 @@ run: it configures a callback manager, opens an LLM run (`on_chat_model_start`),
 task (`asyncio.gather`), checks the cache and the rate limiter, closes the run (`on_llm_end`, a shielded
 task per run manager) and copies the reply's metadata. With no handler attached (no tracer, no
 callbacks, not verbose), no cache and no rate limiter, all of that is bookkeeping nobody reads, and it is
-paid on every call (issue 14 item 3): nine of a model-backed think step's 23 event-loop turns, each of
-which the step waits through behind every other request on a busy worker, and ~0.2 ms of its CPU
-in-process (`python -m bench.model_step_cpu --library-run`), more under load, where the extra tasks
-crowd the loop (`bench.librarian_concurrency`).
+paid on every call (issue 14 item 3): a model-backed think step takes 16 event-loop turns instead of 23,
+each one a wait behind every other request on a busy worker, and 0.1-0.35 ms less CPU in-process
+(`python -m bench.model_step_cpu --library-run`, either provider), more under load, where the extra
+tasks crowd the loop (`bench.librarian_concurrency`).
 
 `reply` takes the provider call directly only in that case, decided per call with langchain-core's own
 callback configuration, so a tracer switched on by the environment (LangSmith), a handler passed in a
@@ -25,7 +25,7 @@ inline on the graph node's task instead, Gemini's calls (google-genai over aioht
 load while the OpenAI family's did not: 160 Gemini sessions on two workers kept 0.70 / 0.74 of the
 bound inline against 0.81 / 0.84 on a task and 0.79 / 0.81 through `ainvoke`, in alternating runs of
 `python -m bench.librarian_concurrency --provider gemini --workers 2 --concurrency 160`. Why was not
-found; the task costs two of the turns saved (a step takes 16 instead of 23) and ~20 µs.
+found; the task costs two turns (inline a step took 14) and ~20 µs.
 """
 
 from __future__ import annotations
