@@ -10,6 +10,7 @@ cases check by what a handler or the cache saw.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -239,6 +240,7 @@ def test_calls_ainvoke_does_more_for_keep_its_path(
 
 
 TRACED_PROCESS = """
+import asyncio
 import json
 from langchain_core.messages import HumanMessage
 from graphs.llm import unobserved_call
@@ -301,3 +303,19 @@ async def test_a_graph_nodes_call_is_direct(
     result = await graph.compile().ainvoke({"answer": ""})
 
     assert result["answer"] == f"True {REPLY.content}"
+
+
+async def test_a_deadline_cancels_the_provider_calls_task(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    """The provider call runs on a task of its own: a timeout around `reply` must cancel it, not leave it running."""
+    model = chat_model_factory(fake_openai_config(llm_server))
+    llm_server.script(Reply(content="late", delay_s=5.0))
+    before = asyncio.all_tasks()
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.3):
+            await unobserved_call.reply(model, MESSAGES)
+
+    await asyncio.sleep(0)
+    assert asyncio.all_tasks() - before == set()
