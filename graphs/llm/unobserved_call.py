@@ -5,27 +5,29 @@ run: it configures a callback manager, opens an LLM run (`on_chat_model_start`),
 task (`asyncio.gather`), checks the cache and the rate limiter, closes the run (`on_llm_end`, a shielded
 task per run manager) and copies the reply's metadata. With no handler attached (no tracer, no
 callbacks, not verbose), no cache and no rate limiter, all of that is bookkeeping nobody reads, and it is
-paid on every call (issue 14 item 3): a model-backed think step takes 16 event-loop turns instead of 23,
+paid on every call (issue 14 item 3): a model-backed think step takes 17 event-loop turns instead of 23,
 each one a wait behind every other request on a busy worker, and 0.1-0.35 ms less CPU in-process
 (`python -m bench.model_step_cpu --library-run`, either provider), more under load, where the extra
 tasks crowd the loop (`bench.librarian_concurrency`).
 
 `reply` takes the provider call directly only in that case, decided per call with langchain-core's own
 callback configuration, so a tracer switched on by the environment (LangSmith), a handler passed in a
-run's config, `verbose` or a configure hook all send the call back through `ainvoke`. So do a cache,
-a rate limiter, streaming, the v1 output format, structured-output tracing keys and messages whose
-content is not plain text: what langchain-core does for those is not reproduced here. What the direct
-call does reproduce is what `_agenerate_with_cache` does to a plain reply: the generation's info and
-the provider's `llm_output` merged into the message's `response_metadata` (tests compare the two paths'
-replies field by field, per provider, so a change in langchain-core shows). The one difference: the
-reply has no run id (`id` stays as the provider set it), as there is no run.
+run's config, `verbose` or a configure hook all send the call back through `ainvoke`. So do a cache, a
+rate limiter, streaming, the v1 output format, a run config or structured-output tracing keys passed to
+`reply`, and messages whose content is not plain text: what langchain-core does for those is not
+reproduced here. What the direct call does reproduce is what `_agenerate_with_cache` does to a plain
+reply: the generation's info (less the LangSmith gateway's) and the provider's `llm_output` merged into
+the message's `response_metadata` (tests compare the two paths' replies field by field, per provider, so
+a change in langchain-core shows). The one difference: the reply has no run id (`id` stays as the
+provider set it), as there is no run.
 
-The provider call runs on a task of its own, as `agenerate` runs it (its `asyncio.gather`). Awaited
-inline on the graph node's task instead, Gemini's calls (google-genai over aiohttp) took longer under
-load while the OpenAI family's did not: 160 Gemini sessions on two workers kept 0.70 / 0.74 of the
-bound inline against 0.81 / 0.84 on a task and 0.79 / 0.81 through `ainvoke`, in alternating runs of
-`python -m bench.librarian_concurrency --provider gemini --workers 2 --concurrency 160`. Why was not
-found; the task costs two turns (inline a step took 14) and ~20 µs.
+The provider call runs on a task of its own through `asyncio.gather`, as `agenerate` runs it, which also
+keeps the library's cancellation rule (a deadline holds even if the provider's code swallows the
+cancellation). Awaited inline on the graph node's task instead, Gemini's calls (google-genai over
+aiohttp) took longer under load while the OpenAI family's did not: 160 Gemini sessions on two workers
+kept 0.70 / 0.74 of the bound inline against 0.81 / 0.84 on a task and 0.79 / 0.81 through `ainvoke`, in
+alternating runs of `python -m bench.librarian_concurrency --provider gemini --workers 2 --concurrency
+160`. Why was not found; the gathered task costs three turns (inline a step took 14) and ~20 µs.
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ from langchain_core.globals import get_llm_cache
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, ensure_config
+from langchain_core.utils._gateway import GATEWAY_METADATA_RESPONSE_KEY
 
-TRACED_KEYS = frozenset({"ls_structured_output_format", "structured_output_format"})
-"""`agenerate` keyword arguments that only feed a trace: a call carrying them goes through `ainvoke`."""
+LIBRARY_KEYS = frozenset({"config", "ls_structured_output_format", "structured_output_format"})
+"""Keyword arguments `ainvoke` itself reads (a run config, structured-output tracing) rather than handing them
+to the provider: a call carrying them goes through `ainvoke`."""
 
 
 async def reply(
@@ -50,11 +54,13 @@ async def reply(
     """`model.ainvoke(messages, **kwargs)`'s reply, through the provider call alone when no one observes the run."""
     if not isinstance(model, BaseChatModel) or not unobserved(model, messages, kwargs):
         return await model.ainvoke(list(messages), **kwargs)
-    # The provider call every integration implements, on its own task as `agenerate` runs it (see above).
-    result = await asyncio.create_task(model._agenerate(list(messages), **kwargs))
+    # The provider call every integration implements, on a task of its own through `asyncio.gather`, as
+    # `agenerate` runs it (see above): a cancellation the provider's code swallowed is still raised.
+    (result,) = await asyncio.gather(model._agenerate(list(messages), **kwargs))
     for generation in result.generations:
+        info = generation.generation_info or {}
         generation.message.response_metadata = {
-            **(generation.generation_info or {}),
+            **{key: value for key, value in info.items() if key != GATEWAY_METADATA_RESPONSE_KEY},
             **generation.message.response_metadata,
         }
     first = result.generations[0].message
@@ -65,7 +71,7 @@ async def reply(
 
 def unobserved(model: BaseChatModel, messages: Sequence[BaseMessage], kwargs: dict[str, Any]) -> bool:
     """Whether `ainvoke` would only wrap the provider call: no handler, cache, rate limiter, stream or conversion."""
-    if TRACED_KEYS & kwargs.keys() or model.rate_limiter is not None or model.output_version == "v1":
+    if LIBRARY_KEYS & kwargs.keys() or model.rate_limiter is not None or model.output_version == "v1":
         return False
     if not (model.cache is False or (model.cache is None and get_llm_cache() is None)):
         return False

@@ -11,6 +11,7 @@ cases check by what a handler or the cache saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -18,12 +19,14 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import msgspec
 import pytest
 from langchain_core.caches import InMemoryCache
-from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.globals import set_llm_cache
+from langchain_core.callbacks import AsyncCallbackHandler, AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.globals import set_debug, set_llm_cache
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -31,6 +34,8 @@ from typing_extensions import TypedDict
 
 from graphs.llm import unobserved_call
 from graphs.llm.config import LLMConfig
+from graphs.llm.retry import classify
+from graphs.llm.structured_output import native_json_kwargs
 from tests.fakes.fixtures import ChatModelFactory, fake_azure_config, fake_gemini_config, fake_openai_config
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
 from tests.support.live_service import PROJECT_ROOT
@@ -88,16 +93,48 @@ def _message(message: BaseMessage) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(name="no_library_run")
+def no_library_run_fixture(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """`forbid()`: from then on, langchain-core's run of a call (`agenerate`) fails the test."""
+
+    def forbid() -> None:
+        async def refused(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError("the call went through langchain-core's LLM run")
+
+        monkeypatch.setattr(BaseChatModel, "agenerate", refused)
+
+    return forbid
+
+
+CALL_KWARGS: dict[str, Callable[[BaseChatModel, LLMConfig], dict[str, Any]]] = {
+    "no options": lambda model, cfg: {},
+    "stop": lambda model, cfg: {"stop": ["END"]},
+    "the service's JSON schema": lambda model, cfg: native_json_kwargs(
+        model, dict[str, int], msgspec.structs.replace(cfg, native_json_schema=True)
+    ),
+}
+"""What `call_model` passes: nothing, a stop sequence, or the provider's JSON-output parameters."""
+
+
 @pytest.mark.parametrize("provider", list(CONFIGS))
+@pytest.mark.parametrize("call_kwargs", list(CALL_KWARGS))
 async def test_the_direct_call_sends_and_returns_what_ainvoke_does(
-    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: str, no_global_cache: None
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    provider: str,
+    call_kwargs: str,
+    no_global_cache: None,
+    no_library_run: Callable[[], None],
 ) -> None:
-    model = chat_model_factory(CONFIGS[provider](llm_server))
+    cfg = CONFIGS[provider](llm_server)
+    model = chat_model_factory(cfg)
+    kwargs = CALL_KWARGS[call_kwargs](model, cfg)
     llm_server.script(REPLY, REPLY)
 
-    assert unobserved_call.unobserved(model, MESSAGES, {})
-    library = await model.ainvoke(MESSAGES)
-    direct = await unobserved_call.reply(model, MESSAGES)
+    assert unobserved_call.unobserved(model, MESSAGES, kwargs)
+    library = await model.ainvoke(MESSAGES, **kwargs)
+    no_library_run()
+    direct = await unobserved_call.reply(model, MESSAGES, **kwargs)
 
     library_call, direct_call = llm_server.calls
     assert _request(direct_call) == _request(library_call)
@@ -245,6 +282,8 @@ import json
 from langchain_core.messages import HumanMessage
 from graphs.llm import unobserved_call
 from graphs.llm.config import LLMConfig
+from graphs.llm.retry import classify
+from graphs.llm.structured_output import native_json_kwargs
 from graphs.llm.providers import make_chat_model
 
 model = make_chat_model(LLMConfig(provider="openai", model="m", api_key="k", base_url="http://127.0.0.1:9/v1"))
@@ -285,11 +324,15 @@ async def test_a_runnable_that_is_not_a_chat_model_is_invoked(no_global_cache: N
 
 
 async def test_a_graph_nodes_call_is_direct(
-    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    no_global_cache: None,
+    no_library_run: Callable[[], None],
 ) -> None:
     """The service's agents ask their model inside a LangGraph node, whose run carries no handler."""
     model = chat_model_factory(fake_openai_config(llm_server))
     llm_server.script(REPLY)
+    no_library_run()
 
     async def node(state: GraphState) -> GraphState:
         direct = unobserved_call.unobserved(model, MESSAGES, {})
@@ -319,3 +362,78 @@ async def test_a_deadline_cancels_the_provider_calls_task(
 
     await asyncio.sleep(0)
     assert asyncio.all_tasks() - before == set()
+
+
+@pytest.mark.parametrize("provider", list(CONFIGS))
+@pytest.mark.parametrize("status", [400, 429, 500])
+async def test_a_provider_error_is_the_same_error_on_both_paths(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: str, status: int, no_global_cache: None
+) -> None:
+    model = chat_model_factory(CONFIGS[provider](llm_server))
+    llm_server.script(Reply(status=status), Reply(status=status))
+
+    with pytest.raises(Exception) as library:
+        await model.ainvoke(MESSAGES)
+    with pytest.raises(Exception) as direct:
+        await unobserved_call.reply(model, MESSAGES)
+
+    assert type(direct.value) is type(library.value)
+    assert classify(direct.value) == classify(library.value)
+
+
+def test_langchain_debug_mode_keeps_the_library_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    model = chat_model_factory(fake_openai_config(llm_server))
+    try:
+        set_debug(True)
+        assert not unobserved_call.unobserved(model, MESSAGES, {})
+    finally:
+        set_debug(False)
+    assert unobserved_call.unobserved(model, MESSAGES, {})
+
+
+def test_a_run_config_passed_to_the_call_keeps_the_library_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+) -> None:
+    """`ainvoke` reads `config` itself; sent to the provider call it would become a request parameter."""
+    model = chat_model_factory(fake_openai_config(llm_server))
+    assert not unobserved_call.unobserved(model, MESSAGES, {"config": {"callbacks": [Recorder()]}})
+
+
+class Stubborn(BaseChatModel):
+    """A provider call that swallows its cancellation and answers anyway."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "stubborn"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        raise NotImplementedError
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(5)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="late"))])
+
+
+async def test_a_deadline_holds_when_the_provider_swallows_its_cancellation(no_global_cache: None) -> None:
+    """As through `ainvoke` (its `asyncio.gather`): the timeout is raised, the late answer is not returned."""
+    model = Stubborn()
+    assert unobserved_call.unobserved(model, MESSAGES, {})
+
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.1):
+            await unobserved_call.reply(model, MESSAGES)
