@@ -22,11 +22,11 @@ from typing import Any
 import msgspec
 import pytest
 from langchain_core.caches import InMemoryCache
-from langchain_core.callbacks import AsyncCallbackHandler, AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackHandler, AsyncCallbackManagerForLLMRun
 from langchain_core.globals import set_debug, set_llm_cache
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatResult
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from langchain_core.runnables import RunnableLambda
 from langgraph.graph import END, START, StateGraph
@@ -36,6 +36,7 @@ from graphs.llm import unobserved_call
 from graphs.llm.config import LLMConfig
 from graphs.llm.retry import classify
 from graphs.llm.structured_output import native_json_kwargs
+from tests.fakes.chat_model import ScriptedChatModel
 from tests.fakes.fixtures import ChatModelFactory, fake_azure_config, fake_gemini_config, fake_openai_config
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
 from tests.support.live_service import PROJECT_ROOT
@@ -194,32 +195,30 @@ async def test_a_handler_on_the_model_sees_the_call(
     assert (recorder.starts, recorder.ends) == (1, 1)
 
 
-async def test_a_cached_model_answers_from_its_cache(
-    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
+def _model_cache(model: BaseChatModel) -> None:
+    model.cache = InMemoryCache()
+
+
+def _global_cache(model: BaseChatModel) -> None:
+    set_llm_cache(InMemoryCache())
+
+
+@pytest.mark.parametrize("cache", [_model_cache, _global_cache], ids=["on the model", "global"])
+async def test_a_configured_cache_answers_the_second_call(
+    llm_server: FakeLLMServer,
+    chat_model_factory: ChatModelFactory,
+    cache: Callable[[BaseChatModel], None],
+    no_global_cache: None,
 ) -> None:
     """The second call is a cache hit: only the library path looks there, so only one request is sent."""
     model = chat_model_factory(fake_openai_config(llm_server))
-    model.cache = InMemoryCache()
+    cache(model)
     llm_server.script(REPLY, Reply(content="a second answer"))
 
     first = await unobserved_call.reply(model, MESSAGES)
     second = await unobserved_call.reply(model, MESSAGES)
 
     assert first.content == second.content == REPLY.content
-    assert len(llm_server.calls) == 1
-
-
-async def test_a_global_cache_is_looked_in(
-    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, no_global_cache: None
-) -> None:
-    model = chat_model_factory(fake_openai_config(llm_server))
-    set_llm_cache(InMemoryCache())
-    llm_server.script(REPLY, Reply(content="a second answer"))
-
-    await unobserved_call.reply(model, MESSAGES)
-    second = await unobserved_call.reply(model, MESSAGES)
-
-    assert second.content == REPLY.content
     assert len(llm_server.calls) == 1
 
 
@@ -401,21 +400,8 @@ def test_a_run_config_passed_to_the_call_keeps_the_library_path(
     assert not unobserved_call.unobserved(model, MESSAGES, {"config": {"callbacks": [Recorder()]}})
 
 
-class Stubborn(BaseChatModel):
-    """A provider call that swallows its cancellation and answers anyway."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "stubborn"
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise NotImplementedError
+class Stubborn(ScriptedChatModel):
+    """The scripted model, whose provider call swallows its cancellation and then answers anyway."""
 
     async def _agenerate(
         self,
@@ -426,12 +412,12 @@ class Stubborn(BaseChatModel):
     ) -> ChatResult:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(5)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="late"))])
+        return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
 
 
 async def test_a_deadline_holds_when_the_provider_swallows_its_cancellation(no_global_cache: None) -> None:
     """As through `ainvoke` (its `asyncio.gather`): the timeout is raised, the late answer is not returned."""
-    model = Stubborn()
+    model = Stubborn(messages=iter(["late"]))
     assert unobserved_call.unobserved(model, MESSAGES, {})
 
     with pytest.raises(TimeoutError):
