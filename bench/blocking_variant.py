@@ -3,26 +3,41 @@
 `python -m bench.blocking_variant --blocking-model` runs `librarian_svc` unchanged except that every
 chat-model call is made synchronously on the event loop (a naive `model.invoke(...)` inside an async
 handler), so one slow model call stalls every other request of the worker. Never used in production.
+
+The patch replaces `graphs.llm.unobserved_call.reply`, the one function through which the service asks a
+model (`structured_output.call_model`). Patching `BaseChatModel.ainvoke`, as this module did until
+session 15, stopped blocking anything once `reply` took the provider call directly: the contrast then
+reported ~0.99 of the bound at 8 sessions instead of ~1/8. `tests/bench/test_blocking_variant.py` checks,
+through the service's own app, that the loop is held for the whole model call.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable
 
+import graphs.llm.unobserved_call as unobserved_call
 from librarian_svc.__main__ import main
 
 
-def _patch_blocking() -> None:
-    async def blocking_ainvoke(self: BaseChatModel, *args: Any, **kwargs: Any) -> Any:
-        return self.invoke(*args, **kwargs)
+async def blocking_reply(
+    model: Runnable[LanguageModelInput, BaseMessage], messages: Sequence[BaseMessage], **kwargs: Any
+) -> BaseMessage:
+    """`unobserved_call.reply` done wrong: the synchronous call, holding the event loop until the model answers."""
+    return model.invoke(list(messages), **kwargs)
 
-    BaseChatModel.ainvoke = blocking_ainvoke  # type: ignore[method-assign]
+
+def patch_blocking() -> None:
+    """Make every model call of this process block its event loop."""
+    unobserved_call.reply = blocking_reply
 
 
 if __name__ == "__main__":
     if "--blocking-model" in sys.argv:
-        _patch_blocking()
+        patch_blocking()
     sys.exit(main())
