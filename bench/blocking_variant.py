@@ -2,7 +2,8 @@
 
 `python -m bench.blocking_variant --blocking-model` runs `librarian_svc` unchanged except that every
 chat-model call is made synchronously on the event loop (a naive `model.invoke(...)` inside an async
-handler), so one slow model call stalls every other request of the worker. Never used in production.
+handler), so one slow model call stalls every other request of the worker. Each worker's app factory
+(`APP_FACTORY`) applies the patch, so it holds with any `WEB_CONCURRENCY`. Never used in production.
 
 The patch replaces `graphs.llm.unobserved_call.reply`, the one function through which the service asks a
 model (`structured_output.call_model`). Patching `BaseChatModel.ainvoke`, as this module did until
@@ -20,9 +21,11 @@ from typing import Any
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
+from litestar import Litestar
 
 import graphs.llm.unobserved_call as unobserved_call
-from librarian_svc.__main__ import main
+
+APP_FACTORY = "bench.blocking_variant:create_app"
 
 
 async def blocking_reply(
@@ -37,7 +40,15 @@ def patch_blocking() -> None:
     unobserved_call.reply = blocking_reply
 
 
+def create_app() -> Litestar:
+    """Each worker's app factory: the service's own, in a process whose model calls block."""
+    from librarian_svc.workers import create_worker_app
+
+    patch_blocking()
+    return create_worker_app()
+
+
 if __name__ == "__main__":
-    if "--blocking-model" in sys.argv:
-        patch_blocking()
-    sys.exit(main())
+    from librarian_svc.__main__ import main
+
+    sys.exit(main(APP_FACTORY if "--blocking-model" in sys.argv else None))

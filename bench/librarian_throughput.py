@@ -13,11 +13,16 @@ is the same `LibrarianRequest` contract, POSTed the same bytes: the cost of rece
 validating and answering such a body at all. ratio = librarian / echo req/s, the share of the
 transport ceiling the thinking leaves.
 
-    python -m bench.librarian_throughput [--repeat 2] [--duration 10] [--connections 8] [--rounds 3]
+    python -m bench.librarian_throughput [--repeat 2] [--duration 10] [--connections 8] [--rounds 3] [--floor]
 
 `--rounds N` sends N rounds of 100 hits instead (ranks 1 to N×100; a question with fewer BM25 hits
 is skipped for the next one that has enough, and the report names it): per-step time at 1, 3 and
 10 rounds is `librarian_one_connection`'s p50 at `--rounds 1`, `3` and `10`.
+
+`--floor` adds a third server to the same rotation: the service with the Librarian thinking about the
+history's first 5 hits only (`bench.thinking_floor_variant`), POSTed the same bytes. Its share of the echo
+(`ratio_floor_over_echo_requests_per_s`) is the ceiling of the Librarian's with the thinking free: what
+decoding, validating, the graph run, the hash chain and the answer leave.
 """
 
 from __future__ import annotations
@@ -27,13 +32,17 @@ from typing import Any
 import msgspec
 
 from bench.echo_servers import ECHO_PATH
+from bench.thinking_floor_variant import FLOOR_HITS
+from bench.thinking_floor_variant import MODULE as FLOOR_MODULE
 from bench.tools import JSQUAD, WrkSettings, emit, log
 from bench.wrk_compare import (
+    Comparison,
     Target,
     against_echo,
     arguments,
     echo_server,
     measure,
+    ratios,
     report,
     running,
     service,
@@ -106,16 +115,26 @@ def build_payload(question_index: int = 0, snippet_chars: int = 150, rounds: int
 
 
 def run(
-    settings: WrkSettings, repeat: int, question_index: int, snippet_chars: int, rounds: int = ROUNDS
+    settings: WrkSettings,
+    repeat: int,
+    question_index: int,
+    snippet_chars: int,
+    rounds: int = ROUNDS,
+    *,
+    floor: bool = False,
 ) -> dict[str, Any]:
     body, question = build_payload(question_index, snippet_chars, rounds)
     log(f"payload: {len(body)} bytes, {rounds} rounds x {HITS_PER_ROUND} hits, question {question!r}")
     librarian, echo = service("librarian"), echo_server("echo", body="librarian")
+    servers = [librarian, echo]
     targets = [
         Target("librarian", librarian.url(THINK_PATH), body, expect={"action": "COMPLETE"}),
         Target("echo", echo.url(ECHO_PATH), body),
     ]
-    with running([librarian, echo]):
+    if floor:
+        servers.append(floor_server := service("floor", FLOOR_MODULE))
+        targets.append(Target("floor", floor_server.url(THINK_PATH), body, expect={"action": "COMPLETE"}))
+    with running(servers):
         measured = measure(targets, settings, repeat, one_connection="librarian")
     return report(
         MODULE,
@@ -137,7 +156,18 @@ def run(
         first_response=measured.first_response,
         wrk=wrk_report(settings, repeat),
         **against_echo("librarian", measured),
+        **(floor_fields(measured) if floor else {}),
     )
+
+
+def floor_fields(measured: Comparison) -> dict[str, Any]:
+    """The floor's median round and its ratios: to the echo (the ceiling), and the Librarian's to it."""
+    return {
+        "floor": measured.medians["floor"],
+        "floor_server": f"python -m {FLOOR_MODULE}  # the Librarian's pool from the first {FLOOR_HITS} hits only",
+        **ratios(measured.medians, "floor", "echo"),
+        **ratios(measured.medians, "librarian", "floor"),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -145,8 +175,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--question-index", type=int, default=0, help="which JSQuAD question ranks the hits")
     parser.add_argument("--snippet-chars", type=int, default=150, help="snippet length (150 gives ~160 KB)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="SEARCH rounds of 100 hits in the history")
+    parser.add_argument(
+        "--floor", action="store_true", help="also load the service thinking about 5 hits only (the ceiling)"
+    )
     args = parser.parse_args(argv)
-    emit(run(wrk_settings(args), args.repeat, args.question_index, args.snippet_chars, args.rounds), args.output)
+    figures = run(
+        wrk_settings(args), args.repeat, args.question_index, args.snippet_chars, args.rounds, floor=args.floor
+    )
+    emit(figures, args.output)
 
 
 if __name__ == "__main__":

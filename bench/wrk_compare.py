@@ -59,10 +59,13 @@ class Server:
         return f"http://127.0.0.1:{self.port}{path}"
 
 
-def service(name: str) -> Server:
-    """`python -m librarian_svc` as deployed (one uvicorn worker, embedded engine, JSON logs) on a free port."""
+def service(name: str, module: str = "librarian_svc") -> Server:
+    """`python -m librarian_svc` as deployed (one uvicorn worker, embedded engine, JSON logs) on a free port.
+
+    `module`: a variant of the service run the same way (`bench.thinking_floor_variant`).
+    """
     port = free_port()
-    return Server(name, (sys.executable, "-m", "librarian_svc"), port, env={"PORT": str(port)})
+    return Server(name, (sys.executable, "-m", module), port, env={"PORT": str(port)})
 
 
 def echo_server(name: str, body: str, variant: str = "bare", env: Mapping[str, str] | None = None) -> Server:
