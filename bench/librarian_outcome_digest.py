@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import hashlib
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ async def digests(
 ) -> tuple[dict[str, Any], list[tuple[str, str]]]:
     corpus, questions = load_questions(JSQUAD)
     chosen = choose(questions, sample=sample, seed=0, offset=0, slice_=slice_)
-    configure_logging("console", "warning")
+    configure_logging("console", "warning", stream=sys.stderr)
     settings = load_settings({**os.environ, "STATE_SIGNING_KEYS": SIGNING_KEY.decode()})
     codec = StateCodec(keys=[SIGNING_KEY], max_state_bytes=settings.state.max_state_bytes)
     app = create_app(settings)

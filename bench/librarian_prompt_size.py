@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import platform
+import sys
 
 import msgspec
 from litestar.testing import TestClient
@@ -50,7 +51,7 @@ def history(rounds: int) -> list[dict[str, object]]:
 
 
 def main() -> None:
-    configure_logging("console", "warning")
+    configure_logging("console", "warning", stream=sys.stderr)
     rows = []
     with FakeLLMServer(default_reply=Reply(content=DECISION)) as server:
         settings = load_settings(

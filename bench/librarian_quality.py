@@ -186,7 +186,7 @@ async def evaluate(
     corpus, questions = load_questions(JSQUAD)
     chosen = choose(questions, sample=sample, seed=seed, offset=offset, slice_=slice_)
 
-    configure_logging("console", "warning")
+    configure_logging("console", "warning", stream=sys.stderr)
     # The provider comes from the environment (embedded engine when no key is set), so the same
     # benchmark runs unchanged against Gemini, OpenAI or an OpenAI-compatible server.
     settings = load_settings()

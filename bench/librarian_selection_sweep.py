@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +192,7 @@ async def sweep(
     slice_names: list[str], backends: list[str], grid: dict[str, list[float]], budget: float, fit: bool = False
 ) -> dict[str, Any]:
     corpus, questions = load_questions(JSQUAD)
-    configure_logging("console", "warning")
+    configure_logging("console", "warning", stream=sys.stderr)
     settings = load_settings()
     app = create_app(settings)
     near_dup = settings.librarian_near_dup_threshold

@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import random
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     from librarian_svc.log_setup import configure_logging
 
-    configure_logging("console", "warning")
+    configure_logging("console", "warning", stream=sys.stderr)
     shapes = growth(baseline=not args.no_baseline)
     steps = [asyncio.run(_step_cpu_ms(rounds, args.step_repeats)) for rounds in (1, 3, 10)]
     report = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Mapping, MutableMapping
-from typing import Any
+from typing import Any, TextIO
 
 import msgspec
 import structlog
@@ -97,12 +97,15 @@ class _NamedPrintLogger(structlog.PrintLogger):
         self.name = name
 
 
-def configure_logging(log_format: str, level: str) -> None:
+def configure_logging(log_format: str, level: str, stream: TextIO | None = None) -> None:
     """Configure structlog for our code, and route the stdlib loggers (uvicorn, httpx, langchain) through it.
 
     Our own log lines take structlog's native path (no stdlib `logging` machinery, JSON encoded by
     msgspec straight to stdout), because one access line per request sits on the hot path; records
     from libraries that log through the stdlib are formatted by the same processors.
+
+    `stream` replaces stdout (where Cloud Run collects the lines) for a caller whose stdout carries
+    something else: a benchmark prints its report there and its log lines on stderr.
     """
     numeric_level = logging.getLevelName(level.upper())
     shared: list[Any] = [
@@ -116,13 +119,13 @@ def configure_logging(log_format: str, level: str) -> None:
         encoder = msgspec.json.Encoder(enc_hook=str)  # anything unusual is logged as its str()
         native_renderer: Any = structlog.processors.JSONRenderer(serializer=lambda obj, **_: encoder.encode(obj))
         stdlib_renderer: Any = structlog.processors.JSONRenderer(ensure_ascii=False)
-        factory: Any = lambda name=None, *_: _NamedBytesLogger(name, sys.stdout.buffer)  # noqa: E731
+        factory: Any = lambda name=None, *_: _NamedBytesLogger(name, (stream or sys.stdout).buffer)  # noqa: E731
     else:
         # Plain tracebacks: the rich ones print local variables, which may hold request headers.
         native_renderer = stdlib_renderer = structlog.dev.ConsoleRenderer(
-            colors=sys.stdout.isatty(), exception_formatter=structlog.dev.plain_traceback
+            colors=(stream or sys.stdout).isatty(), exception_formatter=structlog.dev.plain_traceback
         )
-        factory = lambda name=None, *_: _NamedPrintLogger(name, sys.stdout)  # noqa: E731
+        factory = lambda name=None, *_: _NamedPrintLogger(name, stream or sys.stdout)  # noqa: E731
 
     structlog.configure(
         processors=[_add_logger_name, *shared, native_renderer],
@@ -134,7 +137,7 @@ def configure_logging(log_format: str, level: str) -> None:
         foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, stdlib_renderer],
     )
-    handler = logging.StreamHandler(sys.stdout)
+    handler = logging.StreamHandler(stream or sys.stdout)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.support.live_service import PROJECT_ROOT
 
 SCRIPT = """
@@ -46,3 +48,32 @@ def test_http_client_info_lines_are_silenced_but_warnings_kept() -> None:
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["message"] for r in records] == ["retrying"] * 5
     assert {r["logger"] for r in records} == {"httpx", "httpx2", "httpcore", "httpcore2", "openai"}
+
+
+STDERR_SCRIPT = """
+import logging, sys
+import structlog
+from librarian_svc.log_setup import configure_logging
+configure_logging({log_format!r}, "warning", stream=sys.stderr)
+structlog.get_logger("ours").warning("our warning")
+logging.getLogger("a_library").warning("a library's warning")
+structlog.get_logger("ours").info("below the level")
+"""
+
+
+@pytest.mark.parametrize("log_format", ["json", "console"])
+def test_a_caller_can_keep_stdout_for_itself(log_format: str) -> None:
+    """A benchmark prints its JSON report on stdout: the service's log lines go to the stream it names."""
+    done = subprocess.run(
+        [sys.executable, "-c", STDERR_SCRIPT.format(log_format=log_format)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2
+    assert "our warning" in lines[0]
+    assert "a library's warning" in lines[1]
