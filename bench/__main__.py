@@ -20,7 +20,7 @@ from bench.tools import PROJECT_ROOT, RESULTS_DIR, emit
 BENCHMARKS: dict[str, list[str]] = {
     "cold_start": ["bench.cold_start"],
     "framework_overhead": ["bench.framework_overhead"],
-    "librarian_throughput": ["bench.librarian_throughput"],
+    "librarian_throughput": ["bench.librarian_throughput", "--floor"],
     "librarian_quality": ["bench.librarian_quality", "--sample", "500"],
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
     "near_duplicates_growth": ["bench.near_duplicates_growth"],
