@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable
-from litestar import Litestar
+from typing import TYPE_CHECKING, Any
 
 import graphs.llm.unobserved_call as unobserved_call
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import LanguageModelInput
+    from langchain_core.messages import BaseMessage
+    from langchain_core.runnables import Runnable
+    from litestar import Litestar
 
 APP_FACTORY = "bench.blocking_variant:create_app"
 

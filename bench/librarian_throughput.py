@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--snippet-chars", type=int, default=150, help="snippet length (150 gives ~160 KB)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="SEARCH rounds of 100 hits in the history")
     parser.add_argument(
-        "--floor", action="store_true", help="also load the service thinking about 5 hits only (the ceiling)"
+        "--floor",
+        action="store_true",
+        help=f"also load the service thinking about {FLOOR_HITS} hits only (the ceiling)",
     )
     args = parser.parse_args(argv)
     figures = run(

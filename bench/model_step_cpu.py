@@ -223,8 +223,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--library-client contrasts the OpenAI-family clients: it needs --provider openai-compatible")
     model, model_url = start_fake_model(0, fake_model_for(args.provider, None))
     try:
-        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-            configure_logging("json", "INFO")
+        with open(os.devnull, "w") as sink:
+            configure_logging("json", "INFO", stream=sink)
             # The service serves on uvloop (uvicorn's default when installed); the client's transport runs on it.
             with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
                 figures = runner.run(

@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import hashlib
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from bench.grace_throughput import HITS
 from bench.proposal_quality_throughput import STATUSES, dashboard, payloads
 from bench.tools import JSQUAD, emit, log
 from librarian_svc.app import create_app
+from librarian_svc.log_setup import configure_logging
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import load_settings
 from reference_orchestrator.agent_sessions import GRACE_STEP, grace_hits, run_grace
@@ -112,6 +114,7 @@ async def replay(sessions: int) -> list[dict[str, Any]]:
     env = {**os.environ, "LLM_PROVIDER": "heuristic", "STATE_SIGNING_KEYS": REPLAY_KEY, "LOG_LEVEL": "WARNING"}
     env.pop("STATE_SIGNING_KEY", None)
     settings = load_settings(env)
+    configure_logging("console", "warning", stream=sys.stderr)  # stdout is the report's
     services = build_services(settings)
     app = create_app(settings, services=services)
     pairs = list(jsquad_chunks(JSQUAD))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import statistics
@@ -219,8 +218,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     # As deployed (JSON lines, INFO: the access line is part of a request's cost), written to /dev/null so
     # stdout holds only the report.
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        configure_logging("json", "INFO")
+    with open(os.devnull, "w") as sink:
+        configure_logging("json", "INFO", stream=sink)
         figures = asyncio.run(measure(args.runs, args.rounds))
     emit_in_process(MODULE, ASKS, argv or [], args, figures)
 

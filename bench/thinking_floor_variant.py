@@ -15,13 +15,17 @@ echo is what the Librarian could reach with thinking about the hits for free (is
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import msgspec
-from litestar import Litestar
 
 import graphs.librarian.candidates as candidates
-from contracts.librarian import SearchRound
-from graphs.chunked import Chunked
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+
+    from contracts.librarian import SearchRound
+    from graphs.chunked import Chunked
 
 MODULE = "bench.thinking_floor_variant"
 APP_FACTORY = f"{MODULE}:create_app"

@@ -105,7 +105,8 @@ def configure_logging(log_format: str, level: str, stream: TextIO | None = None)
     from libraries that log through the stdlib are formatted by the same processors.
 
     `stream` replaces stdout (where Cloud Run collects the lines) for a caller whose stdout carries
-    something else: a benchmark prints its report there and its log lines on stderr.
+    something else: a benchmark prints its report there and its log lines on stderr. Like stdout it must
+    be a console file (the JSON format writes to its binary `buffer`).
     """
     numeric_level = logging.getLevelName(level.upper())
     shared: list[Any] = [
