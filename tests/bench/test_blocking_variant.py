@@ -11,12 +11,11 @@ import pytest
 import uvloop
 
 import graphs.llm.unobserved_call as unobserved_call
-from bench.blocking_variant import APP_FACTORY, blocking_reply, create_app, patch_blocking
+from bench.blocking_variant import blocking_reply, patch_blocking
 from bench.librarian_concurrency import QUESTION, start_fake_model
 from bench.model_step_cpu import THINK_PATH, settings_env
 from bench.step_breakdown import asgi_post
-from librarian_svc import workers
-from librarian_svc.app import create_app as create_service_app
+from librarian_svc.app import create_app
 from librarian_svc.settings import load_settings
 
 MODEL_S = 0.3
@@ -27,7 +26,7 @@ def longest_stall_during_a_step(url: str) -> float:
     """The longest the event loop went without running a 5 ms ticker while the service ran one model-backed step."""
 
     async def run() -> float:
-        app = create_service_app(load_settings(settings_env(url)))
+        app = create_app(load_settings(settings_env(url)))
         body = msgspec.json.encode({"request_id": "b1", "user_query": QUESTION, "subject_id": "bench"})
         longest, stepping = 0.0, True
 
@@ -68,13 +67,3 @@ def test_the_service_waits_for_the_model_without_holding_the_loop_and_the_contra
         process.wait()
     assert free < MODEL_S / 2
     assert held >= MODEL_S * 0.9
-
-
-def test_each_worker_s_app_factory_patches_its_own_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers are separate processes: the patch must come with the app factory uvicorn calls in each."""
-    built = object()
-    monkeypatch.setattr(unobserved_call, "reply", unobserved_call.reply)  # restored after the test
-    monkeypatch.setattr(workers, "create_worker_app", lambda: built)
-    assert f"{create_app.__module__}:{create_app.__name__}" == APP_FACTORY
-    assert create_app() is built
-    assert unobserved_call.reply is blocking_reply

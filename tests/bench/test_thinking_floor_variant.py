@@ -11,11 +11,10 @@ import uvloop
 
 import graphs.librarian.candidates as candidates
 from bench.step_breakdown import asgi_post
-from bench.thinking_floor_variant import APP_FACTORY, FLOOR_HITS, create_app, first_hits_pool_steps
+from bench.thinking_floor_variant import FLOOR_HITS, first_hits_pool_steps
 from contracts.librarian import SearchHit, SearchRound
 from graphs.chunked import finish
-from librarian_svc import workers
-from librarian_svc.app import create_app as create_service_app
+from librarian_svc.app import create_app
 from librarian_svc.settings import load_settings
 
 QUESTION = "東京タワーの高さは何メートルですか"
@@ -55,7 +54,7 @@ def test_the_floor_s_step_reads_the_whole_request_and_completes(monkeypatch: pyt
         {"request_id": "f1", "user_query": QUESTION, "subject_id": "bench", "search_history": rounds, "state": None}
     )
     monkeypatch.setattr(candidates, "pool_steps", first_hits_pool_steps)
-    app = create_service_app(load_settings({"LLM_PROVIDER": "heuristic"}))
+    app = create_app(load_settings({"LLM_PROVIDER": "heuristic"}))
 
     async def step() -> tuple[int, bytes]:
         async with app.lifespan():
@@ -68,13 +67,3 @@ def test_the_floor_s_step_reads_the_whole_request_and_completes(monkeypatch: pyt
     first = {hit.document_id for hit in rounds[0].results[:FLOOR_HITS]}
     assert answer["evidence"]
     assert {e["document_id"] for e in answer["evidence"]} <= first
-
-
-def test_each_worker_s_app_factory_cuts_its_own_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workers are separate processes: the cut must come with the app factory uvicorn calls in each."""
-    built = object()
-    monkeypatch.setattr(candidates, "pool_steps", candidates.pool_steps)  # restored after the test
-    monkeypatch.setattr(workers, "create_worker_app", lambda: built)
-    assert f"{create_app.__module__}:{create_app.__name__}" == APP_FACTORY
-    assert create_app() is built
-    assert candidates.pool_steps is first_hits_pool_steps
