@@ -14,6 +14,7 @@ result is `ok`, `msgspec.convert(without_null_optionals(kind, report), Organizer
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 from contracts.proposal_quality import ReportKind, ValidationResult
@@ -67,9 +68,14 @@ def _quote(value: str) -> str:
     return f"'{shown}…'" if len(value) > MAX_QUOTED_CHARS else f"'{shown}'"
 
 
-def _has(text: str, marker: str) -> bool:
-    """Whether `text` contains `marker`, compared as forbidden phrases are (width, spacing and kana folded)."""
-    return comparable(marker) in comparable(text)
+def _has(text: str, *markers: str) -> bool:
+    """Whether `text` contains one of `markers`, compared as forbidden phrases are (width, spacing and kana folded)."""
+    seen = comparable(text)
+    return any(_comparable_marker(marker) in seen for marker in markers)
+
+
+_comparable_marker = lru_cache(maxsize=16)(comparable)
+"""`comparable` of the rules' few fixed markers, worked out once."""
 
 
 # --- field helpers: each reports its own problem and returns the value only when it is usable ------
@@ -317,7 +323,7 @@ def _advisor_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings)
 
 def _check_option(option: dict[str, Any], path: str, found: _Findings) -> None:
     label = _string(option, "label", path, found, non_blank=True)
-    if label is not None and not any(_has(label, marker) for marker in LABEL_MARKERS):
+    if label is not None and not _has(label, *LABEL_MARKERS):
         found.warnings.append(f"{_path(path, 'label')} should contain 案/パターン/候補")
     _optional_string(option, "description", path, found)
     _optional_string(option, "suggested_status", path, found)

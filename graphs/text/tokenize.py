@@ -198,7 +198,9 @@ def normalized_many(texts: Sequence[str]) -> list[str]:
     """
     if not texts:
         return []
-    joined = "\n".join(text.replace("\n", " ") for text in texts)
+    joined = "\n".join(texts)
+    if joined.count("\n") != len(texts) - 1:  # some text holds a newline of its own (rare: titles, snippets)
+        joined = "\n".join(text.replace("\n", " ") for text in texts)
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", joined).casefold()).split("\n")
 
 

@@ -22,6 +22,7 @@ from graphs.proposal_quality.drafting.wording import FORBIDDEN, REPHRASE, neutra
 from graphs.proposal_quality.forbidden_phrases import (
     _FOLD,
     _INVISIBLE,
+    ARRAY_FROM_CHARS,
     KANJI_READINGS,
     comparable,
     find_forbidden,
@@ -202,17 +203,22 @@ def _reference_comparable(text: str) -> str:
     return folded
 
 
-def test_comparable_matches_its_reference_on_every_code_point() -> None:
-    """The fast paths (NFKC check, folding only the runs `_FOLD` rewrites) change no character's form."""
+@pytest.mark.parametrize("chunk_chars", [64, ARRAY_FROM_CHARS], ids=["regex-path", "array-path"])
+def test_comparable_matches_its_reference_on_every_code_point(chunk_chars: int) -> None:
+    """The fast paths (NFKC check, folding only the runs `_FOLD` rewrites, the arrays for long texts) change
+    no character's form; the long chunks that reach beyond the BMP take the regex path."""
     points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
-    for start in range(0, len(points), 64):
-        chunk = "".join(points[start : start + 64])
+    for start in range(0, len(points), chunk_chars):
+        chunk = "".join(points[start : start + chunk_chars])
         assert comparable(chunk) == _reference_comparable(chunk), hex(ord(chunk[0]))
 
 
-@given(st.text(alphabet=st.sampled_from("ヘへベスト推奬すいしょうカタカナ下さい為るべき゛\u3099\u200b ﾍﾞｽﾄ漢字AＡa")))
+_MIXED = st.sampled_from("ヘへベスト推奬すいしょうカタカナ下さい為るべき゛\u3099\u200b ﾍﾞｽﾄ漢字AＡa")
+
+
+@given(st.one_of(st.text(alphabet=_MIXED), st.text(alphabet=_MIXED, min_size=ARRAY_FROM_CHARS)))
 def test_comparable_matches_its_reference_on_mixed_text(text: str) -> None:
-    """Runs of kana, kanji, marks, width forms and invisibles in any order: the same canonical form."""
+    """Runs of kana, kanji, marks, width forms and invisibles in any order, short or long: the same form."""
     assert comparable(text) == _reference_comparable(text)
 
 
