@@ -1,24 +1,29 @@
-"""langchain-openai's chat models, sending the request they built without the two costs that add nothing to it.
+"""langchain-openai's chat models, sending the request they built without the three costs that add nothing to it.
 
-`ChatOpenAI._agenerate` hands its payload to the SDK's typed `chat.completions.create`, then converts the
-reply on a worker thread. For the service's requests both steps are pure cost (issue 14 item 3; an
-in-process profile of a model-backed think step, `python -m bench.model_step_cpu`):
+`ChatOpenAI._agenerate` hands its payload to the SDK's typed `chat.completions.create`, which builds a typed
+reply, then converts the reply on a worker thread. For the service's requests all three are pure cost
+(issue 14 item 3; an in-process profile of a model-backed think step, `python -m bench.model_step_cpu`):
 
 - `create` runs the payload through the SDK's request transform, which walks every value against the
   typed-dict annotations of the chat-completions parameters (each message against the six message
   types of the union) to apply field aliases and formats. The chat-completions request types declare
   none (`tests/graphs/llm/test_openai_chat.py` checks the SDK's transform returns our payloads
   unchanged), so it returns what it was given, after ~150 µs per message and ~100 µs for the rest.
-- the reply's conversion (`_create_chat_result`, a few pydantic dumps) runs through `run_in_executor`:
-  a thread hop that costs more than the conversion and, on a worker whose event loop is busy, waits
-  for the GIL.
+- the typed reply (`ChatCompletion`) is built field by field from the reply's JSON, and the conversion
+  dumps it straight back to a dict: `as_dumped` gives that dict from the JSON itself (the fields the
+  reply leaves out present with their defaults, as the dump has them), about 0.25 ms less per call.
+- the reply's conversion (`_create_chat_result`) runs through `run_in_executor`: a thread hop that costs
+  more than the conversion and, on a worker whose event loop is busy, waits for the GIL.
 
 These classes keep everything else of langchain-openai and the SDK: the payload (`_get_request_payload`),
 the reply's conversion (`_create_chat_result`, Azure's content-filter override included), callbacks and
 usage, and the SDK's client with its HTTP transport, URL building (Azure deployments), authentication,
 timeouts and typed errors (mapped by langchain-openai's own handlers). The request goes through the SDK's
-public `post`, which `create` itself calls, with the same body and the same request options; the reply is
-parsed into the same `ChatCompletion`. Streaming, structured-output parsing (`response_format` passed to
+public `post`, which `create` itself calls, with the same body and the same request options; the reply
+reaches `_create_chat_result` as the dict the typed reply dumps to, and the first message's `refusal` (and
+a `parsed` the server sent) reach the message's `additional_kwargs` as they do from a typed reply (the
+tests compare both paths on replies with every optional field, none, and fields the SDK does not
+declare). Streaming, structured-output parsing (`response_format` passed to
 langchain), tools, the Responses API, response headers (`include_response_headers`, the LangSmith gateway),
 messages whose content is not plain text and any payload key `create` does not take (it refuses those with
 a `TypeError`) take the library's own path. One difference is left: a 200 reply that is not JSON fails with
@@ -32,8 +37,11 @@ answering at once, in one rotation): ~0.4 ms less CPU per model-backed think ste
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Coroutine
-from typing import Any
+from functools import cache
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 import openai
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
@@ -49,6 +57,7 @@ from openai._base_client import make_request_options
 from openai._models import SecurityOptions
 from openai.resources.chat.completions import AsyncCompletions
 from openai.types.chat import ChatCompletion
+from pydantic.fields import FieldInfo
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 """What `chat.completions.create` posts to (Azure's client inserts the deployment)."""
@@ -72,6 +81,69 @@ def sent_as_built(payload: dict[str, Any]) -> bool:
     )
 
 
+def as_dumped(value: object, model: type[openai.BaseModel]) -> object:
+    """A reply's JSON as `model.construct(...).model_dump()` gives it, without building the typed model.
+
+    The SDK's typed reply (`cast_to=ChatCompletion`) is built field by field and langchain-openai dumps it
+    straight back to a dict: about a quarter of a millisecond of CPU per model call for nothing a dict does
+    not say. What the round trip changes, this does: every field with a default that the reply leaves out
+    is present with that default (`logprobs`, `refusal`, `system_fingerprint`: null), in nested models too.
+    Values are kept as sent (the SDK's construction validates nothing either), and so are fields the
+    model does not declare. A union of models (tool calls, which plain chat completions never ask for)
+    is left as sent.
+    """
+    if not isinstance(value, dict):
+        return value
+    defaults, nested = _fields(model)
+    dumped = {name: field.get_default(call_default_factory=True) for name, field in defaults.items()} | value
+    for name, (inner, many) in nested.items():
+        item = dumped.get(name)
+        if many and isinstance(item, list):
+            dumped[name] = [as_dumped(element, inner) for element in item]
+        elif not many and item is not None:
+            dumped[name] = as_dumped(item, inner)
+    return dumped
+
+
+Nested = dict[str, tuple[type[openai.BaseModel], bool]]
+"""Fields holding a model or a list of models: the model, and whether a list."""
+
+
+@cache
+def _fields(model: type[openai.BaseModel]) -> tuple[dict[str, FieldInfo], Nested]:
+    """`model`'s fields with a default, and those holding a model or a list of models."""
+    defaults = {name: field for name, field in model.model_fields.items() if not field.is_required()}
+    nested: Nested = {}
+    for name, field in model.model_fields.items():
+        inner, many = _unwrapped(field.annotation)
+        if isinstance(inner, type) and issubclass(inner, openai.BaseModel):
+            nested[name] = (inner, many)
+    return defaults, nested
+
+
+def _unwrapped(annotation: Any) -> tuple[Any, bool]:
+    """`X` from `X`, `Optional[X]`, `List[X]` or `Optional[List[X]]`, and whether it was a list."""
+    arguments = [argument for argument in get_args(annotation) if argument is not type(None)]
+    if get_origin(annotation) in (Union, UnionType) and len(arguments) == 1:
+        return _unwrapped(arguments[0])
+    if get_origin(annotation) is list and len(arguments) == 1:
+        return arguments[0], True
+    return annotation, False
+
+
+def _json_of_text(text: str) -> object:
+    """A reply the SDK handed over as text (its content type is not JSON), parsed as the typed path would try.
+
+    With `cast_to=ChatCompletion` the SDK tries the body as JSON whatever its content type, and hands over
+    the text when that fails; `_create_chat_result` then refuses the text with the library's own error.
+    """
+    try:
+        parsed: object = json.loads(text)
+    except ValueError:
+        return text
+    return parsed
+
+
 Generate = Callable[..., Coroutine[Any, Any, ChatResult]]
 """A chat model's `_agenerate`, unbound: (model, messages, stop=, run_manager=, **kwargs) → result."""
 
@@ -93,8 +165,8 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
         request_options = {key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload}
         options = make_request_options(**request_options, security=CREATE_SECURITY)
         try:
-            response = await self.root_async_client.post(
-                CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ChatCompletion
+            reply = await self.root_async_client.post(
+                CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=object
             )
         except openai.BadRequestError as error:
             _handle_openai_bad_request(error)
@@ -102,7 +174,14 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
         except openai.APIError as error:
             _handle_openai_api_error(error)
             raise
-        return self._create_chat_result(response, {})
+        # Not a dict (a text or list reply): `_create_chat_result` refuses it with the library's own error.
+        dumped: Any = as_dumped(_json_of_text(reply) if isinstance(reply, str) else reply, ChatCompletion)
+        result = self._create_chat_result(dumped, {})
+        if isinstance(dumped, dict) and dumped["choices"]:
+            # What the library copies off a typed reply's first message and nowhere else.
+            message, extra = dumped["choices"][0]["message"], result.generations[0].message.additional_kwargs
+            extra |= {key: message[key] for key in ("parsed", "refusal") if key in message}
+        return result
 
     return _agenerate
 

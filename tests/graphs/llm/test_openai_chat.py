@@ -8,6 +8,7 @@ back. The library's path is recognisable on the wire: it asks the SDK for the ra
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from typing import Any, Literal, get_args
@@ -19,11 +20,19 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatResult
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from langchain_openai.chat_models.base import BaseChatOpenAI
+from openai._models import construct_type
 from openai._utils._transform import async_maybe_transform
+from openai.types.chat import ChatCompletion
 from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
 
 from graphs.llm.config import LLMConfig
-from graphs.llm.openai_chat import REQUEST_OPTION_KEYS, LeanAzureChatOpenAI, LeanChatOpenAI, sent_as_built
+from graphs.llm.openai_chat import (
+    REQUEST_OPTION_KEYS,
+    LeanAzureChatOpenAI,
+    LeanChatOpenAI,
+    as_dumped,
+    sent_as_built,
+)
 from graphs.llm.retry import classify
 from graphs.llm.structured_output import native_json_kwargs
 from tests.fakes.fixtures import ChatModelFactory
@@ -127,6 +136,94 @@ async def test_the_lean_path_sends_and_returns_what_the_library_path_does(
     library_call, lean_call = llm_server.calls
     assert _request(lean_call) == _request(library_call)
     assert _result(lean) == _result(library)
+
+
+_MESSAGE = {"role": "assistant", "content": '{"ids": ["c1"]}'}
+_REQUIRED = {"id": "cc-1", "object": "chat.completion", "created": 1, "model": "m-1"}
+REPLY_BODIES: dict[str, dict[str, Any]] = {
+    "required fields only": _REQUIRED | {"choices": [{"index": 0, "finish_reason": "stop", "message": _MESSAGE}]},
+    "every optional field": _REQUIRED
+    | {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "length",
+                "logprobs": {"content": [{"token": "a", "logprob": -0.1, "bytes": [97], "top_logprobs": []}]},
+                "message": _MESSAGE | {"refusal": "no", "annotations": [], "audio": None, "tool_calls": None},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 12,
+            "completion_tokens": 5,
+            "total_tokens": 17,
+            "prompt_tokens_details": {"cached_tokens": 3},
+            "completion_tokens_details": {"reasoning_tokens": 2},
+        },
+        "system_fingerprint": "fp-1",
+        "service_tier": "default",
+    },
+    # llama.cpp's server adds its timings; reasoning servers (vLLM, DeepSeek) a message field of their own.
+    "fields the SDK does not declare": _REQUIRED
+    | {
+        "choices": [{"index": 0, "finish_reason": "stop", "message": _MESSAGE | {"reasoning_content": "hm"}}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6},
+        "timings": {"predicted_ms": 12.5},
+    },
+    "no choices": _REQUIRED | {"choices": []},
+}
+"""Replies as OpenAI-compatible servers send them: the lean path reads each as the library's typed reply."""
+
+
+@pytest.mark.parametrize("body", list(REPLY_BODIES))
+def test_a_reply_reads_as_the_sdks_typed_reply_dumped(body: str) -> None:
+    """`as_dumped` gives what `ChatCompletion`, built the SDK's way, gives back as a dict."""
+    reply = REPLY_BODIES[body]
+    typed = construct_type(type_=ChatCompletion, value=reply)
+    assert isinstance(typed, ChatCompletion)
+    assert as_dumped(reply, ChatCompletion) == typed.model_dump(warnings=False)
+
+
+@pytest.mark.parametrize("provider", get_args(Provider))
+@pytest.mark.parametrize("body", [name for name in REPLY_BODIES if name != "no choices"])
+async def test_every_reply_shape_returns_what_the_library_path_does(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: Provider, body: str
+) -> None:
+    model = chat_model_factory(_config(provider, llm_server))
+    assert isinstance(model, LeanChatOpenAI | LeanAzureChatOpenAI)
+    reply = Reply(body=json.dumps(REPLY_BODIES[body]).encode())
+    llm_server.script(reply, reply)
+
+    library = await _library_generate(model)([HumanMessage("hi")])
+    lean = await model._agenerate([HumanMessage("hi")])
+
+    _assert_paths(llm_server)
+    assert _result(lean) == _result(library)
+    assert lean.generations[0].message.additional_kwargs == library.generations[0].message.additional_kwargs
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        pytest.param(json.dumps(REPLY_BODIES["every optional field"]), "text/plain", id="json-as-text"),
+        pytest.param("<html>gateway</html>", "text/html", id="html"),
+        pytest.param("[1, 2]", "application/json", id="a-list"),
+    ],
+)
+async def test_a_reply_that_is_not_a_json_object_fares_as_on_the_library_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, body: str, content_type: str
+) -> None:
+    """A JSON body sent as text is still read; anything else is refused with the library's own error."""
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    outcomes: list[object] = []
+    for generate in (_library_generate(model), model._agenerate):
+        llm_server.script(Reply(body=body.encode(), content_type=content_type))
+        try:
+            outcomes.append(_result(await generate([HumanMessage("hi")])))
+        except ValueError as error:
+            outcomes.append((type(error), str(error)))
+    _assert_paths(llm_server)
+    assert outcomes[0] == outcomes[1]
 
 
 @pytest.mark.parametrize("provider", ["openai", "azure"])
