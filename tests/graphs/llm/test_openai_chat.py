@@ -109,6 +109,25 @@ def _result(result: ChatResult) -> dict[str, Any]:
     }
 
 
+Outcome = ChatResult | BaseException
+"""What a call came to: its result, or the exception it raised."""
+
+
+async def _on_both_paths(
+    model: BaseChatOpenAI, server: FakeLLMServer | None = None, reply: Reply | None = None, **kwargs: Any
+) -> tuple[Outcome, Outcome]:
+    """The library path's outcome of one call, then the lean path's, `reply` scripted before each."""
+    outcomes: list[Outcome] = []
+    for generate in (_library_generate(model), model._agenerate):
+        if server is not None and reply is not None:
+            server.script(reply)
+        try:
+            outcomes.append(await generate([HumanMessage("hi")], **kwargs))
+        except Exception as error:
+            outcomes.append(error)
+    return outcomes[0], outcomes[1]
+
+
 @pytest.mark.parametrize("provider", get_args(Provider))
 @pytest.mark.parametrize("conversation", list(CONVERSATIONS))
 @pytest.mark.parametrize("native_json", [True, False], ids=["json-schema", "prompt-only"])
@@ -215,15 +234,11 @@ async def test_a_reply_that_is_not_a_json_object_fares_as_on_the_library_path(
     """A JSON body sent as text is still read; anything else is refused with the library's own error."""
     model = chat_model_factory(_config("openai", llm_server))
     assert isinstance(model, BaseChatOpenAI)
-    outcomes: list[object] = []
-    for generate in (_library_generate(model), model._agenerate):
-        llm_server.script(Reply(body=body.encode(), content_type=content_type))
-        try:
-            outcomes.append(_result(await generate([HumanMessage("hi")])))
-        except ValueError as error:
-            outcomes.append((type(error), str(error)))
+    outcomes = await _on_both_paths(model, llm_server, Reply(body=body.encode(), content_type=content_type))
     _assert_paths(llm_server)
-    assert outcomes[0] == outcomes[1]
+    library, lean = (_result(o) if isinstance(o, ChatResult) else (type(o), str(o)) for o in outcomes)
+    assert lean == library
+    assert isinstance(outcomes[0], ChatResult | ValueError)
 
 
 @pytest.mark.parametrize("provider", ["openai", "azure"])
@@ -267,13 +282,7 @@ async def test_errors_are_the_library_paths_errors(
 ) -> None:
     model = chat_model_factory(_config("openai", llm_server))
     assert isinstance(model, BaseChatOpenAI)
-    raised: list[BaseException] = []
-    for generate in (_library_generate(model), model._agenerate):
-        llm_server.script(Reply(status=status, headers={"Retry-After": "3"}))
-        with pytest.raises(openai.APIStatusError) as caught:
-            await generate([HumanMessage("hi")])
-        raised.append(caught.value)
-    library, lean = raised
+    library, lean = await _on_both_paths(model, llm_server, Reply(status=status, headers={"Retry-After": "3"}))
     _assert_paths(llm_server)
     assert type(lean) is type(library)
     assert type(lean).__name__ == library_error
@@ -289,14 +298,10 @@ async def test_a_timeout_is_the_library_paths_timeout(
 ) -> None:
     model = chat_model_factory(msgspec.structs.replace(_config("openai", llm_server), timeout_s=0.2))
     assert isinstance(model, BaseChatOpenAI)
-    raised: list[type[BaseException]] = []
-    for generate in (_library_generate(model), model._agenerate):
-        llm_server.script(Reply(content="late", delay_s=1.0))
-        with pytest.raises(openai.APITimeoutError) as caught:
-            await generate([HumanMessage("hi")])
-        raised.append(type(caught.value))
+    library, lean = await _on_both_paths(model, llm_server, Reply(content="late", delay_s=1.0))
     _assert_paths(llm_server)
-    assert raised[0] is raised[1]
+    assert isinstance(library, openai.APITimeoutError)
+    assert type(lean) is type(library)
 
 
 @pytest.mark.parametrize(
@@ -348,12 +353,9 @@ async def test_a_refused_connection_is_the_library_paths_connection_error(
     closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     model = chat_model_factory(msgspec.structs.replace(_config("openai", llm_server), base_url=closed))
     assert isinstance(model, BaseChatOpenAI)
-    raised: list[type[BaseException]] = []
-    for generate in (_library_generate(model), model._agenerate):
-        with pytest.raises(openai.APIConnectionError) as caught:
-            await generate([HumanMessage("hi")])
-        raised.append(type(caught.value))
-    assert raised[0] is raised[1]
+    library, lean = await _on_both_paths(model)
+    assert isinstance(library, openai.APIConnectionError)
+    assert type(lean) is type(library)
 
 
 async def test_response_headers_asked_for_take_the_library_path(
@@ -374,9 +376,9 @@ async def test_a_payload_create_would_refuse_is_refused_as_create_refuses_it(
 ) -> None:
     model = chat_model_factory(_config("openai", llm_server))
     assert isinstance(model, BaseChatOpenAI)
-    for generate in (_library_generate(model), model._agenerate):
-        with pytest.raises(TypeError, match="unexpected keyword argument 'temprature'"):
-            await generate([HumanMessage("hi")], temprature=0.5)
+    for outcome in await _on_both_paths(model, temprature=0.5):
+        assert isinstance(outcome, TypeError)
+        assert "unexpected keyword argument 'temprature'" in str(outcome)
     assert llm_server.calls == []
 
 
