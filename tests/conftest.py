@@ -130,3 +130,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 pytest_plugins = ["tests.fakes.fixtures"]
+
+
+@pytest.hookimpl(trylast=True)  # after hypothesis' own, which ends its initialisation phase
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Import hypothesis' regex strategy now, on a shallow stack, rather than in the first test that needs it.
+
+    hypothesis imports it the first time a test draws from `st.from_regex`, deep in that test's stack. pytest
+    rewrites hypothesis' modules as it imports them (hypothesis is a pytest plugin), and CPython 3.11's parser
+    may then fail with "SystemError: AST constructor recursion depth mismatch" (pytest-dev/pytest#10874):
+    about one run in two of `tests/graphs/llm` failed so in `test_validation.py`.
+    """
+    import hypothesis.strategies._internal.regex  # noqa: F401

@@ -11,7 +11,7 @@ reply, then converts the reply on a worker thread. For the service's requests al
   unchanged), so it returns what it was given, after ~150 µs per message and ~100 µs for the rest.
 - the typed reply (`ChatCompletion`) is built field by field from the reply's JSON, and the conversion
   dumps it straight back to a dict: `as_dumped` gives that dict from the JSON itself (the fields the
-  reply leaves out present with their defaults, as the dump has them), about 0.25 ms less per call.
+  reply leaves out present, as the dump has them), ~10 µs instead of ~80 µs per call.
 - the reply's conversion (`_create_chat_result`) runs through `run_in_executor`: a thread hop that costs
   more than the conversion and, on a worker whose event loop is busy, waits for the GIL.
 
@@ -19,16 +19,20 @@ These classes keep everything else of langchain-openai and the SDK: the payload 
 the reply's conversion (`_create_chat_result`, Azure's content-filter override included), callbacks and
 usage, and the SDK's client with its HTTP transport, URL building (Azure deployments), authentication,
 timeouts and typed errors (mapped by langchain-openai's own handlers). The request goes through the SDK's
-public `post`, which `create` itself calls, with the same body and the same request options; the reply
-reaches `_create_chat_result` as the dict the typed reply dumps to, and the first message's `refusal` (and
-a `parsed` the server sent) reach the message's `additional_kwargs` as they do from a typed reply (the
-tests compare both paths on replies with every optional field, none, and fields the SDK does not
-declare). Streaming, structured-output parsing (`response_format` passed to
-langchain), tools, the Responses API, response headers (`include_response_headers`, the LangSmith gateway),
-messages whose content is not plain text and any payload key `create` does not take (it refuses those with
-a `TypeError`) take the library's own path. One difference is left: a 200 reply that is not JSON fails with
-the same `JSONDecodeError` but without the HTTP response attached, so the retry loop names it by its type
-rather than "HTTP 200" (neither is retried).
+public `post`, which `create` itself calls, with the same body and the same request options. The reply's
+body is read as for a typed reply (`ReplyJson`) and reaches `_create_chat_result` as the dict the typed
+reply dumps to; the first message's `refusal` (and a `parsed` the server sent) reach the message's
+`additional_kwargs` as they do from a typed reply. The tests compare both paths on replies with every
+optional field, none, required fields left out, fields the SDK does not declare, a JSON body sent as text
+or with a byte-order mark, and bodies that are not a JSON object. Streaming, structured-output parsing
+(`response_format` passed to langchain), tools, the Responses API, response headers
+(`include_response_headers`, the LangSmith gateway), messages whose content is not plain text and any
+payload key `create` does not take (it refuses those with
+a `TypeError`) take the library's own path. Differences left, none retried either way: a 200 reply that
+is not JSON fails with the same `JSONDecodeError` but without the HTTP response attached, so the retry loop
+names it by its type rather than "HTTP 200"; a reply that is a JSON list is refused with the same
+`ValueError`, its preview showing dicts where the typed path shows models; values of the wrong type stay
+as sent (`as_dumped`).
 
 Measured (`python -m bench.model_step_cpu --library-client`: the real clients against the lean fake model
 answering at once, in one rotation): ~0.4 ms less CPU per model-backed think step, more under load.
@@ -37,7 +41,6 @@ answering at once, in one rotation): ~0.4 ms less CPU per model-backed think ste
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Callable, Coroutine
 from functools import cache
 from types import UnionType
@@ -81,21 +84,39 @@ def sent_as_built(payload: dict[str, Any]) -> bool:
     )
 
 
-def as_dumped(value: object, model: type[openai.BaseModel]) -> object:
-    """A reply's JSON as `model.construct(...).model_dump()` gives it, without building the typed model.
+class ReplyJson(openai.BaseModel):
+    """The SDK's `post` target that hands back the reply's parsed JSON, read exactly as for a typed reply.
 
-    The SDK's typed reply (`cast_to=ChatCompletion`) is built field by field and langchain-openai dumps it
-    straight back to a dict: about a quarter of a millisecond of CPU per model call for nothing a dict does
-    not say. What the round trip changes, this does: every field with a default that the reply leaves out
-    is present with that default (`logprobs`, `refusal`, `system_fingerprint`: null), in nested models too.
-    Values are kept as sent (the SDK's construction validates nothing either), and so are fields the
-    model does not declare. A union of models (tool calls, which plain chat completions never ask for)
-    is left as sent.
+    The SDK reads the body as for `cast_to=ChatCompletion` (from its bytes; as JSON whatever the content
+    type when it parses, else as text), then asks a target that builds itself (`ModelBuilderProtocol`)
+    to do so from the data: this one returns the data as it is.
+    """
+
+    @classmethod
+    def build(cls, *, response: object, data: object) -> Any:
+        """The parsed JSON itself."""
+        return data
+
+
+def as_dumped(value: object, model: type[openai.BaseModel]) -> object:
+    """A reply's JSON as the SDK's typed reply of `model` dumps it (`model_dump`), without building that reply.
+
+    The SDK builds the typed reply field by field and langchain-openai dumps it straight back to a dict
+    (about 80 µs of CPU per call; this takes about 10). What the round trip changes, this does: every field
+    of the model the reply leaves out is present, with its default (`logprobs`, `refusal`,
+    `system_fingerprint`: null) or, for a required one, null, in nested models too; fields the model does
+    not declare are kept. Values are kept as sent, where the SDK's construction validates the union and
+    optional fields it can (a token count sent as `"3"` stays a string here where the typed reply makes
+    it 3; the service reads counts through `int()`, `graphs/llm/usage.py`), and a union of models (tool
+    calls, which plain chat completions never ask for) is left as sent.
     """
     if not isinstance(value, dict):
         return value
-    defaults, nested = _fields(model)
-    dumped = {name: field.get_default(call_default_factory=True) for name, field in defaults.items()} | value
+    declared, nested = _fields(model)
+    dumped = {
+        name: None if field.is_required() else field.get_default(call_default_factory=True)
+        for name, field in declared.items()
+    } | value
     for name, (inner, many) in nested.items():
         item = dumped.get(name)
         if many and isinstance(item, list):
@@ -111,14 +132,13 @@ Nested = dict[str, tuple[type[openai.BaseModel], bool]]
 
 @cache
 def _fields(model: type[openai.BaseModel]) -> tuple[dict[str, FieldInfo], Nested]:
-    """`model`'s fields with a default, and those holding a model or a list of models."""
-    defaults = {name: field for name, field in model.model_fields.items() if not field.is_required()}
+    """`model`'s fields, and those of them holding a model or a list of models."""
     nested: Nested = {}
     for name, field in model.model_fields.items():
         inner, many = _unwrapped(field.annotation)
         if isinstance(inner, type) and issubclass(inner, openai.BaseModel):
             nested[name] = (inner, many)
-    return defaults, nested
+    return dict(model.model_fields), nested
 
 
 def _unwrapped(annotation: Any) -> tuple[Any, bool]:
@@ -129,19 +149,6 @@ def _unwrapped(annotation: Any) -> tuple[Any, bool]:
     if get_origin(annotation) is list and len(arguments) == 1:
         return arguments[0], True
     return annotation, False
-
-
-def _json_of_text(text: str) -> object:
-    """A reply the SDK handed over as text (its content type is not JSON), parsed as the typed path would try.
-
-    With `cast_to=ChatCompletion` the SDK tries the body as JSON whatever its content type, and hands over
-    the text when that fails; `_create_chat_result` then refuses the text with the library's own error.
-    """
-    try:
-        parsed: object = json.loads(text)
-    except ValueError:
-        return text
-    return parsed
 
 
 Generate = Callable[..., Coroutine[Any, Any, ChatResult]]
@@ -166,7 +173,7 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
         options = make_request_options(**request_options, security=CREATE_SECURITY)
         try:
             reply = await self.root_async_client.post(
-                CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=object
+                CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ReplyJson
             )
         except openai.BadRequestError as error:
             _handle_openai_bad_request(error)
@@ -175,7 +182,7 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
             _handle_openai_api_error(error)
             raise
         # Not a dict (a text or list reply): `_create_chat_result` refuses it with the library's own error.
-        dumped: Any = as_dumped(_json_of_text(reply) if isinstance(reply, str) else reply, ChatCompletion)
+        dumped: Any = as_dumped(reply, ChatCompletion)
         result = self._create_chat_result(dumped, {})
         if isinstance(dumped, dict) and dumped["choices"]:
             # What the library copies off a typed reply's first message and nowhere else.
@@ -187,12 +194,12 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
 
 
 class LeanChatOpenAI(ChatOpenAI):
-    """`ChatOpenAI` whose plain chat completions skip the SDK's request transform and the reply's thread hop."""
+    """`ChatOpenAI` whose plain chat completions skip the SDK's request transform, typed reply and thread hop."""
 
     _agenerate = posting_payload_as_built(ChatOpenAI._agenerate)
 
 
 class LeanAzureChatOpenAI(AzureChatOpenAI):
-    """`AzureChatOpenAI` whose plain chat completions skip the SDK's request transform and the reply's thread hop."""
+    """`AzureChatOpenAI` whose plain chat completions skip the SDK's request transform, typed reply, thread hop."""
 
     _agenerate = posting_payload_as_built(AzureChatOpenAI._agenerate)

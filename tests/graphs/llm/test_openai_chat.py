@@ -1,4 +1,4 @@
-"""The lean OpenAI-family chat models: the library's own requests, replies and errors, without its two costs.
+"""The lean OpenAI-family chat models: the library's own requests, replies and errors, without its three costs.
 
 Each case runs langchain-openai's own `_agenerate` and the lean one on the same model instance (so the same
 configuration and client) against the loopback fake, and compares what reached the server and what came
@@ -189,6 +189,12 @@ REPLY_BODIES: dict[str, dict[str, Any]] = {
         "timings": {"predicted_ms": 12.5},
     },
     "no choices": _REQUIRED | {"choices": []},
+    # A server may leave out what the API requires: the typed reply has those fields as null.
+    "required fields left out": {
+        "choices": [{"message": {"content": "ok"}}],
+        "usage": {"prompt_tokens": 3},
+    },
+    "no choices key": _REQUIRED,
 }
 """Replies as OpenAI-compatible servers send them: the lean path reads each as the library's typed reply."""
 
@@ -203,21 +209,27 @@ def test_a_reply_reads_as_the_sdks_typed_reply_dumped(body: str) -> None:
 
 
 @pytest.mark.parametrize("provider", get_args(Provider))
-@pytest.mark.parametrize("body", [name for name in REPLY_BODIES if name != "no choices"])
-async def test_every_reply_shape_returns_what_the_library_path_does(
+@pytest.mark.parametrize("body", list(REPLY_BODIES))
+async def test_every_reply_shape_fares_as_on_the_library_path(
     llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: Provider, body: str
 ) -> None:
+    """The same result (message, usage, metadata, ids included) or the same error, whatever the reply holds."""
     model = chat_model_factory(_config(provider, llm_server))
     assert isinstance(model, LeanChatOpenAI | LeanAzureChatOpenAI)
-    reply = Reply(body=json.dumps(REPLY_BODIES[body]).encode())
-    llm_server.script(reply, reply)
-
-    library = await _library_generate(model)([HumanMessage("hi")])
-    lean = await model._agenerate([HumanMessage("hi")])
-
+    library, lean = await _on_both_paths(model, llm_server, Reply(body=json.dumps(REPLY_BODIES[body]).encode()))
     _assert_paths(llm_server)
-    assert _result(lean) == _result(library)
-    assert lean.generations[0].message.additional_kwargs == library.generations[0].message.additional_kwargs
+    assert _described(lean) == _described(library)
+
+
+def _described(outcome: Outcome) -> object:
+    """An outcome in full: the error's type and message, or every part of the result a caller can read."""
+    if isinstance(outcome, BaseException):
+        return type(outcome), str(outcome)
+    generations = [
+        (g.message.content, g.message.additional_kwargs, g.message.response_metadata, g.generation_info)
+        for g in outcome.generations
+    ]
+    return generations, outcome.llm_output
 
 
 @pytest.mark.parametrize(
@@ -226,6 +238,7 @@ async def test_every_reply_shape_returns_what_the_library_path_does(
         pytest.param(json.dumps(REPLY_BODIES["every optional field"]), "text/plain", id="json-as-text"),
         pytest.param("<html>gateway</html>", "text/html", id="html"),
         pytest.param("[1, 2]", "application/json", id="a-list"),
+        pytest.param("\ufeff" + json.dumps(REPLY_BODIES["every optional field"]), "application/json", id="bom"),
     ],
 )
 async def test_a_reply_that_is_not_a_json_object_fares_as_on_the_library_path(
@@ -234,11 +247,10 @@ async def test_a_reply_that_is_not_a_json_object_fares_as_on_the_library_path(
     """A JSON body sent as text is still read; anything else is refused with the library's own error."""
     model = chat_model_factory(_config("openai", llm_server))
     assert isinstance(model, BaseChatOpenAI)
-    outcomes = await _on_both_paths(model, llm_server, Reply(body=body.encode(), content_type=content_type))
+    library, lean = await _on_both_paths(model, llm_server, Reply(body=body.encode(), content_type=content_type))
     _assert_paths(llm_server)
-    library, lean = (_result(o) if isinstance(o, ChatResult) else (type(o), str(o)) for o in outcomes)
-    assert lean == library
-    assert isinstance(outcomes[0], ChatResult | ValueError)
+    assert _described(lean) == _described(library)
+    assert isinstance(library, ChatResult | ValueError)
 
 
 @pytest.mark.parametrize("provider", ["openai", "azure"])

@@ -232,6 +232,15 @@ def test_one_pass_over_many_texts_finds_what_each_text_finds(texts: list[str], p
     assert forbidden_in_any(texts, phrases) == any(forbidden_in(text, phrases) is not None for text in texts)
 
 
+@given(
+    st.lists(st.text(alphabet=st.sampled_from(_PIECE_CHARS), max_size=300), max_size=6),
+    st.sampled_from([ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN]),
+)
+def test_one_pass_over_long_texts_finds_what_each_text_finds(texts: list[str], phrases: tuple[str, ...]) -> None:
+    """Joined texts past `ARRAY_FROM_CHARS` (the array path, the one NFKC check of the whole) find the same."""
+    assert forbidden_in_any(texts, phrases) == any(forbidden_in(text, phrases) is not None for text in texts)
+
+
 def test_a_phrase_split_over_two_texts_is_not_found() -> None:
     assert not forbidden_in_any(["推", "奨", "ベス", "\u200bト", "ヘ", "\u3099スト"], ADVISOR_FORBIDDEN)
     assert forbidden_in_any(["a", "推\u200b奨"], ADVISOR_FORBIDDEN)
