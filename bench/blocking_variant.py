@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from langchain_core.runnables import Runnable
     from litestar import Litestar
 
-APP_FACTORY = "bench.blocking_variant:create_app"
+MODULE = "bench.blocking_variant"
+APP_FACTORY = f"{MODULE}:create_app"
 
 
 async def blocking_reply(

@@ -276,13 +276,10 @@ def test_calls_ainvoke_does_more_for_keep_its_path(
 
 
 TRACED_PROCESS = """
-import asyncio
 import json
 from langchain_core.messages import HumanMessage
 from graphs.llm import unobserved_call
 from graphs.llm.config import LLMConfig
-from graphs.llm.retry import classify
-from graphs.llm.structured_output import native_json_kwargs
 from graphs.llm.providers import make_chat_model
 
 model = make_chat_model(LLMConfig(provider="openai", model="m", api_key="k", base_url="http://127.0.0.1:9/v1"))
