@@ -15,7 +15,10 @@ round with the model-backed one, so `model_path_us` (model − heuristic) is wha
 to a step: prompt, client, parsing, usage. `--library-client` adds a third app whose model is
 langchain-openai's own `ChatOpenAI` (the SDK's typed `create` and the reply converted on a worker
 thread), in the same rotation: `lean_client_saving_us` is what `LeanChatOpenAI` saves a step.
-`--library-run` adds the model-backed app once more, its every call made through `ainvoke` (langchain-core's
+`--sdk-post` adds the model-backed app once more, its every call posted through the OpenAI SDK's `post`
+instead of sending the SDK's request again (`graphs.llm.reused_request`), in the same rotation:
+`reused_request_saving_us` is what reusing the request saves a step. `--library-run` adds the model-backed app
+once more, its every call made through `ainvoke` (langchain-core's
 LLM run around the provider call, which `graphs.llm.unobserved_call` skips when nobody observes it), in the
 same rotation and for either provider: `unobserved_call_saving_us` is what skipping it saves a step. Medians
 of `--rounds` rounds of `--runs` SEARCH + COMPLETE pairs; compare two trees by running this in each,
@@ -23,7 +26,8 @@ alternately (the machine's other load moves every figure by several percent). `-
 `ChatGoogleGenerativeAI` (google-genai, `cloudrun.yaml`'s provider) instead, against the full fake's
 Gemini REST API.
 
-    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client | --provider gemini] [--library-run]
+    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client --sdk-post | --provider gemini]
+                                   [--library-run]
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from langchain_openai import ChatOpenAI
 from bench.librarian_concurrency import HITS, PROVIDERS, QUESTION, fake_model_for, start_fake_model
 from bench.step_breakdown import asgi_post
 from bench.tools import emit_in_process
-from graphs.llm import openai_chat, unobserved_call
+from graphs.llm import openai_chat, reused_request, unobserved_call
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
@@ -59,6 +63,8 @@ ASKS = "CPU per model-backed Librarian step in-process (real ChatOpenAI, model a
 THINK_PATH = "/agent/librarian/think"
 LIBRARY_RUN = "library_run"
 """The `--library-run` app: the model-backed one with every call through `ainvoke`."""
+SDK_POST = "sdk_post"
+"""The `--sdk-post` app: the model-backed one with every call posted through the SDK's `post`."""
 
 
 class Session:
@@ -132,10 +138,13 @@ def library_client_app(model_url: str) -> Any:
         return create_app(load_settings(settings_env(model_url)))
 
 
-def calls_as_run(name: str) -> contextlib.AbstractContextManager[Any]:
-    """While the `--library-run` app serves, every model call counts as observed, so it goes through `ainvoke`."""
+def serving(name: str) -> contextlib.AbstractContextManager[Any]:
+    """While a contrast app serves: the `--library-run` app's model calls count as observed, so they go through
+    `ainvoke`; the `--sdk-post` app's client counts as one whose request changes, so it posts through the SDK."""
     if name == LIBRARY_RUN:
         return mock.patch.object(unobserved_call, "unobserved", return_value=False)
+    if name == SDK_POST:
+        return mock.patch.object(reused_request, "reusable", return_value=False)
     return contextlib.nullcontext()
 
 
@@ -152,6 +161,7 @@ async def measure(
     *,
     library_client: bool = False,
     library_run: bool = False,
+    sdk_post: bool = False,
     provider: str = "openai-compatible",
 ) -> dict[str, Any]:
     """Alternate the model-backed app and the heuristic one (and the contrasts asked for), `rounds` times, warmed up."""
@@ -160,6 +170,8 @@ async def measure(
         apps["library_client"] = library_client_app(model_url)
     if library_run:
         apps[LIBRARY_RUN] = create_app(load_settings(settings_env(model_url, provider)))
+    if sdk_post:
+        apps[SDK_POST] = create_app(load_settings(settings_env(model_url, provider)))
     apps["heuristic"] = create_app(load_settings(settings_env(None)))
     async with contextlib.AsyncExitStack() as stack:
         for app in apps.values():
@@ -167,7 +179,7 @@ async def measure(
         prepare_collector_for_serving()
         sessions = {}
         for name, app in apps.items():
-            with calls_as_run(name):
+            with serving(name):
                 sessions[name] = await Session.open(app, model_calls=0 if name == "heuristic" else 1)
                 await sessions[name].cpu_us(max(1, runs // 5))
         per_round: dict[str, list[tuple[float, float]]] = {name: [] for name in sessions}
@@ -176,7 +188,7 @@ async def measure(
             # Each round starts with another app, so no app always runs first (or right after the same one).
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
-                with calls_as_run(name):
+                with serving(name):
                     per_round[name].append(await sessions[name].cpu_us(runs))
     model, heuristic = summary(per_round["model"]), summary(per_round["heuristic"])
     figures: dict[str, Any] = {
@@ -190,6 +202,11 @@ async def measure(
         figures |= {
             "library_client": summary(per_round["library_client"]),
             "lean_client_saving_us": paired_saving(per_round["library_client"], per_round["model"]),
+        }
+    if sdk_post:
+        figures |= {
+            SDK_POST: summary(per_round[SDK_POST]),
+            "reused_request_saving_us": paired_saving(per_round[SDK_POST], per_round["model"]),
         }
     if library_run:
         figures |= {
@@ -213,14 +230,19 @@ def main(argv: list[str] | None = None) -> None:
         help="also time the model-backed app with every call through ainvoke (langchain-core's run), in the rotation",
     )
     parser.add_argument(
+        "--sdk-post",
+        action="store_true",
+        help="also time the model-backed app posting every call through the SDK's post, in the rotation",
+    )
+    parser.add_argument(
         "--provider",
         choices=PROVIDERS,
         default="openai-compatible",
         help="the model-backed app's client: the OpenAI family's, or Gemini's (cloudrun.yaml's provider)",
     )
     args = parser.parse_args(argv)
-    if args.library_client and args.provider != "openai-compatible":
-        parser.error("--library-client contrasts the OpenAI-family clients: it needs --provider openai-compatible")
+    if (args.library_client or args.sdk_post) and args.provider != "openai-compatible":
+        parser.error("--library-client and --sdk-post contrast OpenAI-family clients: they need that provider")
     model, model_url = start_fake_model(0, fake_model_for(args.provider, None))
     try:
         with open(os.devnull, "w") as sink:
@@ -234,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
                         args.rounds,
                         library_client=args.library_client,
                         library_run=args.library_run,
+                        sdk_post=args.sdk_post,
                         provider=args.provider,
                     )
                 )

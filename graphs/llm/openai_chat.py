@@ -18,8 +18,10 @@ reply, then converts the reply on a worker thread. For the service's requests al
 These classes keep everything else of langchain-openai and the SDK: the payload (`_get_request_payload`),
 the reply's conversion (`_create_chat_result`, Azure's content-filter override included), callbacks and
 usage, and the SDK's client with its HTTP transport, URL building (Azure deployments), authentication,
-timeouts and typed errors (mapped by langchain-openai's own handlers). The request goes through the SDK's
-public `post`, which `create` itself calls, with the same body and the same request options. The reply's
+timeouts and typed errors (mapped by langchain-openai's own handlers). The request is what the SDK's public
+`post`, which `create` itself calls, sends with the same body and the same request options: for the service's
+clients the SDK builds it once and it is sent again with each body (`graphs.llm.reused_request`), for any
+other client `post` sends it. The reply's
 body is read as for a typed reply (`ReplyJson`) and reaches `_create_chat_result` as the dict the typed
 reply dumps to; the first message's `refusal` (and a `parsed` the server sent) reach the message's
 `additional_kwargs` as they do from a typed reply. The tests compare both paths on replies with every
@@ -61,6 +63,8 @@ from openai._models import SecurityOptions
 from openai.resources.chat.completions import AsyncCompletions
 from openai.types.chat import ChatCompletion
 from pydantic.fields import FieldInfo
+
+from graphs.llm.reused_request import post
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 """What `chat.completions.create` posts to (Azure's client inserts the deployment)."""
@@ -172,9 +176,7 @@ def posting_payload_as_built(library_generate: Generate) -> Generate:
         request_options = {key: payload.pop(key) for key in REQUEST_OPTION_KEYS if key in payload}
         options = make_request_options(**request_options, security=CREATE_SECURITY)
         try:
-            reply = await self.root_async_client.post(
-                CHAT_COMPLETIONS_PATH, body=payload, options=options, cast_to=ReplyJson
-            )
+            reply = await post(self.root_async_client, CHAT_COMPLETIONS_PATH, payload, options, ReplyJson)
         except openai.BadRequestError as error:
             _handle_openai_bad_request(error)
             raise

@@ -15,7 +15,8 @@ from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
 from bench.librarian_concurrency import fake_model_for, start_fake_model
-from bench.model_step_cpu import LIBRARY_RUN, library_client_app, measure, settings_env, summary
+from bench.model_step_cpu import LIBRARY_RUN, SDK_POST, library_client_app, measure, settings_env, summary
+from graphs.llm import reused_request
 from graphs.llm.openai_chat import LeanChatOpenAI
 from librarian_svc.app import create_app
 from librarian_svc.request_runner import SERVICES_KEY
@@ -107,6 +108,33 @@ def test_the_library_run_app_alone_goes_through_ainvoke(library_run: bool) -> No
     assert set(figures[LIBRARY_RUN]) == {"search_us", "complete_us", "step_us"}
     assert figures["unobserved_call_saving_us"] == pytest.approx(
         figures[LIBRARY_RUN]["step_us"] - figures["model"]["step_us"], abs=0.2
+    )
+
+
+def test_the_sdk_post_app_alone_posts_through_the_sdk() -> None:
+    """The model app sends the SDK's request again; the `--sdk-post` contrast posts every call through the SDK."""
+    process, url = start_fake_model(0)
+    paths: list[str] = []
+    sdk_post = reused_request.ReusedRequest.post
+
+    async def counted(self: reused_request.ReusedRequest, *args: Any, **kwargs: Any) -> object:
+        paths.append("reused")
+        return await sdk_post(self, *args, **kwargs)
+
+    try:
+        with (
+            mock.patch.object(reused_request.ReusedRequest, "post", counted),
+            asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
+        ):
+            figures = runner.run(measure(url, runs=2, rounds=1, sdk_post=True))
+    finally:
+        process.terminate()
+        process.wait()
+    # Opening (2 steps), warming up (1 pair) and one round of 2 pairs: 8 steps for each app, the model app's reused.
+    assert paths == ["reused"] * 8
+    assert set(figures[SDK_POST]) == {"search_us", "complete_us", "step_us"}
+    assert figures["reused_request_saving_us"] == pytest.approx(
+        figures[SDK_POST]["step_us"] - figures["model"]["step_us"], abs=0.2
     )
 
 

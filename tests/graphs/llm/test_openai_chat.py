@@ -8,6 +8,7 @@ back. The library's path is recognisable on the wire: it asks the SDK for the ra
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Callable
@@ -239,6 +240,7 @@ def _described(outcome: Outcome) -> object:
         pytest.param("<html>gateway</html>", "text/html", id="html"),
         pytest.param("[1, 2]", "application/json", id="a-list"),
         pytest.param("\ufeff" + json.dumps(REPLY_BODIES["every optional field"]), "application/json", id="bom"),
+        pytest.param(json.dumps(REPLY_BODIES["every optional field"])[:40], "application/json", id="truncated"),
     ],
 )
 async def test_a_reply_that_is_not_a_json_object_fares_as_on_the_library_path(
@@ -399,7 +401,12 @@ async def test_without_an_api_key_neither_path_sends_an_admin_key(
 ) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_ADMIN_KEY", "admin-key-not-for-chat")
-    for model in (ChatOpenAI(model="m", base_url=llm_server.url), LeanChatOpenAI(model="m", base_url=llm_server.url)):
+    models = (
+        ChatOpenAI(model="m", base_url=llm_server.url),
+        LeanChatOpenAI(model="m", base_url=llm_server.url),  # the SDK's retries on: posted through the SDK
+        LeanChatOpenAI(model="m", base_url=llm_server.url, max_retries=0),  # as the service's: the request reused
+    )
+    for model in models:
         with pytest.raises(TypeError, match="Could not resolve authentication method"):
             await model.ainvoke([HumanMessage("hi")])
     assert llm_server.calls == []
@@ -424,3 +431,33 @@ async def test_the_sdks_transform_leaves_the_payloads_as_built(
     assert sent_as_built(payload)
     body = {key: value for key, value in payload.items() if key not in REQUEST_OPTION_KEYS}
     assert await async_maybe_transform(body, CompletionCreateParamsNonStreaming) == body
+
+
+async def test_a_compressed_reply_fares_as_on_the_library_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    """A gzip body is decoded by the SDK's own response on both paths (the reused request's short cut skips it)."""
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    body = gzip.compress(json.dumps(REPLY_BODIES["every optional field"]).encode())
+    library, lean = await _on_both_paths(model, llm_server, Reply(body=body, headers={"Content-Encoding": "gzip"}))
+    _assert_paths(llm_server)
+    assert isinstance(library, ChatResult)
+    assert _described(lean) == _described(library)
+
+
+async def test_a_redirect_is_followed_as_on_the_library_path(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory
+) -> None:
+    """The SDK's client follows a redirect; the reused request hands the call back to the SDK, which follows it."""
+    model = chat_model_factory(_config("openai", llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    moved = Reply(status=307, headers={"Location": f"{llm_server.url}/chat/completions"})
+    landed = Reply(body=json.dumps(REPLY_BODIES["every optional field"]).encode())
+    llm_server.script(moved, landed, moved, moved, landed)
+    library = await _library_generate(model)([HumanMessage("hi")])
+    lean = await model._agenerate([HumanMessage("hi")])
+    assert isinstance(library, ChatResult)
+    assert _described(lean) == _described(library)
+    assert len(llm_server.calls) == 5  # the library's two requests; the reused one redirected, then the SDK's two
+    assert {call.body["messages"][0]["content"] for call in llm_server.calls} == {"hi"}

@@ -1,0 +1,260 @@
+"""A chat completion's HTTP request as the OpenAI SDK builds it, built once per client and sent again with each body.
+
+Why: the SDK's `post` spends about 0.45 ms of CPU a call around the HTTP exchange itself (against 0.2 ms for
+the exchange; `python -m bench.model_step_cpu --sdk-post` measures it in a model-backed think step): it
+copies and validates the request options, parses and merges the URL, merges and normalises some twenty
+headers through httpx2's `Headers`, and wraps the request and the reply in httpx2 models, on every call, to
+arrive at the same URL and headers each time. For a client whose credentials cannot change between calls (a
+static API key), nothing of that depends on the call but the body, the model named in it (Azure puts it in
+the URL when no deployment is configured) and the call's request options.
+
+So the SDK builds the request once for each such combination (its own `_prepare_options` and
+`_build_request`: the URL with Azure's deployment and `api-version`, the auth, platform and timeout headers,
+the timeout), and every call sends that URL and those headers with its own body, serialised by the SDK's
+`openapi_dumps` after merging `extra_body` as the SDK merges it, through the connection pool of the SDK's
+own aiohttp transport, with the options that transport gives aiohttp. A reply is read as the SDK reads it:
+
+- a 2xx JSON reply (content type ending in `json`, no content encoding) is the parsed JSON, which is what the
+  SDK's `post` with `cast_to=ReplyJson` returns;
+- any other reply is handed to the SDK as an httpx2 response built as its transport builds one: a status
+  outside 2xx raises the SDK's typed error (`_make_status_error_from_response`), anything else (a compressed
+  body, text, a JSON parse error) goes through the SDK's response processing;
+- a redirect the SDK's client would follow is sent again through the SDK, which follows it (the server did not
+  take the request, so it sees it twice);
+- a transport failure is mapped as the SDK's transport maps aiohttp's errors, then as the SDK's request loop
+  maps those: a timeout is `APITimeoutError`, any other failure `APIConnectionError`.
+
+Only a client the SDK would send the same request for on every call takes this path (`reusable`): SDK
+retries off (`max_retries=0`, as the service configures every model), no idempotency header, credentials
+that are a static key (no key provider, Azure AD token provider, workload identity or provider runtime, no
+custom auth), and an httpx2 client with no auth, no response hooks and no request hooks but Azure's (which
+depends on the request alone and is run on the built request), whose transport for the URL is the SDK's
+aiohttp transport without a proxy. Any other client posts through the SDK. Cookies are left to the aiohttp
+session's own jar, which keeps and sends them on both paths; the httpx2 client's jar is not read.
+
+The tests (`tests/graphs/llm/test_openai_chat.py`) send every request both ways and compare what the server
+received (method, path, query, headers, body) and what came back, replies and errors alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+from weakref import WeakKeyDictionary
+
+import httpx2
+import openai
+from aiohttp import ClientSession, ClientTimeout
+from aiohttp.typedefs import RawHeaders
+from openai._base_client import _merge_mappings, get_platform
+from openai._httpx2 import request_exceptions, timeout_exceptions
+from openai._models import FinalRequestOptions
+from openai._types import RequestOptions
+from openai._utils import asyncify
+from openai._utils._json import openapi_dumps
+from openai._vendor.httpx_aiohttp.transport import AiohttpTransport, map_aiohttp_exceptions
+from openai.lib.azure import _async_strip_azure_api_key_on_redirect
+
+if TYPE_CHECKING:
+    from multidict import CIMultiDictProxy
+
+MAX_REQUESTS_PER_CLIENT = 32
+"""Built requests kept per client (one per model name and request options; the service uses one)."""
+_MISSING = object()
+_STATIC_CREDENTIALS = (
+    "_api_key_provider",
+    "_provider_runtime",
+    "_workload_identity_auth",
+)
+"""Client attributes that must be None for the credentials to be the same on every call (OpenAI and Azure)."""
+_AZURE_STATIC_CREDENTIALS = ("_azure_ad_token_provider",)
+"""Azure's as well: a token provider is asked on every call."""
+_REQUEST_ALONE_HOOKS = (_async_strip_azure_api_key_on_redirect,)
+"""Request hooks the SDK installs itself whose effect depends on the request alone (Azure's drops the key from a
+request redirected to another origin): run once on the built request, as the SDK's client runs them on each."""
+_LEFT_TO_AIOHTTP = frozenset({"content-length", "cookie"})
+"""Template headers not reused: the length is the body's, cookies are the aiohttp session's to send."""
+
+
+class Redirected(Exception):
+    """The reply was a redirect the SDK's client follows (`follow_redirects`, a `Location`): the SDK must send it."""
+
+
+class Reply(NamedTuple):
+    """What came back, read whole."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+    raw_headers: RawHeaders
+    reason: str | None
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ReusedRequest:
+    """The SDK's request for one client, model and set of request options, sent again with each body.
+
+    It holds no reference to its client (`_built` is keyed by the client, weakly): the client is passed in.
+    """
+
+    transport: AiohttpTransport
+    options: FinalRequestOptions
+    """The SDK's prepared options the request was built from (its response processing reads them)."""
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    timeout: dict[str, float | None]
+    """The request's timeout extension."""
+    aiohttp_timeout: ClientTimeout
+    """That timeout as the SDK's transport gives it to aiohttp."""
+    sni_hostname: str | None
+    extra_json: Mapping[str, object] | None
+
+    async def post(
+        self, client: openai.AsyncOpenAI, body: Mapping[str, object], cast_to: type[openai.BaseModel]
+    ) -> object:
+        """What `client.post` of `body` with these options returns for `cast_to` (a `ReplyJson`), or raises."""
+        data = openapi_dumps(_merge_mappings(body, self.extra_json) if self.extra_json is not None else body)
+        reply = await self._exchange(data)
+        if 300 <= reply.status < 400 and "location" in reply.headers and client._client.follow_redirects:
+            raise Redirected(reply.status)
+        content_type = reply.headers.get("content-type", "*").split(";")[0]
+        if 200 <= reply.status < 300 and content_type.endswith("json") and "content-encoding" not in reply.headers:
+            try:
+                return json.loads(reply.body)
+            except ValueError:
+                pass  # the SDK raises its own error for it, below
+        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
+        if reply.reason:
+            extensions["reason_phrase"] = reply.reason.encode()
+        stream = httpx2.ByteStream(reply.body)
+        response = httpx2.Response(
+            reply.status, headers=reply.raw_headers, stream=stream, request=self._sent(data), extensions=extensions
+        )
+        await response.aread()
+        if not response.is_success:
+            raise client._make_status_error_from_response(response) from None
+        return await client._process_response(
+            cast_to=cast_to, options=self.options, response=response, stream=False, stream_cls=None
+        )
+
+    async def _exchange(self, data: bytes) -> Reply:
+        """Send the request with this body and read the reply; a failure raised as the SDK raises it."""
+        try:
+            with map_aiohttp_exceptions():
+                async with self._session().request(
+                    "POST",
+                    self.url,
+                    headers=self.headers,
+                    data=data,
+                    allow_redirects=False,
+                    auto_decompress=False,
+                    compress=False,
+                    timeout=self.aiohttp_timeout,
+                    server_hostname=self.sni_hostname,
+                ) as reply:
+                    return Reply(reply.status, reply.headers, reply.raw_headers, reply.reason, await reply.read())
+        except timeout_exceptions() as error:
+            raise openai.APITimeoutError(request=self._sent(data)) from error
+        except request_exceptions() as error:
+            raise openai.APIConnectionError(request=self._sent(data)) from error
+
+    def _session(self) -> ClientSession:
+        """The SDK transport's aiohttp session, created as the transport creates it on its first request."""
+        if not isinstance(self.transport.client, ClientSession):
+            self.transport.client = self.transport.get_client()
+        return self.transport.client
+
+    def _sent(self, data: bytes) -> httpx2.Request:
+        """The request as an httpx2 model, for the SDK's errors and response processing (never on the fast path)."""
+        return httpx2.Request(
+            "POST", self.url, headers=self.headers, content=data, extensions={"timeout": self.timeout}
+        )
+
+
+async def post(
+    client: openai.AsyncOpenAI,
+    path: str,
+    body: Mapping[str, object],
+    options: RequestOptions,
+    cast_to: type[openai.BaseModel],
+) -> object:
+    """What `client.post(path, body=body, options=options, cast_to=cast_to)` returns or raises.
+
+    Sent as a `ReusedRequest` where the SDK would build the same request on every call (`reusable`).
+    """
+    reused = await reused_request(client, path, body.get("model"), options)
+    if reused is not None:
+        try:
+            return await reused.post(client, body, cast_to)
+        except Redirected:
+            pass  # the server did not take the request: the SDK sends it again and follows the redirect
+    return await client.post(path, body=body, options=options, cast_to=cast_to)
+
+
+_built: WeakKeyDictionary[openai.AsyncOpenAI, dict[str, ReusedRequest | None]] = WeakKeyDictionary()
+
+
+async def reused_request(
+    client: openai.AsyncOpenAI, path: str, model: object, options: RequestOptions
+) -> ReusedRequest | None:
+    """The request to post a body naming `model` to `path` with `options` again, or None: post through the SDK.
+
+    `options` are the request options `post` would be given (`make_request_options`). The SDK builds the
+    request on the first call for each path, model and options, and it is kept.
+    """
+    built = _built.setdefault(client, {})
+    key = repr((path, model, sorted(options.items())))
+    if key not in built:
+        if len(built) >= MAX_REQUESTS_PER_CLIENT:
+            built.clear()
+        built[key] = await _build(client, path, model, options) if reusable(client) else None
+    return built[key]
+
+
+def reusable(client: openai.AsyncOpenAI) -> bool:
+    """Whether the SDK sends the same request on every call of `client` but for the body (module docstring)."""
+    azure = isinstance(client, openai.AsyncAzureOpenAI)
+    credentials = _STATIC_CREDENTIALS + (_AZURE_STATIC_CREDENTIALS if azure else ())
+    http = client._client
+    return (
+        client.max_retries == 0
+        and client._idempotency_header is None
+        and client.custom_auth is None
+        and all(getattr(client, name, _MISSING) is None for name in credentials)
+        and isinstance(http, httpx2.AsyncClient)
+        and http.auth is None
+        and all(hook in _REQUEST_ALONE_HOOKS for hook in http.event_hooks["request"])
+        and not http.event_hooks["response"]
+    )
+
+
+async def _build(client: openai.AsyncOpenAI, path: str, model: object, options: RequestOptions) -> ReusedRequest | None:
+    """The SDK's own request for such a call, built as `post` and `request` build it (for a body naming `model`)."""
+    if client._platform is None:
+        client._platform = await asyncify(get_platform)()  # as the SDK's `request` does, off the loop
+    json_data = {"model": model} if model is not None else {}
+    template = FinalRequestOptions.construct(method="post", url=path, json_data=json_data, **options)
+    prepared = await client._prepare_options(template)
+    request = client._build_request(prepared)
+    await client._prepare_request(request)
+    for hook in client._client.event_hooks["request"]:
+        await hook(request)
+    transport = client._client._transport_for_url(request.url)
+    if type(transport) is not AiohttpTransport or transport.proxy is not None:
+        return None
+    timeout: dict[str, float | None] = dict(request.extensions.get("timeout", {}))
+    headers = tuple((name, value) for name, value in request.headers.multi_items() if name not in _LEFT_TO_AIOHTTP)
+    return ReusedRequest(
+        transport=transport,
+        options=prepared,
+        url=str(request.url),
+        headers=headers,
+        timeout=timeout,
+        aiohttp_timeout=ClientTimeout(
+            sock_connect=timeout.get("connect"), sock_read=timeout.get("read"), connect=timeout.get("pool")
+        ),
+        sni_hostname=request.extensions.get("sni_hostname"),
+        extra_json=prepared.extra_json,
+    )

@@ -1,0 +1,159 @@
+"""Which clients send the SDK's request again, and that the service's models are among them.
+
+What a reused request sends and what comes back is compared with the SDK's own path, reply by reply and
+error by error, in `test_openai_chat.py`; these tests pin which path a client takes: a client whose request
+may change between calls (retries, credentials asked for on each call, hooks, another transport) posts
+through the SDK, and each provider's model as the service builds it reuses the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal, get_args
+
+import httpx2
+import openai
+import pytest
+from langchain_core.messages import HumanMessage
+from langchain_openai.chat_models.base import BaseChatOpenAI
+from openai._base_client import make_request_options
+
+from graphs.llm import reused_request as reused_module
+from graphs.llm.config import LLMConfig
+from graphs.llm.openai_chat import CHAT_COMPLETIONS_PATH, CREATE_SECURITY, ReplyJson
+from graphs.llm.providers import _openai_http_client
+from graphs.llm.reused_request import ReusedRequest, post, reusable, reused_request
+from tests.fakes.fixtures import ChatModelFactory, fake_azure_config, fake_openai_config
+from tests.fakes.llm_server import FakeLLMServer, Reply
+
+Provider = Literal["openai", "openai-compatible", "azure"]
+ClientFactory = Callable[[FakeLLMServer], openai.AsyncOpenAI]
+
+
+def _config(provider: Provider, server: FakeLLMServer) -> LLMConfig:
+    return fake_azure_config(server) if provider == "azure" else fake_openai_config(server, provider=provider)
+
+
+@pytest.mark.parametrize("provider", get_args(Provider))
+async def test_the_services_models_send_the_sdks_request_again(
+    llm_server: FakeLLMServer, chat_model_factory: ChatModelFactory, provider: Provider
+) -> None:
+    """The path `test_openai_chat.py` compares with the SDK's is the one the service takes, for every provider."""
+    model = chat_model_factory(_config(provider, llm_server))
+    assert isinstance(model, BaseChatOpenAI)
+    client = model.root_async_client
+    assert reusable(client)
+    llm_server.script(Reply(content="one"), Reply(content="two"))
+    first = await model._agenerate([HumanMessage("hi")])
+    second = await model._agenerate([HumanMessage("a longer question")])
+    assert [first.generations[0].message.content, second.generations[0].message.content] == ["one", "two"]
+    (built,) = reused_module._built[client].values()  # one request built, sent twice
+    assert isinstance(built, ReusedRequest)
+    one, two = llm_server.calls
+    assert one.path == two.path
+    assert {k: v for k, v in one.headers.items() if k != "content-length"} == {
+        k: v for k, v in two.headers.items() if k != "content-length"
+    }
+    assert int(two.headers["content-length"]) > int(one.headers["content-length"])
+
+
+async def _no_hook(_: object) -> None:
+    return None
+
+
+async def _key() -> str:
+    return "k-from-a-provider"
+
+
+CHANGING_CLIENTS: dict[str, ClientFactory] = {
+    "the SDK's retries on": lambda server: openai.AsyncOpenAI(
+        api_key="k", base_url=server.url, http_client=_openai_http_client(), max_retries=2
+    ),
+    "a key asked for on each call": lambda server: openai.AsyncOpenAI(
+        api_key=_key, base_url=server.url, http_client=_openai_http_client(), max_retries=0
+    ),
+    "an Azure AD token provider": lambda server: openai.AsyncAzureOpenAI(
+        azure_ad_token_provider=lambda: "token",
+        azure_endpoint=server.azure_endpoint,
+        api_version="2024-10-21",
+        http_client=_openai_http_client(),
+        max_retries=0,
+    ),
+    "a request hook of the caller's": lambda server: openai.AsyncOpenAI(
+        api_key="k",
+        base_url=server.url,
+        http_client=openai.DefaultAioHttpClient(event_hooks={"request": [_no_hook]}),
+        max_retries=0,
+    ),
+    "a response hook": lambda server: openai.AsyncOpenAI(
+        api_key="k",
+        base_url=server.url,
+        http_client=openai.DefaultAioHttpClient(event_hooks={"response": [_no_hook]}),
+        max_retries=0,
+    ),
+    "httpx2's own transport": lambda server: openai.AsyncOpenAI(
+        api_key="k", base_url=server.url, http_client=httpx2.AsyncClient(), max_retries=0
+    ),
+    "a proxy": lambda server: openai.AsyncOpenAI(
+        api_key="k",
+        base_url=server.url,
+        http_client=openai.DefaultAioHttpClient(proxy="http://127.0.0.1:9"),
+        max_retries=0,
+    ),
+}
+"""Clients whose request the SDK may build differently on each call, or sends another way: never reused."""
+
+
+@pytest.mark.parametrize("make", list(CHANGING_CLIENTS.values()), ids=list(CHANGING_CLIENTS))
+async def test_a_client_whose_request_may_change_posts_through_the_sdk(
+    llm_server: FakeLLMServer, make: ClientFactory
+) -> None:
+    client = make(llm_server)
+    try:
+        options = make_request_options(security=CREATE_SECURITY)
+        assert await reused_request(client, CHAT_COMPLETIONS_PATH, "m-1", options) is None
+    finally:
+        await client.close()
+
+
+async def test_a_reused_client_is_recognised_as_such(llm_server: FakeLLMServer) -> None:
+    """The contrast of the cases above: the same client without what changes its request is reused."""
+    client = openai.AsyncOpenAI(api_key="k", base_url=llm_server.url, http_client=_openai_http_client(), max_retries=0)
+    try:
+        options = make_request_options(security=CREATE_SECURITY)
+        assert isinstance(await reused_request(client, CHAT_COMPLETIONS_PATH, "m-1", options), ReusedRequest)
+    finally:
+        await client.close()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param({}, id="none"),
+        pytest.param({"extra_headers": {"X-Trace": "t-1"}, "extra_query": {"q": "1"}, "timeout": 5.5}, id="request"),
+        pytest.param({"extra_body": {"max_tokens": 7, "seed": 3}}, id="extra-body"),
+    ],
+)
+async def test_post_sends_what_the_sdks_post_sends(llm_server: FakeLLMServer, options: dict[str, Any]) -> None:
+    """`post` against the SDK's `post` on the same client: the same request on the wire, the same JSON back."""
+    client = openai.AsyncOpenAI(api_key="k", base_url=llm_server.url, http_client=_openai_http_client(), max_retries=0)
+    body = {"model": "m-1", "messages": [{"role": "user", "content": "東京タワー"}], "temperature": 0.3}
+    made = make_request_options(**options, security=CREATE_SECURITY)
+    try:
+        llm_server.script(Reply(content="a"), Reply(content="a"))
+        sdk: object = await client.post(CHAT_COMPLETIONS_PATH, body=body, options=made, cast_to=ReplyJson)
+        ours = await post(client, CHAT_COMPLETIONS_PATH, body, made, ReplyJson)
+    finally:
+        await client.close()
+    assert isinstance(reused_module._built[client][next(iter(reused_module._built[client]))], ReusedRequest)
+    assert isinstance(ours, dict)
+    assert isinstance(sdk, dict)
+    assert ours | {"id": "?"} == sdk | {"id": "?"}  # the fake numbers its completions
+    by_sdk, by_reuse = llm_server.calls
+    assert (by_reuse.method, by_reuse.path, by_reuse.query, by_reuse.body) == (
+        by_sdk.method,
+        by_sdk.path,
+        by_sdk.query,
+        by_sdk.body,
+    )
+    assert by_reuse.headers == by_sdk.headers
