@@ -12,35 +12,47 @@ So the SDK builds the request once for each such combination (its own `_prepare_
 `_build_request`: the URL with Azure's deployment and `api-version`, the auth, platform and timeout headers,
 the timeout), and every call sends that URL and those headers with its own body, serialised by the SDK's
 `openapi_dumps` after merging `extra_body` as the SDK merges it, through the connection pool of the SDK's
-own aiohttp transport, with the options that transport gives aiohttp. A reply is read as the SDK reads it:
+own aiohttp transport, with the options that transport gives aiohttp. What the request is built from and a
+caller may reassign (the client's attributes: `api_key`, `base_url`, `timeout`, `organization`..., and the
+httpx2 client's headers) is part of the key, so a client changed after a call gets its request built anew.
+A reply is read as the SDK reads it:
 
-- a 2xx JSON reply (content type ending in `json`, no content encoding) is the parsed JSON, which is what the
-  SDK's `post` with `cast_to=ReplyJson` returns;
-- any other reply is handed to the SDK as an httpx2 response built as its transport builds one: a status
-  outside 2xx raises the SDK's typed error (`_make_status_error_from_response`), anything else (a compressed
-  body, text, a JSON parse error) goes through the SDK's response processing;
-- a redirect the SDK's client would follow is sent again through the SDK, which follows it (the server did not
-  take the request, so it sees it twice);
-- a transport failure is mapped as the SDK's transport maps aiohttp's errors, then as the SDK's request loop
-  maps those: a timeout is `APITimeoutError`, any other failure `APIConnectionError`.
+- a 2xx JSON reply (content type ending in `json`) that is not encoded and sets no cookie is the parsed
+  JSON, which is what the SDK's `post` with `cast_to=ReplyJson` returns;
+- any other reply is handed over as httpx2's `send` hands it to the SDK, with httpx2's own code: its cookies
+  kept in the httpx2 client's jar, its body read and decoded, a redirect followed (`follow_redirects`:
+  301/302/303/307/308 with a `Location`, the next request built by httpx2); then a status outside 2xx raises
+  the SDK's typed error (`_make_status_error_from_response`) and anything else goes through the SDK's
+  response processing;
+- a failure is raised as the SDK's request loop raises it: aiohttp's errors mapped as the SDK's transport
+  maps them, then a timeout as `APITimeoutError` and any other failure (a body that does not decode, too)
+  as `APIConnectionError`.
 
-Only a client the SDK would send the same request for on every call takes this path (`reusable`): SDK
-retries off (`max_retries=0`, as the service configures every model), no idempotency header, credentials
-that are a static key (no key provider, Azure AD token provider, workload identity or provider runtime, no
-custom auth), and an httpx2 client with no auth, no response hooks and no request hooks but Azure's (which
-depends on the request alone and is run on the built request), whose transport for the URL is the SDK's
-aiohttp transport without a proxy. Any other client posts through the SDK. Cookies are left to the aiohttp
-session's own jar, which keeps and sends them on both paths; the httpx2 client's jar is not read.
+Only a client the SDK would send the same request for on every call takes this path (`reusable`, asked on
+every call): an `AsyncOpenAI` or `AsyncAzureOpenAI` itself, not closed, SDK retries off (`max_retries=0`, as
+the service configures every model), no idempotency header, credentials that are a static key (no key
+provider, Azure AD token provider, workload identity or provider runtime, no custom auth), and an httpx2
+client with no auth, no cookies in its jar, no response hooks and no request hooks but Azure's (which depends
+on the request alone and is run on the built request), whose transport for the URL is the SDK's aiohttp
+transport without a proxy; request options are `create`'s only. Any other call posts through the SDK. So a
+server that sets a cookie gets the SDK's request, with the jar's cookies, from then on.
 
-The tests (`tests/graphs/llm/test_openai_chat.py`) send every request both ways and compare what the server
-received (method, path, query, headers, body) and what came back, replies and errors alike.
+Left different, none of it read by the service: httpx2's INFO line per request (the service silences it),
+a redirected response's `history` (the first response is not in it), and which request the SDK's
+`max_redirects` counts from (one more redirect allowed).
+
+The tests (`tests/graphs/llm/test_openai_chat.py`, `tests/graphs/llm/test_reused_request.py`) send every
+request both ways and compare what the server received (method, path, query, headers, body) and what came
+back, replies and errors alike.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 from weakref import WeakKeyDictionary
 
@@ -74,12 +86,11 @@ _AZURE_STATIC_CREDENTIALS = ("_azure_ad_token_provider",)
 _REQUEST_ALONE_HOOKS = (_async_strip_azure_api_key_on_redirect,)
 """Request hooks the SDK installs itself whose effect depends on the request alone (Azure's drops the key from a
 request redirected to another origin): run once on the built request, as the SDK's client runs them on each."""
-_LEFT_TO_AIOHTTP = frozenset({"content-length", "cookie"})
-"""Template headers not reused: the length is the body's, cookies are the aiohttp session's to send."""
-
-
-class Redirected(Exception):
-    """The reply was a redirect the SDK's client follows (`follow_redirects`, a `Location`): the SDK must send it."""
+REUSABLE_OPTIONS = frozenset({"headers", "params", "extra_json", "timeout", "security"})
+"""The request options a reused request honours (`create`'s); any other (`max_retries`, `follow_redirects`...)
+is the SDK's to apply."""
+_NOT_STATE = frozenset({"_client", "_platform", "_default_stream_cls"})
+"""Client attributes requests are not built from (the platform, read once, never changes)."""
 
 
 class Reply(NamedTuple):
@@ -90,6 +101,17 @@ class Reply(NamedTuple):
     raw_headers: RawHeaders
     reason: str | None
     body: bytes
+
+    @property
+    def plain_json(self) -> bool:
+        """A 2xx JSON reply that is not encoded and sets no cookie: the SDK's `post` returns its parsed JSON."""
+        headers = self.headers
+        return (
+            200 <= self.status < 300
+            and "content-encoding" not in headers
+            and "set-cookie" not in headers
+            and headers.get("content-type", "*").split(";")[0].endswith("json")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,28 +138,52 @@ class ReusedRequest:
     ) -> object:
         """What `client.post` of `body` with these options returns for `cast_to` (a `ReplyJson`), or raises."""
         data = openapi_dumps(_merge_mappings(body, self.extra_json) if self.extra_json is not None else body)
+        started = time.perf_counter()
         reply = await self._exchange(data)
-        if 300 <= reply.status < 400 and "location" in reply.headers and client._client.follow_redirects:
-            raise Redirected(reply.status)
-        content_type = reply.headers.get("content-type", "*").split(";")[0]
-        if 200 <= reply.status < 300 and content_type.endswith("json") and "content-encoding" not in reply.headers:
+        if reply.plain_json:
             try:
                 return json.loads(reply.body)
             except ValueError:
                 pass  # the SDK raises its own error for it, below
-        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
-        if reply.reason:
-            extensions["reason_phrase"] = reply.reason.encode()
-        stream = httpx2.ByteStream(reply.body)
-        response = httpx2.Response(
-            reply.status, headers=reply.raw_headers, stream=stream, request=self._sent(data), extensions=extensions
-        )
-        await response.aread()
+        response = await self._as_sdk_response(client, reply, data, started)
         if not response.is_success:
             raise client._make_status_error_from_response(response) from None
         return await client._process_response(
             cast_to=cast_to, options=self.options, response=response, stream=False, stream_cls=None
         )
+
+    async def _as_sdk_response(
+        self, client: openai.AsyncOpenAI, reply: Reply, data: bytes, started: float
+    ) -> httpx2.Response:
+        """The reply as the SDK's httpx2 client hands it over: read and decoded, its cookies kept, redirects followed.
+
+        What httpx2's `send` does after its transport answers, in its order and with its own code; a failure
+        (a body that does not decode, a redirect that fails) raised as the SDK's request loop raises it.
+        """
+        http = client._client
+        request = self._sent(data)
+        extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
+        if reply.reason:
+            extensions["reason_phrase"] = reply.reason.encode()
+        response = httpx2.Response(
+            reply.status,
+            headers=reply.raw_headers,
+            stream=httpx2.ByteStream(reply.body),
+            request=request,
+            extensions=extensions,
+        )
+        try:
+            http.cookies.extract_cookies(response)
+            response.default_encoding = http._default_encoding
+            await response.aread()
+            response.elapsed = timedelta(seconds=time.perf_counter() - started)
+            if response.has_redirect_location and http.follow_redirects:
+                response = await http.send(http._build_redirect_request(request, response), follow_redirects=True)
+        except timeout_exceptions() as error:
+            raise openai.APITimeoutError(request=request) from error
+        except request_exceptions() as error:
+            raise openai.APIConnectionError(request=request) from error
+        return response
 
     async def _exchange(self, data: bytes) -> Reply:
         """Send the request with this body and read the reply; a failure raised as the SDK raises it."""
@@ -146,7 +192,7 @@ class ReusedRequest:
                 async with self._session().request(
                     "POST",
                     self.url,
-                    headers=self.headers,
+                    headers=(*self.headers, ("content-length", str(len(data)))),
                     data=data,
                     allow_redirects=False,
                     auto_decompress=False,
@@ -156,8 +202,11 @@ class ReusedRequest:
                 ) as reply:
                     return Reply(reply.status, reply.headers, reply.raw_headers, reply.reason, await reply.read())
         except timeout_exceptions() as error:
-            raise openai.APITimeoutError(request=self._sent(data)) from error
+            error.request = request = self._sent(data)  # as httpx2's `request_context` sets it
+            raise openai.APITimeoutError(request=request) from error
         except request_exceptions() as error:
+            if isinstance(error, httpx2.RequestError):
+                error.request = self._sent(data)
             raise openai.APIConnectionError(request=self._sent(data)) from error
 
     def _session(self) -> ClientSession:
@@ -185,12 +234,9 @@ async def post(
     Sent as a `ReusedRequest` where the SDK would build the same request on every call (`reusable`).
     """
     reused = await reused_request(client, path, body.get("model"), options)
-    if reused is not None:
-        try:
-            return await reused.post(client, body, cast_to)
-        except Redirected:
-            pass  # the server did not take the request: the SDK sends it again and follows the redirect
-    return await client.post(path, body=body, options=options, cast_to=cast_to)
+    if reused is None:
+        return await client.post(path, body=body, options=options, cast_to=cast_to)
+    return await reused.post(client, body, cast_to)
 
 
 _built: WeakKeyDictionary[openai.AsyncOpenAI, dict[str, ReusedRequest | None]] = WeakKeyDictionary()
@@ -204,27 +250,45 @@ async def reused_request(
     `options` are the request options `post` would be given (`make_request_options`). The SDK builds the
     request on the first call for each path, model and options, and it is kept.
     """
+    if not (reusable(client) and options.keys() <= REUSABLE_OPTIONS):
+        return None
     built = _built.setdefault(client, {})
-    key = repr((path, model, sorted(options.items())))
+    key = repr((path, model, sorted(options.items()), _state(client)))
     if key not in built:
         if len(built) >= MAX_REQUESTS_PER_CLIENT:
             built.clear()
-        built[key] = await _build(client, path, model, options) if reusable(client) else None
+        built[key] = await _build(client, path, model, options)
     return built[key]
 
 
+def _state(client: openai.AsyncOpenAI) -> list[tuple[str, object]]:
+    """What of the client a request is built from and a caller may reassign (`api_key`, `base_url`, `timeout`...).
+
+    Part of the key of the requests built: a client changed after its first call gets a request built anew.
+    """
+    return [(name, value) for name, value in vars(client).items() if name not in _NOT_STATE] + [
+        ("headers", client._client.headers)
+    ]
+
+
 def reusable(client: openai.AsyncOpenAI) -> bool:
-    """Whether the SDK sends the same request on every call of `client` but for the body (module docstring)."""
-    azure = isinstance(client, openai.AsyncAzureOpenAI)
+    """Whether the SDK sends the same request on every call of `client` but for the body (module docstring).
+
+    Asked on every call: a client can be closed, or get cookies, or have its retries switched on, after a call.
+    """
+    azure = type(client) is openai.AsyncAzureOpenAI
     credentials = _STATIC_CREDENTIALS + (_AZURE_STATIC_CREDENTIALS if azure else ())
     http = client._client
     return (
-        client.max_retries == 0
+        (azure or type(client) is openai.AsyncOpenAI)
+        and not client.is_closed()
+        and client.max_retries == 0
         and client._idempotency_header is None
         and client.custom_auth is None
         and all(getattr(client, name, _MISSING) is None for name in credentials)
         and isinstance(http, httpx2.AsyncClient)
         and http.auth is None
+        and not http.cookies
         and all(hook in _REQUEST_ALONE_HOOKS for hook in http.event_hooks["request"])
         and not http.event_hooks["response"]
     )
@@ -245,7 +309,7 @@ async def _build(client: openai.AsyncOpenAI, path: str, model: object, options: 
     if type(transport) is not AiohttpTransport or transport.proxy is not None:
         return None
     timeout: dict[str, float | None] = dict(request.extensions.get("timeout", {}))
-    headers = tuple((name, value) for name, value in request.headers.multi_items() if name not in _LEFT_TO_AIOHTTP)
+    headers = tuple((name, value) for name, value in request.headers.multi_items() if name != "content-length")
     return ReusedRequest(
         transport=transport,
         options=prepared,

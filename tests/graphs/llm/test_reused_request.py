@@ -8,7 +8,8 @@ through the SDK, and each provider's model as the service builds it reuses the r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Literal, get_args
 
 import httpx2
@@ -22,9 +23,10 @@ from graphs.llm import reused_request as reused_module
 from graphs.llm.config import LLMConfig
 from graphs.llm.openai_chat import CHAT_COMPLETIONS_PATH, CREATE_SECURITY, ReplyJson
 from graphs.llm.providers import _openai_http_client
+from graphs.llm.retry import classify
 from graphs.llm.reused_request import ReusedRequest, post, reusable, reused_request
 from tests.fakes.fixtures import ChatModelFactory, fake_azure_config, fake_openai_config
-from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
 
 Provider = Literal["openai", "openai-compatible", "azure"]
 ClientFactory = Callable[[FakeLLMServer], openai.AsyncOpenAI]
@@ -132,6 +134,7 @@ async def test_a_reused_client_is_recognised_as_such(llm_server: FakeLLMServer) 
         pytest.param({}, id="none"),
         pytest.param({"extra_headers": {"X-Trace": "t-1"}, "extra_query": {"q": "1"}, "timeout": 5.5}, id="request"),
         pytest.param({"extra_body": {"max_tokens": 7, "seed": 3}}, id="extra-body"),
+        pytest.param({"extra_headers": {"Cookie": "gateway=abc"}}, id="a-cookie-header"),
     ],
 )
 async def test_post_sends_what_the_sdks_post_sends(llm_server: FakeLLMServer, options: dict[str, Any]) -> None:
@@ -157,3 +160,133 @@ async def test_post_sends_what_the_sdks_post_sends(llm_server: FakeLLMServer, op
         by_sdk.body,
     )
     assert by_reuse.headers == by_sdk.headers
+
+
+Outcome = object
+"""What a call came to: the reply's JSON (less the fake's completion id), or the exception's type and message."""
+
+
+def _client(server: FakeLLMServer) -> openai.AsyncOpenAI:
+    """A client as the service configures one: static key, SDK retries off, the SDK's aiohttp transport."""
+    return openai.AsyncOpenAI(api_key="k", base_url=server.url, http_client=_openai_http_client(), max_retries=0)
+
+
+async def _outcome(call: Callable[[], Awaitable[object]]) -> Outcome:
+    try:
+        reply = await call()
+    except Exception as error:
+        return type(error), str(error), classify(error).retryable
+    return {**reply, "id": "?"} if isinstance(reply, dict) else reply
+
+
+Session = Callable[[openai.AsyncOpenAI, Callable[[], Awaitable[object]]], Awaitable[list[Outcome]]]
+
+
+async def _on_both_paths(
+    server: FakeLLMServer, replies: list[Reply], session: Session
+) -> tuple[tuple[list[Outcome], list[RecordedRequest]], tuple[list[Outcome], list[RecordedRequest]]]:
+    """`session` run twice, each on a client of its own with `replies` scripted: posting through the SDK, then
+    through `post`; each run's outcomes and the requests the server saw."""
+    body = {"model": "m-1", "messages": [{"role": "user", "content": "hi"}]}
+    options = make_request_options(security=CREATE_SECURITY)
+    runs = []
+    for through_sdk in (True, False):
+        client = _client(server)
+        server.reset()
+        server.script(*replies)
+
+        def call(client: openai.AsyncOpenAI = client, through_sdk: bool = through_sdk) -> Awaitable[object]:
+            if through_sdk:
+                return client.post(CHAT_COMPLETIONS_PATH, body=body, options=options, cast_to=ReplyJson)
+            return post(client, CHAT_COMPLETIONS_PATH, body, options, ReplyJson)
+
+        try:
+            runs.append((await session(client, call), list(server.calls)))
+        finally:
+            await client.close()
+    return runs[0], runs[1]
+
+
+def _seen(calls: list[RecordedRequest]) -> list[tuple[str, str, dict[str, str]]]:
+    """What the server saw of each request: method, path and headers (less the body's length)."""
+    return [(c.method, c.path, {k: v for k, v in c.headers.items() if k != "content-length"}) for c in calls]
+
+
+async def _calls(times: int, client: openai.AsyncOpenAI, call: Callable[[], Awaitable[object]]) -> list[Outcome]:
+    return [await _outcome(call) for _ in range(times)]
+
+
+COMPLETION = Reply(body=b'{"id": "cc-1", "object": "chat.completion", "choices": []}')
+REPLIES: dict[str, list[Reply]] = {
+    # The fake listens on 127.0.0.1: aiohttp's own jar refuses cookies from an IP address, httpx2's keeps them.
+    "a cookie set by the server": [
+        Reply(body=COMPLETION.body, headers={"Set-Cookie": "sticky=1; Path=/"}),
+        COMPLETION,
+        COMPLETION,
+    ],
+    "a body that does not decode": [Reply(body=b"not gzip", headers={"Content-Encoding": "gzip"}), COMPLETION],
+    "303, then GET": [Reply(status=303, headers={"Location": "/v1/chat/completions"}), COMPLETION, COMPLETION],
+    "307, then POST again": [Reply(status=307, headers={"Location": "/v1/chat/completions"}), COMPLETION, COMPLETION],
+    "300 with a Location: not followed": [Reply(status=300, headers={"Location": "/v1/x"}), COMPLETION],
+    "302 without a Location": [Reply(status=302), COMPLETION],
+    "500": [Reply(status=500), COMPLETION],
+}
+"""Replies whose handling is httpx2's or the SDK's: cookies kept and sent back, decoding, redirects, errors."""
+
+
+@pytest.mark.parametrize("replies", list(REPLIES.values()), ids=list(REPLIES))
+async def test_replies_fare_as_through_the_sdk(llm_server: FakeLLMServer, replies: list[Reply]) -> None:
+    """The same outcomes, the same requests seen by the server (redirects followed, cookies sent back)."""
+    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(llm_server, replies, partial(_calls, 2))
+    assert ours == sdk
+    assert _seen(our_seen) == _seen(sdk_seen)
+
+
+RETRIED = Reply(status=500, headers={"Retry-After": "0"})
+
+
+def _reassign(name: str, value: object) -> Session:
+    """A session of two calls with the client's `name` reassigned in between."""
+
+    async def session(client: openai.AsyncOpenAI, call: Callable[[], Awaitable[object]]) -> list[Outcome]:
+        first = await _outcome(call)
+        setattr(client, name, value)
+        return [first, await _outcome(call)]
+
+    return session
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "replies"),
+    [
+        pytest.param("api_key", "k-rotated", [COMPLETION, COMPLETION], id="api_key"),
+        pytest.param("organization", "org-1", [COMPLETION, COMPLETION], id="organization"),
+        pytest.param("timeout", 5.0, [COMPLETION, COMPLETION], id="timeout"),
+        # The SDK's retries switched on: the 500 is retried, by the SDK on both paths.
+        pytest.param(
+            "max_retries",
+            1,
+            [COMPLETION, Reply(status=500, headers={"Retry-After": "0"}), COMPLETION],
+            id="max_retries",
+        ),
+    ],
+)
+async def test_a_client_changed_after_a_call_sends_what_the_sdk_sends(
+    llm_server: FakeLLMServer, name: str, value: object, replies: list[Reply]
+) -> None:
+    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(llm_server, replies, _reassign(name, value))
+    assert ours == sdk
+    assert _seen(our_seen) == _seen(sdk_seen)
+    assert len(our_seen) == len(replies)
+
+
+async def test_a_closed_client_refuses_as_the_sdk_does(llm_server: FakeLLMServer) -> None:
+    async def closed(client: openai.AsyncOpenAI, call: Callable[[], Awaitable[object]]) -> list[Outcome]:
+        first = await _outcome(call)
+        await client.close()
+        return [first, await _outcome(call)]
+
+    (sdk, _), (ours, our_seen) = await _on_both_paths(llm_server, [COMPLETION], closed)
+    assert ours == sdk
+    assert ours[1][0] is RuntimeError  # type: ignore[index]
+    assert len(our_seen) == 1
