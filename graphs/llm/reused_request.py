@@ -14,8 +14,10 @@ the timeout), and every call sends that URL and those headers with its own body,
 `openapi_dumps` after merging `extra_body` as the SDK merges it, through the connection pool of the SDK's
 own aiohttp transport, with the options that transport gives aiohttp. What the request is built from and a
 caller may reassign (the client's attributes: `api_key`, `base_url`, `timeout`, `organization`..., and the
-httpx2 client's headers) is part of the key, so a client changed after a call gets its request built anew.
-A reply is read as the SDK reads it:
+httpx2 client's headers and query) is part of the key, so a client changed after a call gets its request built
+anew. The cookies of the httpx2 client's jar are left out of the built request and added on each call as
+httpx2 adds them (its own code; the jar decides, a `Cookie` header of the caller's wins): OpenAI's API sets
+cookies on its replies, and they go back as through the SDK. A reply is read as the SDK reads it:
 
 - a 2xx JSON reply (content type ending in `json`) that is not encoded and sets no cookie is the parsed
   JSON, which is what the SDK's `post` with `cast_to=ReplyJson` returns;
@@ -32,10 +34,10 @@ Only a client the SDK would send the same request for on every call takes this p
 every call): an `AsyncOpenAI` or `AsyncAzureOpenAI` itself, not closed, SDK retries off (`max_retries=0`, as
 the service configures every model), no idempotency header, credentials that are a static key (no key
 provider, Azure AD token provider, workload identity or provider runtime, no custom auth), and an httpx2
-client with no auth, no cookies in its jar, no response hooks and no request hooks but Azure's (which depends
-on the request alone and is run on the built request), whose transport for the URL is the SDK's aiohttp
-transport without a proxy; request options are `create`'s only. Any other call posts through the SDK. So a
-server that sets a cookie gets the SDK's request, with the jar's cookies, from then on.
+client with no auth, no response hooks and no request hooks but Azure's (which depends on the request alone
+and is run on the built request), whose transport for the URL is the SDK's aiohttp transport without a
+proxy; request options are `create`'s only, and no raw response asked for. Any other call posts through the
+SDK, as does a call whose client was closed while its request was being built.
 
 Left different, none of it read by the service: httpx2's INFO line per request (the service silences it),
 a redirected response's `history` (the first response is not in it), and which request the SDK's
@@ -61,6 +63,7 @@ import openai
 from aiohttp import ClientSession, ClientTimeout
 from aiohttp.typedefs import RawHeaders
 from openai._base_client import _merge_mappings, get_platform
+from openai._constants import RAW_RESPONSE_HEADER
 from openai._httpx2 import request_exceptions, timeout_exceptions
 from openai._models import FinalRequestOptions
 from openai._types import RequestOptions
@@ -124,14 +127,17 @@ class ReusedRequest:
     transport: AiohttpTransport
     options: FinalRequestOptions
     """The SDK's prepared options the request was built from (its response processing reads them)."""
-    url: str
+    url: httpx2.URL
     headers: tuple[tuple[str, str], ...]
+    """Its headers but the body's length, without the cookies of the httpx2 client's jar (added on each call)."""
     timeout: dict[str, float | None]
     """The request's timeout extension."""
     aiohttp_timeout: ClientTimeout
     """That timeout as the SDK's transport gives it to aiohttp."""
     sni_hostname: str | None
     extra_json: Mapping[str, object] | None
+    text_url: str
+    """`url` as the SDK's transport gives it to aiohttp."""
 
     async def post(
         self, client: openai.AsyncOpenAI, body: Mapping[str, object], cast_to: type[openai.BaseModel]
@@ -139,21 +145,32 @@ class ReusedRequest:
         """What `client.post` of `body` with these options returns for `cast_to` (a `ReplyJson`), or raises."""
         data = openapi_dumps(_merge_mappings(body, self.extra_json) if self.extra_json is not None else body)
         started = time.perf_counter()
-        reply = await self._exchange(data)
+        http = client._client
+        headers = self._with_cookies(http.cookies) if http.cookies else self.headers
+        reply = await self._exchange(data, headers)
         if reply.plain_json:
             try:
                 return json.loads(reply.body)
             except ValueError:
                 pass  # the SDK raises its own error for it, below
-        response = await self._as_sdk_response(client, reply, data, started)
+        response = await self._as_sdk_response(client, reply, self._sent(data, headers), started)
         if not response.is_success:
             raise client._make_status_error_from_response(response) from None
         return await client._process_response(
             cast_to=cast_to, options=self.options, response=response, stream=False, stream_cls=None
         )
 
+    def _with_cookies(self, jar: httpx2.Cookies) -> tuple[tuple[str, str], ...]:
+        """The headers with the jar's `Cookie` header for this URL, as httpx2's `build_request` adds it (its code).
+
+        The jar decides (domain, path, `Secure`, expiry) and a `Cookie` header of the caller's wins over it.
+        """
+        request = httpx2.Request("POST", self.url, headers=self.headers)
+        jar.set_cookie_header(request)
+        return tuple(item for item in request.headers.multi_items() if item[0] != "content-length")
+
     async def _as_sdk_response(
-        self, client: openai.AsyncOpenAI, reply: Reply, data: bytes, started: float
+        self, client: openai.AsyncOpenAI, reply: Reply, request: httpx2.Request, started: float
     ) -> httpx2.Response:
         """The reply as the SDK's httpx2 client hands it over: read and decoded, its cookies kept, redirects followed.
 
@@ -161,7 +178,6 @@ class ReusedRequest:
         (a body that does not decode, a redirect that fails) raised as the SDK's request loop raises it.
         """
         http = client._client
-        request = self._sent(data)
         extensions: dict[str, Any] = {"http_version": b"HTTP/1.1"}
         if reply.reason:
             extensions["reason_phrase"] = reply.reason.encode()
@@ -185,14 +201,14 @@ class ReusedRequest:
             raise openai.APIConnectionError(request=request) from error
         return response
 
-    async def _exchange(self, data: bytes) -> Reply:
+    async def _exchange(self, data: bytes, headers: tuple[tuple[str, str], ...]) -> Reply:
         """Send the request with this body and read the reply; a failure raised as the SDK raises it."""
         try:
             with map_aiohttp_exceptions():
                 async with self._session().request(
                     "POST",
-                    self.url,
-                    headers=(*self.headers, ("content-length", str(len(data)))),
+                    self.text_url,
+                    headers=(*headers, ("content-length", str(len(data)))),
                     data=data,
                     allow_redirects=False,
                     auto_decompress=False,
@@ -202,12 +218,13 @@ class ReusedRequest:
                 ) as reply:
                     return Reply(reply.status, reply.headers, reply.raw_headers, reply.reason, await reply.read())
         except timeout_exceptions() as error:
-            error.request = request = self._sent(data)  # as httpx2's `request_context` sets it
+            error.request = request = self._sent(data, headers)  # as httpx2's `request_context` sets it
             raise openai.APITimeoutError(request=request) from error
         except request_exceptions() as error:
+            request = self._sent(data, headers)
             if isinstance(error, httpx2.RequestError):
-                error.request = self._sent(data)
-            raise openai.APIConnectionError(request=self._sent(data)) from error
+                error.request = request
+            raise openai.APIConnectionError(request=request) from error
 
     def _session(self) -> ClientSession:
         """The SDK transport's aiohttp session, created as the transport creates it on its first request."""
@@ -215,11 +232,9 @@ class ReusedRequest:
             self.transport.client = self.transport.get_client()
         return self.transport.client
 
-    def _sent(self, data: bytes) -> httpx2.Request:
+    def _sent(self, data: bytes, headers: tuple[tuple[str, str], ...]) -> httpx2.Request:
         """The request as an httpx2 model, for the SDK's errors and response processing (never on the fast path)."""
-        return httpx2.Request(
-            "POST", self.url, headers=self.headers, content=data, extensions={"timeout": self.timeout}
-        )
+        return httpx2.Request("POST", self.url, headers=headers, content=data, extensions={"timeout": self.timeout})
 
 
 async def post(
@@ -234,7 +249,7 @@ async def post(
     Sent as a `ReusedRequest` where the SDK would build the same request on every call (`reusable`).
     """
     reused = await reused_request(client, path, body.get("model"), options)
-    if reused is None:
+    if reused is None or client.is_closed():  # closed while the request was built: the SDK refuses
         return await client.post(path, body=body, options=options, cast_to=cast_to)
     return await reused.post(client, body, cast_to)
 
@@ -266,8 +281,10 @@ def _state(client: openai.AsyncOpenAI) -> list[tuple[str, object]]:
 
     Part of the key of the requests built: a client changed after its first call gets a request built anew.
     """
+    http = client._client
     return [(name, value) for name, value in vars(client).items() if name not in _NOT_STATE] + [
-        ("headers", client._client.headers)
+        ("http headers", http.headers.raw),  # raw: the repr of `Headers` hides credentials
+        ("http params", str(http.params)),
     ]
 
 
@@ -288,7 +305,6 @@ def reusable(client: openai.AsyncOpenAI) -> bool:
         and all(getattr(client, name, _MISSING) is None for name in credentials)
         and isinstance(http, httpx2.AsyncClient)
         and http.auth is None
-        and not http.cookies
         and all(hook in _REQUEST_ALONE_HOOKS for hook in http.event_hooks["request"])
         and not http.event_hooks["response"]
     )
@@ -298,22 +314,31 @@ async def _build(client: openai.AsyncOpenAI, path: str, model: object, options: 
     """The SDK's own request for such a call, built as `post` and `request` build it (for a body naming `model`)."""
     if client._platform is None:
         client._platform = await asyncify(get_platform)()  # as the SDK's `request` does, off the loop
+    http = client._client
     json_data = {"model": model} if model is not None else {}
     template = FinalRequestOptions.construct(method="post", url=path, json_data=json_data, **options)
     prepared = await client._prepare_options(template)
-    request = client._build_request(prepared)
+    # httpx2 adds the jar's cookies as it builds the request: built with the jar empty (no await in between),
+    # the request holds only a `Cookie` header of the caller's, and each call adds the jar's as it then is.
+    jar, http._cookies = http._cookies, httpx2.Cookies()
+    try:
+        request = client._build_request(prepared)
+    finally:
+        http._cookies = jar
     await client._prepare_request(request)
     for hook in client._client.event_hooks["request"]:
         await hook(request)
-    transport = client._client._transport_for_url(request.url)
-    if type(transport) is not AiohttpTransport or transport.proxy is not None:
+    transport = http._transport_for_url(request.url)
+    raw_response = request.headers.get(RAW_RESPONSE_HEADER) == "true"  # the SDK answers those with its own type
+    if type(transport) is not AiohttpTransport or transport.proxy is not None or raw_response:
         return None
     timeout: dict[str, float | None] = dict(request.extensions.get("timeout", {}))
     headers = tuple((name, value) for name, value in request.headers.multi_items() if name != "content-length")
     return ReusedRequest(
         transport=transport,
         options=prepared,
-        url=str(request.url),
+        url=request.url,
+        text_url=str(request.url),
         headers=headers,
         timeout=timeout,
         aiohttp_timeout=ClientTimeout(

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Literal, get_args
+from unittest import mock
 
 import httpx2
 import openai
 import pytest
+from aiohttp import ClientSession
 from langchain_core.messages import HumanMessage
 from langchain_openai.chat_models.base import BaseChatOpenAI
 from openai._base_client import make_request_options
@@ -183,7 +185,7 @@ Session = Callable[[openai.AsyncOpenAI, Callable[[], Awaitable[object]]], Awaita
 
 
 async def _on_both_paths(
-    server: FakeLLMServer, replies: list[Reply], session: Session
+    server: FakeLLMServer, replies: list[Reply], session: Session, make: ClientFactory | None = None
 ) -> tuple[tuple[list[Outcome], list[RecordedRequest]], tuple[list[Outcome], list[RecordedRequest]]]:
     """`session` run twice, each on a client of its own with `replies` scripted: posting through the SDK, then
     through `post`; each run's outcomes and the requests the server saw."""
@@ -191,7 +193,7 @@ async def _on_both_paths(
     options = make_request_options(security=CREATE_SECURITY)
     runs = []
     for through_sdk in (True, False):
-        client = _client(server)
+        client = (make or _client)(server)
         server.reset()
         server.script(*replies)
 
@@ -243,41 +245,121 @@ async def test_replies_fare_as_through_the_sdk(llm_server: FakeLLMServer, replie
 
 
 RETRIED = Reply(status=500, headers={"Retry-After": "0"})
+Change = Callable[[openai.AsyncOpenAI], None]
 
 
-def _reassign(name: str, value: object) -> Session:
-    """A session of two calls with the client's `name` reassigned in between."""
+def _changed_between_calls(change: Change) -> Session:
+    """A session of two calls with the client changed in between."""
 
     async def session(client: openai.AsyncOpenAI, call: Callable[[], Awaitable[object]]) -> list[Outcome]:
         first = await _outcome(call)
-        setattr(client, name, value)
+        change(client)
         return [first, await _outcome(call)]
 
     return session
 
 
-@pytest.mark.parametrize(
-    ("name", "value", "replies"),
-    [
-        pytest.param("api_key", "k-rotated", [COMPLETION, COMPLETION], id="api_key"),
-        pytest.param("organization", "org-1", [COMPLETION, COMPLETION], id="organization"),
-        pytest.param("timeout", 5.0, [COMPLETION, COMPLETION], id="timeout"),
-        # The SDK's retries switched on: the 500 is retried, by the SDK on both paths.
-        pytest.param(
-            "max_retries",
-            1,
-            [COMPLETION, Reply(status=500, headers={"Retry-After": "0"}), COMPLETION],
-            id="max_retries",
-        ),
-    ],
-)
+def _set(name: str, value: object) -> Change:
+    return lambda client: setattr(client, name, value)
+
+
+def _http_header(name: str, value: str) -> Change:
+    def change(client: openai.AsyncOpenAI) -> None:
+        client._client.headers[name] = value
+
+    return change
+
+
+def _http_params(value: str) -> Change:
+    def change(client: openai.AsyncOpenAI) -> None:
+        client._client.params = httpx2.QueryParams(value)
+
+    return change
+
+
+CHANGES: dict[str, tuple[Change, list[Reply]]] = {
+    "api_key": (_set("api_key", "k-rotated"), [COMPLETION, COMPLETION]),
+    "organization": (_set("organization", "org-1"), [COMPLETION, COMPLETION]),
+    "timeout": (_set("timeout", 5.0), [COMPLETION, COMPLETION]),
+    # The SDK's retries switched on: the 500 is retried, by the SDK on both paths.
+    "max_retries": (_set("max_retries", 1), [COMPLETION, RETRIED, COMPLETION]),
+    "the HTTP client's headers": (_http_header("X-Gateway-Token", "t-2"), [COMPLETION, COMPLETION]),
+    "the HTTP client's query": (_http_params("tenant=t2"), [COMPLETION, COMPLETION]),
+}
+"""What a caller may change on a client after its first call, and the replies the two calls then get."""
+
+
+@pytest.mark.parametrize(("change", "replies"), list(CHANGES.values()), ids=list(CHANGES))
 async def test_a_client_changed_after_a_call_sends_what_the_sdk_sends(
-    llm_server: FakeLLMServer, name: str, value: object, replies: list[Reply]
+    llm_server: FakeLLMServer, change: Change, replies: list[Reply]
 ) -> None:
-    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(llm_server, replies, _reassign(name, value))
+    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(llm_server, replies, _changed_between_calls(change))
+    assert ours == sdk
+    assert [(c.query, *seen) for c, seen in zip(our_seen, _seen(our_seen), strict=True)] == [
+        (c.query, *seen) for c, seen in zip(sdk_seen, _seen(sdk_seen), strict=True)
+    ]
+    assert len(our_seen) == len(replies)
+
+
+async def test_cookies_in_the_jar_before_the_first_call_are_the_jars_as_it_then_is(llm_server: FakeLLMServer) -> None:
+    """A jar holding a cookie when the request is built: the cookie the server replaces it with goes out after."""
+
+    def holding_a_cookie(server: FakeLLMServer) -> openai.AsyncOpenAI:
+        http = openai.DefaultAioHttpClient(cookies={"sticky": "1"})
+        return openai.AsyncOpenAI(api_key="k", base_url=server.url, http_client=http, max_retries=0)
+
+    replies = [Reply(body=COMPLETION.body, headers={"Set-Cookie": "sticky=2; Path=/"}), COMPLETION]
+    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(
+        llm_server, replies, partial(_calls, 2), make=holding_a_cookie
+    )
     assert ours == sdk
     assert _seen(our_seen) == _seen(sdk_seen)
-    assert len(our_seen) == len(replies)
+    assert our_seen[0].headers["cookie"] == "sticky=1"
+    assert "sticky=2" in our_seen[1].headers["cookie"]  # with the preset one, as httpx2 keeps both
+
+
+async def test_cookies_from_the_server_go_back_on_the_reused_request(llm_server: FakeLLMServer) -> None:
+    """A server that sets cookies (OpenAI's API sits behind one) still gets the request sent again, with them."""
+    client = _client(llm_server)
+    body = {"model": "m-1", "messages": [{"role": "user", "content": "hi"}]}
+    options = make_request_options(security=CREATE_SECURITY)
+    llm_server.script(*REPLIES["a cookie set by the server"])
+    try:
+        with mock.patch.object(client, "post", side_effect=AssertionError("posted through the SDK")):
+            for _ in range(3):
+                await post(client, CHAT_COMPLETIONS_PATH, body, options, ReplyJson)
+    finally:
+        await client.close()
+    assert [call.headers.get("cookie") for call in llm_server.calls] == [None, "sticky=1", "sticky=1"]
+
+
+async def test_a_client_closed_while_its_request_is_built_refuses_as_the_sdk_does(llm_server: FakeLLMServer) -> None:
+    client = _client(llm_server)
+    build = reused_module._build
+
+    async def build_then_close(*args: Any) -> ReusedRequest | None:
+        built = await build(*args)
+        await client.close()
+        return built
+
+    body = {"model": "m-1", "messages": [{"role": "user", "content": "hi"}]}
+    with (
+        mock.patch.object(reused_module, "_build", build_then_close),
+        pytest.raises(RuntimeError, match="client has been closed"),
+    ):
+        await post(client, CHAT_COMPLETIONS_PATH, body, make_request_options(security=CREATE_SECURITY), ReplyJson)
+    assert llm_server.calls == []
+    transport = client._client._transport_for_url(httpx2.URL(llm_server.url))
+    assert not isinstance(getattr(transport, "client", None), ClientSession)  # no session opened on a closed client
+
+
+async def test_a_raw_response_asked_for_posts_through_the_sdk(llm_server: FakeLLMServer) -> None:
+    client = _client(llm_server)
+    options = make_request_options(extra_headers={"X-Stainless-Raw-Response": "true"}, security=CREATE_SECURITY)
+    try:
+        assert await reused_request(client, CHAT_COMPLETIONS_PATH, "m-1", options) is None
+    finally:
+        await client.close()
 
 
 async def test_a_closed_client_refuses_as_the_sdk_does(llm_server: FakeLLMServer) -> None:
