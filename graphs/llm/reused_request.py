@@ -291,7 +291,7 @@ def _state(client: openai.AsyncOpenAI) -> list[tuple[str, object]]:
 def reusable(client: openai.AsyncOpenAI) -> bool:
     """Whether the SDK sends the same request on every call of `client` but for the body (module docstring).
 
-    Asked on every call: a client can be closed, or get cookies, or have its retries switched on, after a call.
+    Asked on every call: a client can be closed, or have its retries switched on, after a call.
     """
     azure = type(client) is openai.AsyncAzureOpenAI
     credentials = _STATIC_CREDENTIALS + (_AZURE_STATIC_CREDENTIALS if azure else ())
@@ -326,7 +326,7 @@ async def _build(client: openai.AsyncOpenAI, path: str, model: object, options: 
     finally:
         http._cookies = jar
     await client._prepare_request(request)
-    for hook in client._client.event_hooks["request"]:
+    for hook in http.event_hooks["request"]:
         await hook(request)
     transport = http._transport_for_url(request.url)
     raw_response = request.headers.get(RAW_RESPONSE_HEADER) == "true"  # the SDK answers those with its own type
