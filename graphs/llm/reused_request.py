@@ -30,14 +30,14 @@ cookies on its replies, and they go back as through the SDK. A reply is read as 
   maps them, then a timeout as `APITimeoutError` and any other failure (a body that does not decode, too)
   as `APIConnectionError`.
 
-Only a client the SDK would send the same request for on every call takes this path (`reusable`, asked on
-every call): an `AsyncOpenAI` or `AsyncAzureOpenAI` itself, not closed, SDK retries off (`max_retries=0`, as
+Only a client the SDK would send the same request for on every call takes this path (`reusable` and `post`,
+asked on every call): an open `AsyncOpenAI` or `AsyncAzureOpenAI` itself, SDK retries off (`max_retries=0`, as
 the service configures every model), no idempotency header, credentials that are a static key (no key
 provider, Azure AD token provider, workload identity or provider runtime, no custom auth), and an httpx2
 client with no auth, no response hooks and no request hooks but Azure's (which depends on the request alone
 and is run on the built request), whose transport for the URL is the SDK's aiohttp transport without a
 proxy; request options are `create`'s only, and no raw response asked for. Any other call posts through the
-SDK, as does a call whose client was closed while its request was being built.
+SDK (a closed client too, even one closed while its request was being built: the SDK refuses it).
 
 Left different, none of it read by the service: httpx2's INFO line per request (the service silences it),
 a redirected response's `history` (the first response is not in it), and which request the SDK's
@@ -249,7 +249,7 @@ async def post(
     Sent as a `ReusedRequest` where the SDK would build the same request on every call (`reusable`).
     """
     reused = await reused_request(client, path, body.get("model"), options)
-    if reused is None or client.is_closed():  # closed while the request was built: the SDK refuses
+    if reused is None or client.is_closed():  # closed (perhaps while the request was built): the SDK refuses
         return await client.post(path, body=body, options=options, cast_to=cast_to)
     return await reused.post(client, body, cast_to)
 
@@ -291,14 +291,14 @@ def _state(client: openai.AsyncOpenAI) -> list[tuple[str, object]]:
 def reusable(client: openai.AsyncOpenAI) -> bool:
     """Whether the SDK sends the same request on every call of `client` but for the body (module docstring).
 
-    Asked on every call: a client can be closed, or have its retries switched on, after a call.
+    Asked on every call: a client can have its retries switched on after a call. (A closed client is `post`'s
+    to send to the SDK, which refuses it: it can close while its request is being built.)
     """
     azure = type(client) is openai.AsyncAzureOpenAI
     credentials = _STATIC_CREDENTIALS + (_AZURE_STATIC_CREDENTIALS if azure else ())
     http = client._client
     return (
         (azure or type(client) is openai.AsyncOpenAI)
-        and not client.is_closed()
         and client.max_retries == 0
         and client._idempotency_header is None
         and client.custom_auth is None
