@@ -9,7 +9,8 @@ gap in between stays `KEEPALIVE_TIMEOUT_S`), and closes once the whole request, 
 has been read. When it runs out the connection is closed: with a 408 if the request's head never
 arrived, silently if the body stalled (the step, waiting for its body, sees the client disconnect).
 A request waiting for memory at the door (`memory_budget`) has its body unread on purpose: its window
-starts again while it waits, so only the client's own slowness, once admitted, counts.
+starts again while it waits, and once admitted its body gets a whole window from the moment of admission,
+so only the client's own slowness, once admitted, counts.
 
 Timeouts alone do not bound how many connections are open: a burst of more idle or half-sent
 connections than the descriptor limit within the read timeout exhausted the worker's descriptors, and
@@ -34,7 +35,7 @@ from typing import Any
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from librarian_svc.memory_budget import unavailable, waiting_for_admission
+from librarian_svc.memory_budget import admitted_at, unavailable, waiting_for_admission
 
 log = structlog.get_logger(__name__)
 
@@ -190,8 +191,14 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._read_timer = None
         if self.transport.is_closing():
             return
-        if self.cycle is not None and waiting_for_admission(self.cycle.scope):
+        scope = self.cycle.scope if self.cycle is not None else None
+        if scope is not None and waiting_for_admission(scope):
             self._open_window()  # its body is unread on purpose: the window starts again once it may read
+            return
+        since = admitted_at(scope) if scope is not None else None
+        if since is not None and (left := since + self._read_timeout_s - self.loop.time()) > 0:
+            # Admitted during this window: the body gets a whole window from its admission, not what was left.
+            self._read_timer = self.loop.call_later(left, self._read_timed_out)
             return
         head_missing = self._between_requests()
         log.info(

@@ -88,6 +88,8 @@ MALLOC_TRIM = _malloc_trim()
 
 _WAIT_KEY = "librarian_admission_wait_s"
 _WAITING_KEY = "librarian_admission_waiting"
+_ADMITTED_KEY = "librarian_admitted_at"
+"""When the request got its memory, on the event loop's clock: its body may be read from then on."""
 
 
 class MemoryBudget:
@@ -182,6 +184,16 @@ def waiting_for_admission(scope: Any) -> bool:
     return isinstance(holder, dict) and bool(holder.get(_WAITING_KEY))
 
 
+def admitted_at(scope: Any) -> float | None:
+    """When this request left the door with its memory, on the event loop's clock; None if it never waited.
+
+    The read timeout gives its body a whole window from then (`http_protocol`).
+    """
+    holder = scope.get("state") if isinstance(scope, dict) else None
+    value = holder.get(_ADMITTED_KEY) if isinstance(holder, dict) else None
+    return float(value) if value is not None else None
+
+
 def scope_wait_s(scope: Any) -> float:
     """How long this request waited at the door (it counts against its own deadline)."""
     holder = scope.get("state", {})
@@ -234,6 +246,7 @@ async def _wait_at_door(scope: Scope, send: Send, budget: MemoryBudget, need: fl
     finally:
         state[_WAITING_KEY] = False
     state[_WAIT_KEY] = time.monotonic() - arrived
+    state[_ADMITTED_KEY] = asyncio.get_running_loop().time()
     return held
 
 

@@ -8,6 +8,7 @@ read timeout far shorter than the queue, and a budget that lets one heavy reques
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 from tests.support.live_service import LiveService
+from tests.support.raw_http import connect, read_response
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -59,3 +61,57 @@ def test_requests_queued_for_memory_past_the_read_timeout_are_all_served(service
     access = [json.loads(line) for line in logs.splitlines() if line.startswith("{") and '"latency_ms"' in line]
     latencies = sorted(line["latency_ms"] for line in access if line.get("path") == "/agent/ace/search")
     assert latencies[-1] > 1000 * READ_TIMEOUT_S, "no request waited longer than the read timeout: nothing tested"
+
+
+WINDOW_S = 2.0
+"""The second service's read timeout: long enough for the schedule below to hold on a busy machine."""
+
+
+@pytest.fixture(name="windowed_service", scope="module")
+def fixture_windowed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+    from tests.support.live_service import start_service
+
+    service = start_service(
+        {"WORKER_MEMORY_BUDGET_MB": "16", "REQUEST_READ_TIMEOUT_S": str(WINDOW_S), "LOG_LEVEL": "info"},
+        log_dir=tmp_path_factory.mktemp("admission-window"),
+    )
+    yield service
+    service.stop()
+
+
+def _head(body: bytes) -> bytes:
+    return (
+        b"POST /agent/ace/search HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+
+
+def test_a_request_admitted_late_in_its_window_gets_a_whole_window_for_its_body(
+    windowed_service: LiveService,
+) -> None:
+    """Admitted just before its read window would close, a request's body still has a whole window to arrive.
+
+    The schedule (window 2 s): A takes the whole budget and sends its body until 1.7 s, so it is answered,
+    and B admitted, at about 1.8 s. B connected at 0.1 s, so its window, restarted every 2 s while it
+    waits, would close at 2.1 s; the rest of B's body arrives at 2.6 s, well within a window counted from its
+    admission (3.8 s). Cutting B's connection at 2.1 s was the bug: under load a queued request's body,
+    read only after admission, could be cut off (a CI run of the 0.3 s test above hit it).
+    """
+    first, second = _search(100), _search(101)
+    with connect(windowed_service) as a, connect(windowed_service) as b:
+        started = time.monotonic()
+        a.sendall(_head(first))
+        pieces = 8
+        step = len(first) // pieces + 1
+        time.sleep(0.1)
+        b.sendall(_head(second) + second[: len(second) // 2])
+        for index in range(pieces):  # A's body until 1.7 s: A holds the budget that long
+            a.sendall(first[index * step : (index + 1) * step])
+            time.sleep(max(0.0, 0.2 + index * 0.2 - (time.monotonic() - started)))
+        answer_a = read_response(a)
+        time.sleep(max(0.0, 2.6 - (time.monotonic() - started)))
+        b.sendall(second[len(second) // 2 :])
+        answer_b = read_response(b)
+    assert answer_a.startswith(b"HTTP/1.1 200")
+    assert answer_b.startswith(b"HTTP/1.1 200"), answer_b[:300]
+    assert "request not read in time" not in windowed_service.logs()
