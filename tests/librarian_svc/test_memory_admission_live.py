@@ -24,16 +24,21 @@ READ_TIMEOUT_S = 0.3
 QUEUED = 6
 
 
-@pytest.fixture(name="service", scope="module")
-def fixture_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+def _budgeted_service(factory: pytest.TempPathFactory, read_timeout_s: float) -> Iterator[LiveService]:
+    """A worker whose 16 MB budget lets one heavy request in at a time, with this read timeout."""
     from tests.support.live_service import start_service
 
     service = start_service(
-        {"WORKER_MEMORY_BUDGET_MB": "16", "REQUEST_READ_TIMEOUT_S": str(READ_TIMEOUT_S), "LOG_LEVEL": "info"},
-        log_dir=tmp_path_factory.mktemp("admission"),
+        {"WORKER_MEMORY_BUDGET_MB": "16", "REQUEST_READ_TIMEOUT_S": str(read_timeout_s), "LOG_LEVEL": "info"},
+        log_dir=factory.mktemp("admission"),
     )
     yield service
     service.stop()
+
+
+@pytest.fixture(name="service", scope="module")
+def fixture_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+    yield from _budgeted_service(tmp_path_factory, READ_TIMEOUT_S)
 
 
 def _search(seed: int) -> bytes:
@@ -69,14 +74,7 @@ WINDOW_S = 2.0
 
 @pytest.fixture(name="windowed_service", scope="module")
 def fixture_windowed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    from tests.support.live_service import start_service
-
-    service = start_service(
-        {"WORKER_MEMORY_BUDGET_MB": "16", "REQUEST_READ_TIMEOUT_S": str(WINDOW_S), "LOG_LEVEL": "info"},
-        log_dir=tmp_path_factory.mktemp("admission-window"),
-    )
-    yield service
-    service.stop()
+    yield from _budgeted_service(tmp_path_factory, WINDOW_S)
 
 
 def _head(body: bytes) -> bytes:
