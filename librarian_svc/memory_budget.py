@@ -41,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import math
-import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -233,7 +232,8 @@ def admission_middleware(
 
 async def _wait_at_door(scope: Scope, send: Send, budget: MemoryBudget, need: float, max_wait_s: float) -> float | None:
     """What was reserved once `need` fits; None when the wait ran out (the 503 is sent)."""
-    arrived = time.monotonic()
+    clock = asyncio.get_running_loop().time  # the clock the read timeout runs on (`http_protocol`)
+    arrived = clock()
     state = scope.setdefault("state", {})
     state[_WAITING_KEY] = True
     try:
@@ -241,12 +241,12 @@ async def _wait_at_door(scope: Scope, send: Send, budget: MemoryBudget, need: fl
             with drain.bounded(timer):  # SIGTERM: a request still at the door is told at once
                 held = await budget.reserve(need)
     except TimeoutError:
-        await _refuse(scope, send, need, budget, time.monotonic() - arrived)
+        await _refuse(scope, send, need, budget, clock() - arrived)
         return None
     finally:
         state[_WAITING_KEY] = False
-    state[_WAIT_KEY] = time.monotonic() - arrived
-    state[_ADMITTED_KEY] = asyncio.get_running_loop().time()
+    state[_ADMITTED_KEY] = admitted = clock()
+    state[_WAIT_KEY] = admitted - arrived
     return held
 
 

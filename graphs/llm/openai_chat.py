@@ -19,22 +19,21 @@ These classes keep everything else of langchain-openai and the SDK: the payload 
 the reply's conversion (`_create_chat_result`, Azure's content-filter override included), callbacks and
 usage, and the SDK's client with its HTTP transport, URL building (Azure deployments), authentication,
 timeouts and typed errors (mapped by langchain-openai's own handlers). The request is what the SDK's public
-`post`, which `create` itself calls, sends with the same body and the same request options: for the service's
-clients the SDK builds it once and it is sent again with each body (`graphs.llm.reused_request`), for any
-other client `post` sends it. The reply's
-body is read as for a typed reply (`ReplyJson`) and reaches `_create_chat_result` as the dict the typed
-reply dumps to; the first message's `refusal` (and a `parsed` the server sent) reach the message's
-`additional_kwargs` as they do from a typed reply. The tests compare both paths on replies with every
-optional field, none, required fields left out, fields the SDK does not declare, a JSON body sent as text
-or with a byte-order mark, and bodies that are not a JSON object. Streaming, structured-output parsing
-(`response_format` passed to langchain), tools, the Responses API, response headers
-(`include_response_headers`, the LangSmith gateway), messages whose content is not plain text and any
-payload key `create` does not take (it refuses those with
-a `TypeError`) take the library's own path. Differences left, none retried either way: a 200 reply that
-is not JSON fails with the same `JSONDecodeError` but without the HTTP response attached, so the retry loop
-names it by its type rather than "HTTP 200"; a reply that is a JSON list is refused with the same
-`ValueError`, its preview showing dicts where the typed path shows models; values of the wrong type stay
-as sent (`as_dumped`).
+`post`, which `create` itself calls, sends with the same body and the same request options: for the
+service's clients the SDK builds it once and it is sent again with each body (`graphs.llm.reused_request`),
+for any other client `post` sends it. The reply's body is read as for a typed reply (`ReplyJson`) and
+reaches `_create_chat_result` as the dict the typed reply dumps to; the first message's `refusal` (and a
+`parsed` the server sent) reach the message's `additional_kwargs` as they do from a typed reply. The tests
+compare both paths on replies with every optional field, none, required fields left out, fields the SDK
+does not declare, a JSON body sent as text or with a byte-order mark, and bodies that are not a JSON object.
+
+Streaming, structured-output parsing (`response_format` passed to langchain), tools, the Responses API,
+response headers (`include_response_headers`, the LangSmith gateway), messages whose content is not plain
+text and any payload key `create` does not take (it refuses those with a `TypeError`) take the library's own
+path. Differences left, none retried either way: a 200 reply that is not JSON fails with the same
+`JSONDecodeError` but without the HTTP response attached, so the retry loop names it by its type rather than
+"HTTP 200"; a reply that is a JSON list is refused with the same `ValueError`, its preview showing dicts
+where the typed path shows models; values of the wrong type stay as sent (`as_dumped`).
 
 Measured (`python -m bench.model_step_cpu --library-client`: the real clients against the lean fake model
 answering at once, in one rotation): ~0.4 ms less CPU per model-backed think step, more under load.

@@ -69,13 +69,15 @@ async def _key() -> str:
     return "k-from-a-provider"
 
 
+def _with_http(http_client: Callable[[], httpx2.AsyncClient], **client: Any) -> ClientFactory:
+    """A client as the service's (static key, SDK retries off) but for its HTTP client and `client`'s settings."""
+    settings: dict[str, Any] = {"api_key": "k", "max_retries": 0} | client
+    return lambda server: openai.AsyncOpenAI(base_url=server.url, http_client=http_client(), **settings)
+
+
 CHANGING_CLIENTS: dict[str, ClientFactory] = {
-    "the SDK's retries on": lambda server: openai.AsyncOpenAI(
-        api_key="k", base_url=server.url, http_client=_openai_http_client(), max_retries=2
-    ),
-    "a key asked for on each call": lambda server: openai.AsyncOpenAI(
-        api_key=_key, base_url=server.url, http_client=_openai_http_client(), max_retries=0
-    ),
+    "the SDK's retries on": _with_http(_openai_http_client, max_retries=2),
+    "a key asked for on each call": _with_http(_openai_http_client, api_key=_key),
     "an Azure AD token provider": lambda server: openai.AsyncAzureOpenAI(
         azure_ad_token_provider=lambda: "token",
         azure_endpoint=server.azure_endpoint,
@@ -83,29 +85,17 @@ CHANGING_CLIENTS: dict[str, ClientFactory] = {
         http_client=_openai_http_client(),
         max_retries=0,
     ),
-    "a request hook of the caller's": lambda server: openai.AsyncOpenAI(
-        api_key="k",
-        base_url=server.url,
-        http_client=openai.DefaultAioHttpClient(event_hooks={"request": [_no_hook]}),
-        max_retries=0,
+    "a request hook of the caller's": _with_http(
+        lambda: openai.DefaultAioHttpClient(event_hooks={"request": [_no_hook]})
     ),
-    "a response hook": lambda server: openai.AsyncOpenAI(
-        api_key="k",
-        base_url=server.url,
-        http_client=openai.DefaultAioHttpClient(event_hooks={"response": [_no_hook]}),
-        max_retries=0,
-    ),
-    "httpx2's own transport": lambda server: openai.AsyncOpenAI(
-        api_key="k", base_url=server.url, http_client=httpx2.AsyncClient(), max_retries=0
-    ),
-    "a proxy": lambda server: openai.AsyncOpenAI(
-        api_key="k",
-        base_url=server.url,
-        http_client=openai.DefaultAioHttpClient(proxy="http://127.0.0.1:9"),
-        max_retries=0,
-    ),
+    "auth on the HTTP client": _with_http(lambda: openai.DefaultAioHttpClient(auth=("user", "secret"))),
+    "a response hook": _with_http(lambda: openai.DefaultAioHttpClient(event_hooks={"response": [_no_hook]})),
+    "httpx2's own transport": _with_http(httpx2.AsyncClient),
+    "a proxy": _with_http(lambda: openai.DefaultAioHttpClient(proxy="http://127.0.0.1:9")),
 }
 """Clients whose request the SDK may build differently on each call, or sends another way: never reused."""
+_client = _with_http(_openai_http_client)
+"""A client as the service configures one: static key, SDK retries off, the SDK's aiohttp transport."""
 
 
 @pytest.mark.parametrize("make", list(CHANGING_CLIENTS.values()), ids=list(CHANGING_CLIENTS))
@@ -122,7 +112,7 @@ async def test_a_client_whose_request_may_change_posts_through_the_sdk(
 
 async def test_a_reused_client_is_recognised_as_such(llm_server: FakeLLMServer) -> None:
     """The contrast of the cases above: the same client without what changes its request is reused."""
-    client = openai.AsyncOpenAI(api_key="k", base_url=llm_server.url, http_client=_openai_http_client(), max_retries=0)
+    client = _client(llm_server)
     try:
         options = make_request_options(security=CREATE_SECURITY)
         assert isinstance(await reused_request(client, CHAT_COMPLETIONS_PATH, "m-1", options), ReusedRequest)
@@ -141,7 +131,7 @@ async def test_a_reused_client_is_recognised_as_such(llm_server: FakeLLMServer) 
 )
 async def test_post_sends_what_the_sdks_post_sends(llm_server: FakeLLMServer, options: dict[str, Any]) -> None:
     """`post` against the SDK's `post` on the same client: the same request on the wire, the same JSON back."""
-    client = openai.AsyncOpenAI(api_key="k", base_url=llm_server.url, http_client=_openai_http_client(), max_retries=0)
+    client = _client(llm_server)
     body = {"model": "m-1", "messages": [{"role": "user", "content": "東京タワー"}], "temperature": 0.3}
     made = make_request_options(**options, security=CREATE_SECURITY)
     try:
@@ -168,11 +158,6 @@ Outcome = object
 """What a call came to: the reply's JSON (less the fake's completion id), or the exception's type and message."""
 
 
-def _client(server: FakeLLMServer) -> openai.AsyncOpenAI:
-    """A client as the service configures one: static key, SDK retries off, the SDK's aiohttp transport."""
-    return openai.AsyncOpenAI(api_key="k", base_url=server.url, http_client=_openai_http_client(), max_retries=0)
-
-
 async def _outcome(call: Callable[[], Awaitable[object]]) -> Outcome:
     try:
         reply = await call()
@@ -184,7 +169,7 @@ async def _outcome(call: Callable[[], Awaitable[object]]) -> Outcome:
 Session = Callable[[openai.AsyncOpenAI, Callable[[], Awaitable[object]]], Awaitable[list[Outcome]]]
 
 
-async def _on_both_paths(
+async def _sdk_vs_reused(
     server: FakeLLMServer, replies: list[Reply], session: Session, make: ClientFactory | None = None
 ) -> tuple[tuple[list[Outcome], list[RecordedRequest]], tuple[list[Outcome], list[RecordedRequest]]]:
     """`session` run twice, each on a client of its own with `replies` scripted: posting through the SDK, then
@@ -239,7 +224,7 @@ REPLIES: dict[str, list[Reply]] = {
 @pytest.mark.parametrize("replies", list(REPLIES.values()), ids=list(REPLIES))
 async def test_replies_fare_as_through_the_sdk(llm_server: FakeLLMServer, replies: list[Reply]) -> None:
     """The same outcomes, the same requests seen by the server (redirects followed, cookies sent back)."""
-    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(llm_server, replies, partial(_calls, 2))
+    (sdk, sdk_seen), (ours, our_seen) = await _sdk_vs_reused(llm_server, replies, partial(_calls, 2))
     assert ours == sdk
     assert _seen(our_seen) == _seen(sdk_seen)
 
@@ -293,7 +278,7 @@ CHANGES: dict[str, tuple[Change, list[Reply]]] = {
 async def test_a_client_changed_after_a_call_sends_what_the_sdk_sends(
     llm_server: FakeLLMServer, change: Change, replies: list[Reply]
 ) -> None:
-    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(llm_server, replies, _changed_between_calls(change))
+    (sdk, sdk_seen), (ours, our_seen) = await _sdk_vs_reused(llm_server, replies, _changed_between_calls(change))
     assert ours == sdk
     assert [(c.query, *seen) for c, seen in zip(our_seen, _seen(our_seen), strict=True)] == [
         (c.query, *seen) for c, seen in zip(sdk_seen, _seen(sdk_seen), strict=True)
@@ -304,12 +289,10 @@ async def test_a_client_changed_after_a_call_sends_what_the_sdk_sends(
 async def test_cookies_in_the_jar_before_the_first_call_are_the_jars_as_it_then_is(llm_server: FakeLLMServer) -> None:
     """A jar holding a cookie when the request is built: the cookie the server replaces it with goes out after."""
 
-    def holding_a_cookie(server: FakeLLMServer) -> openai.AsyncOpenAI:
-        http = openai.DefaultAioHttpClient(cookies={"sticky": "1"})
-        return openai.AsyncOpenAI(api_key="k", base_url=server.url, http_client=http, max_retries=0)
+    holding_a_cookie = _with_http(lambda: openai.DefaultAioHttpClient(cookies={"sticky": "1"}))
 
     replies = [Reply(body=COMPLETION.body, headers={"Set-Cookie": "sticky=2; Path=/"}), COMPLETION]
-    (sdk, sdk_seen), (ours, our_seen) = await _on_both_paths(
+    (sdk, sdk_seen), (ours, our_seen) = await _sdk_vs_reused(
         llm_server, replies, partial(_calls, 2), make=holding_a_cookie
     )
     assert ours == sdk
@@ -368,7 +351,7 @@ async def test_a_closed_client_refuses_as_the_sdk_does(llm_server: FakeLLMServer
         await client.close()
         return [first, await _outcome(call)]
 
-    (sdk, _), (ours, our_seen) = await _on_both_paths(llm_server, [COMPLETION], closed)
+    (sdk, _), (ours, our_seen) = await _sdk_vs_reused(llm_server, [COMPLETION], closed)
     assert ours == sdk
     assert ours[1][0] is RuntimeError  # type: ignore[index]
     assert len(our_seen) == 1
