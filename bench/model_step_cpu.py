@@ -17,8 +17,9 @@ langchain-openai's own `ChatOpenAI` (the SDK's typed `create` and the reply conv
 thread), in the same rotation: `lean_client_saving_us` is what `LeanChatOpenAI` saves a step.
 `--sdk-post` adds the model-backed app once more, its every call posted through the OpenAI SDK's `post`
 instead of sending the SDK's request again (`graphs.llm.reused_request`), in the same rotation:
-`reused_request_saving_us` is what reusing the request saves a step. `--library-run` adds the model-backed app
-once more, its every call made through `ainvoke` (langchain-core's
+`reused_request_saving_us` is what reusing the request saves a step; with `--provider gemini`, its every call
+sent by google-genai's `generate_content` instead of `graphs.llm.gemini_request`: `gemini_request_saving_us`.
+`--library-run` adds the model-backed app once more, its every call made through `ainvoke` (langchain-core's
 LLM run around the provider call, which `graphs.llm.unobserved_call` skips when nobody observes it), in the
 same rotation and for either provider: `unobserved_call_saving_us` is what skipping it saves a step. Medians
 of `--rounds` rounds of `--runs` SEARCH + COMPLETE pairs; compare two trees by running this in each,
@@ -26,8 +27,8 @@ alternately (the machine's other load moves every figure by several percent). `-
 `ChatGoogleGenerativeAI` (google-genai, `cloudrun.yaml`'s provider) instead, against the full fake's
 Gemini REST API.
 
-    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client --sdk-post | --provider gemini]
-                                   [--library-run]
+    python -m bench.model_step_cpu [--runs 200] [--rounds 7] [--library-client] [--sdk-post]
+                                   [--provider gemini] [--library-run]
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from langchain_openai import ChatOpenAI
 from bench.librarian_concurrency import HITS, PROVIDERS, QUESTION, fake_model_for, start_fake_model
 from bench.step_breakdown import asgi_post
 from bench.tools import emit_in_process
-from graphs.llm import openai_chat, reused_request, unobserved_call
+from graphs.llm import gemini_request, openai_chat, reused_request, unobserved_call
 from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.settings import load_settings
@@ -64,7 +65,9 @@ THINK_PATH = "/agent/librarian/think"
 LIBRARY_RUN = "library_run"
 """The `--library-run` app: the model-backed one with every call through `ainvoke`."""
 SDK_POST = "sdk_post"
-"""The `--sdk-post` app: the model-backed one with every call posted through the SDK's `post`."""
+"""The `--sdk-post` app: the model-backed one with every call sent by the SDK's own path."""
+SDK_POST_SAVING = {"openai-compatible": "reused_request_saving_us", "gemini": "gemini_request_saving_us"}
+"""What `--sdk-post` measures, by provider: sending the OpenAI SDK's request again, or Gemini's lean request."""
 
 
 class Session:
@@ -140,11 +143,15 @@ def library_client_app(model_url: str) -> Any:
 
 def serving(name: str) -> contextlib.AbstractContextManager[Any]:
     """While a contrast app serves: the `--library-run` app's model calls count as observed, so they go through
-    `ainvoke`; the `--sdk-post` app's client counts as one whose request changes, so it posts through the SDK."""
+    `ainvoke`; the `--sdk-post` app's calls count as ones the lean request does not take, so the SDK sends them
+    (the OpenAI SDK's `post`, or google-genai's `generate_content`)."""
     if name == LIBRARY_RUN:
         return mock.patch.object(unobserved_call, "unobserved", return_value=False)
     if name == SDK_POST:
-        return mock.patch.object(reused_request, "reusable", return_value=False)
+        stack = contextlib.ExitStack()
+        stack.enter_context(mock.patch.object(reused_request, "reusable", return_value=False))
+        stack.enter_context(mock.patch.object(gemini_request, "takes", return_value=False))
+        return stack
     return contextlib.nullcontext()
 
 
@@ -206,7 +213,7 @@ async def measure(
     if sdk_post:
         figures |= {
             SDK_POST: summary(per_round[SDK_POST]),
-            "reused_request_saving_us": paired_saving(per_round[SDK_POST], per_round["model"]),
+            SDK_POST_SAVING[provider]: paired_saving(per_round[SDK_POST], per_round["model"]),
         }
     if library_run:
         figures |= {
@@ -232,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--sdk-post",
         action="store_true",
-        help="also time the model-backed app posting every call through the SDK's post, in the rotation",
+        help="also time the model-backed app sending every call through the SDK's own path, in the rotation",
     )
     parser.add_argument(
         "--provider",
@@ -241,8 +248,8 @@ def main(argv: list[str] | None = None) -> None:
         help="the model-backed app's client: the OpenAI family's, or Gemini's (cloudrun.yaml's provider)",
     )
     args = parser.parse_args(argv)
-    if (args.library_client or args.sdk_post) and args.provider != "openai-compatible":
-        parser.error("--library-client and --sdk-post contrast OpenAI-family clients: they need that provider")
+    if args.library_client and args.provider != "openai-compatible":
+        parser.error("--library-client contrasts OpenAI-family clients: it needs that provider")
     model, model_url = start_fake_model(0, fake_model_for(args.provider, None))
     try:
         with open(os.devnull, "w") as sink:

@@ -11,7 +11,9 @@ make a model stop, and a local model left uncapped once generated past 3,000 tok
 The OpenAI-family models are langchain-openai's, sending their plain chat completions without the SDK's
 request transform and thread hop (`graphs.llm.openai_chat`), as a request the SDK built once
 (`graphs.llm.reused_request`): the same requests and replies, ~0.4 ms and ~0.45 ms less CPU per call
-in-process, more under load.
+in-process, more under load. The Gemini Developer API's model is langchain-google-genai's, its calls sent
+without google-genai's per-call rebuild of the request and its two thread hops (`graphs.llm.gemini_chat`,
+`graphs.llm.gemini_request`); Vertex AI's keeps the library's own path.
 
 Every model owns its HTTP connection pool (langchain-openai would otherwise share one per base URL
 across the process), so `aclose_chat_model` can close exactly that model's connections on shutdown
@@ -92,9 +94,9 @@ def make_chat_model(cfg: LLMConfig) -> BaseChatModel | None:
         case "heuristic":
             return None
         case "gemini":
-            from langchain_google_genai import ChatGoogleGenerativeAI
+            from graphs.llm.gemini_chat import LeanChatGoogleGenerativeAI
 
-            return ChatGoogleGenerativeAI(
+            return LeanChatGoogleGenerativeAI(
                 model=cfg.model or "",
                 google_api_key=_secret(cfg.api_key),
                 vertexai=False,  # never switched by GOOGLE_GENAI_USE_VERTEXAI behind the configuration's back

@@ -11,12 +11,12 @@ import pytest
 import uvloop
 from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import LLMResult
-from langchain_google_genai import ChatGoogleGenerativeAI
 from langchain_openai import ChatOpenAI
 
 from bench.librarian_concurrency import fake_model_for, start_fake_model
 from bench.model_step_cpu import LIBRARY_RUN, SDK_POST, library_client_app, measure, settings_env, summary
-from graphs.llm import reused_request
+from graphs.llm import gemini_request, reused_request
+from graphs.llm.gemini_chat import LeanChatGoogleGenerativeAI
 from graphs.llm.openai_chat import LeanChatOpenAI
 from librarian_svc.app import create_app
 from librarian_svc.request_runner import SERVICES_KEY
@@ -138,6 +138,31 @@ def test_the_sdk_post_app_alone_posts_through_the_sdk() -> None:
     )
 
 
+def test_the_gemini_sdk_post_app_alone_sends_through_google_genai() -> None:
+    """With Gemini the model app sends its own request; the `--sdk-post` contrast sends every call through the SDK."""
+    process, url = start_fake_model(0, fake_model_for("gemini", None))
+    sent: list[str] = []
+    once = gemini_request._generate_once
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        sent.append("lean")
+        return await once(*args, **kwargs)
+
+    try:
+        with (
+            mock.patch.object(gemini_request, "_generate_once", counted),
+            asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner,
+        ):
+            figures = runner.run(measure(url, runs=2, rounds=1, sdk_post=True, provider="gemini"))
+    finally:
+        process.terminate()
+        process.wait()
+    assert sent == ["lean"] * 8  # the model app's 8 steps; none of the contrast's
+    assert figures["gemini_request_saving_us"] == pytest.approx(
+        figures[SDK_POST]["step_us"] - figures["model"]["step_us"], abs=0.2
+    )
+
+
 @pytest.mark.parametrize(
     ("provider", "expected"),
     [
@@ -162,10 +187,11 @@ def test_gemini_runs_on_the_full_fake_only() -> None:
 
 
 def test_the_gemini_app_asks_chat_google_generative_ai_and_its_steps_run() -> None:
-    """Each step of the Gemini app makes its one model call through google-genai (Session.open checks the count)."""
+    """Each step of the Gemini app makes its one model call through langchain-google-genai's chat model (the
+    service's lean one; Session.open checks the count)."""
     assert (
         type(create_app(load_settings(settings_env("http://127.0.0.1:9", "gemini"))).state[SERVICES_KEY].context.llm)
-        is ChatGoogleGenerativeAI
+        is LeanChatGoogleGenerativeAI
     )
     process, url = start_fake_model(0, fake_model_for("gemini", None))
     try:

@@ -67,7 +67,7 @@ def test_a_provider_without_a_model_is_a_config_error() -> None:
         ),
         pytest.param(
             LLMConfig(provider="gemini", model="gemini-x", api_key="k", base_url="http://h:2", timeout_s=3.0),
-            "ChatGoogleGenerativeAI",
+            "LeanChatGoogleGenerativeAI",
             # google-genai counts attempts: 1 means the SDK never retries.
             {"model": "gemini-x", "max_retries": 1, "timeout": 3.0, "base_url": "http://h:2"},
             id="gemini",
@@ -121,15 +121,17 @@ def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     """One fresh interpreter: every graphs.llm module + heuristic, then Gemini, then OpenAI.
 
     `graphs.llm.openai_chat` (langchain-openai's chat models, subclassed) and `graphs.llm.reused_request` (the
-    SDK's request sent again) are the OpenAI arm's own code: they are left out of the walk and must be loaded by
-    that arm alone.
+    SDK's request sent again) are the OpenAI arm's own code, `graphs.llm.gemini_chat` and `graphs.llm.gemini_request`
+    the Gemini arm's: they are left out of the walk and must be loaded by their arm alone.
     """
     script = textwrap.dedent(
         """
         import importlib, json, pkgutil, sys
         import graphs.llm, graphs.prompt_files
+        ARMS = {"graphs.llm.openai_chat", "graphs.llm.reused_request"}
+        ARMS |= {"graphs.llm.gemini_chat", "graphs.llm.gemini_request"}
         for module in pkgutil.walk_packages(graphs.llm.__path__, "graphs.llm."):
-            if module.name not in ("graphs.llm.openai_chat", "graphs.llm.reused_request"):
+            if module.name not in ARMS:
                 importlib.import_module(module.name)
         from graphs.llm.config import LLMConfig
         from graphs.llm.providers import make_chat_model
@@ -145,7 +147,9 @@ def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     )
     heuristic, gemini, openai = (set(snapshot) for snapshot in json.loads(result.stdout))
     assert not heuristic & set(SDK_MODULES)
-    assert {"google.genai", "langchain_google_genai"} <= gemini
+    gemini_arm = {"google.genai", "langchain_google_genai", "graphs.llm.gemini_chat", "graphs.llm.gemini_request"}
+    assert gemini_arm <= gemini
+    assert not heuristic & gemini_arm
     openai_arm = {"openai", "langchain_openai", "graphs.llm.openai_chat", "graphs.llm.reused_request"}
     assert not gemini & openai_arm
     assert openai_arm <= openai

@@ -1,0 +1,481 @@
+"""Gemini calls sent by `graphs.llm.gemini_request`: the library's own requests, replies and errors, at less cost.
+
+Each case runs langchain-google-genai's own `_agenerate` (google-genai's `generate_content`) and the lean one on
+the same model instance (the same configuration and client) against the loopback fake's Gemini REST API, and
+compares what reached the server (method, path, query, every header, the body) and what came back (the
+`ChatResult`, or the error's type, message and retry classification). The body the lean path builds is also
+compared with the SDK's own conversion on generated configs and contents (`hypothesis`), byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from google import genai
+from google.genai import _common, types
+from google.genai._api_client import BaseApiClient
+from google.genai.models import _GenerateContentParameters_to_mldev
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatResult
+from langchain_google_genai import ChatGoogleGenerativeAI, HarmBlockThreshold, HarmCategory
+
+from graphs.llm import gemini_request
+from graphs.llm.config import LLMConfig
+from graphs.llm.gemini_chat import LeanChatGoogleGenerativeAI
+from graphs.llm.gemini_request import GeminiTransport, request_body, takes
+from graphs.llm.providers import aclose_chat_model, make_chat_model
+from graphs.llm.retry import classify
+from tests.fakes.fixtures import fake_gemini_config
+from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+
+Call = tuple[list[BaseMessage], dict[str, Any]]
+Outcome = object
+"""What a call came to: the result's messages and output, or the exception's type, message and retryability."""
+
+QUESTION: list[BaseMessage] = [HumanMessage("東京タワーの高さは何メートルですか")]
+WITH_SYSTEM: list[BaseMessage] = [SystemMessage("Answer in JSON."), HumanMessage("hi")]
+TURNS: list[BaseMessage] = [SystemMessage("Be brief."), HumanMessage("a"), AIMessage("b"), HumanMessage("c")]
+SCHEMA = {
+    "type": "object",
+    "properties": {"sufficient": {"type": "boolean"}, "queries": {"type": "array", "items": {"type": "string"}}},
+    "required": ["sufficient"],
+}
+STRUCTURED: dict[str, Any] = {"response_mime_type": "application/json", "response_json_schema": SCHEMA}
+"""What `graphs.llm.structured_output` asks Gemini for."""
+
+
+def _body(text: str = '{"sufficient": true}', **extra: Any) -> bytes:
+    """A `generateContent` reply with one candidate saying `text`, fields of `extra` added or replaced."""
+    reply = {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 4, "totalTokenCount": 16},
+        "modelVersion": "gemini-fake",
+        "responseId": "r-1",
+    }
+    return json.dumps(reply | extra).encode()
+
+
+OK = Reply(body=_body())
+
+
+def _result(result: ChatResult) -> object:
+    """A result as data, less the message id langchain makes up for each call."""
+    messages = [{**g.message.model_dump(), "id": "?"} for g in result.generations]
+    return messages, [g.generation_info for g in result.generations], result.llm_output
+
+
+async def _outcome(call: Callable[[], Awaitable[ChatResult]]) -> Outcome:
+    try:
+        return _result(await call())
+    except Exception as error:
+        return type(error), str(error), classify(error).retryable
+
+
+def _seen(calls: list[RecordedRequest]) -> list[tuple[str, str, str, dict[str, str], Any]]:
+    return [(c.method, c.path, c.query, c.headers, c.body) for c in calls]
+
+
+async def _both_ways(
+    server: FakeLLMServer,
+    model: ChatGoogleGenerativeAI,
+    replies: list[Reply],
+    calls: list[Call],
+    sends: int | None = None,
+) -> tuple[tuple[list[Outcome], list[Any]], tuple[list[Outcome], list[Any]]]:
+    """`calls` made through the library's `_agenerate`, then through the lean one, each with `replies` scripted:
+    each run's outcomes and the requests the server saw. The lean run must send every request itself (`sends`
+    of them when they do not reach the server)."""
+    runs = []
+    for lean in (False, True):
+        server.reset()
+        server.script(*replies)
+        agenerate = model._agenerate if lean else partial(ChatGoogleGenerativeAI._agenerate, model)
+        with mock.patch.object(gemini_request, "_generate_once", wraps=gemini_request._generate_once) as sent:
+            outcomes = [await _outcome(partial(agenerate, messages, **kwargs)) for messages, kwargs in calls]
+        assert sent.call_count == ((len(server.calls) if sends is None else sends) if lean else 0)
+        runs.append((outcomes, _seen(server.calls)))
+    return runs[0], runs[1]
+
+
+def _service_model(config: LLMConfig) -> LeanChatGoogleGenerativeAI:
+    """The Gemini model the service builds for `config`."""
+    model = make_chat_model(config)
+    assert isinstance(model, LeanChatGoogleGenerativeAI)
+    return model
+
+
+@pytest.fixture(name="gemini_model")
+async def gemini_model_fixture(llm_server: FakeLLMServer) -> AsyncIterator[LeanChatGoogleGenerativeAI]:
+    model = _service_model(fake_gemini_config(llm_server))
+    yield model
+    await aclose_chat_model(model)
+
+
+CALLS: dict[str, list[Call]] = {
+    "a question": [(QUESTION, {})],
+    "structured output, twice (the converted config kept)": [(QUESTION, STRUCTURED), (WITH_SYSTEM, STRUCTURED)],
+    "a system instruction, then another": [(WITH_SYSTEM, {}), (TURNS, {})],
+    "a conversation": [(TURNS, STRUCTURED)],
+    "stop sequences": [(QUESTION, {"stop": ["END", "STOP"]})],
+    "safety settings": [
+        (QUESTION, {"safety_settings": {HarmCategory.HARM_CATEGORY_HARASSMENT: HarmBlockThreshold.BLOCK_NONE}})
+    ],
+    "a generation config": [(QUESTION, {"generation_config": {"top_k": 3, "seed": 7}})],
+    "cached content": [(QUESTION, {"cached_content": "cachedContents/abc"})],
+    "labels": [(QUESTION, {"labels": {"team": "search"}})],
+    "extra headers and body": [
+        (QUESTION, {"http_options": {"headers": {"x-trace": "t-1"}, "extra_body": {"generationConfig": {"seed": 9}}}}),
+        (QUESTION, {}),
+    ],
+    "two schemas, one after the other": [
+        (QUESTION, STRUCTURED),
+        (QUESTION, {**STRUCTURED, "response_json_schema": {"type": "array", "items": {"type": "string"}}}),
+        (QUESTION, STRUCTURED),
+    ],
+    "configs changing call by call": [(QUESTION, {}), (QUESTION, STRUCTURED), (QUESTION, {}), (QUESTION, STRUCTURED)],
+}
+
+
+@pytest.mark.parametrize("calls", list(CALLS.values()), ids=list(CALLS))
+async def test_requests_are_the_librarys(
+    llm_server: FakeLLMServer, gemini_model: LeanChatGoogleGenerativeAI, calls: list[Call]
+) -> None:
+    """The same requests on the wire, byte for byte in the body, and the same results."""
+    (library, library_seen), (lean, lean_seen) = await _both_ways(llm_server, gemini_model, [OK] * len(calls), calls)
+    assert lean == library
+    assert lean_seen == library_seen
+
+
+REPLIES: dict[str, Reply] = {
+    "structured text": OK,
+    "thoughts, usage details, safety ratings, cut off": Reply(
+        body=_body(
+            candidates=[
+                {
+                    "content": {"parts": [{"text": "plan", "thought": True}, {"text": "{}"}], "role": "model"},
+                    "finishReason": "MAX_TOKENS",
+                    "safetyRatings": [{"category": "HARM_CATEGORY_HARASSMENT", "probability": "NEGLIGIBLE"}],
+                    "index": 0,
+                }
+            ],
+            usageMetadata={
+                "promptTokenCount": 30,
+                "candidatesTokenCount": 2,
+                "thoughtsTokenCount": 40,
+                "cachedContentTokenCount": 8,
+                "totalTokenCount": 72,
+            },
+        )
+    ),
+    "blocked prompt": Reply(body=_body(candidates=[], promptFeedback={"blockReason": "SAFETY"})),
+    "a field the SDK does not know": Reply(body=_body(somethingNew={"x": 1})),
+    "an empty body": Reply(body=b""),
+    "not JSON": Reply(body=b"<html>oops</html>", content_type="text/html"),
+    "400": Reply(status=400, content="bad schema"),
+    "400 over the token limit": Reply(status=400, content="input exceeds the maximum number of tokens allowed"),
+    "403": Reply(status=403),
+    "429": Reply(status=429, headers={"Retry-After": "3"}),
+    "500": Reply(status=500),
+    "503": Reply(status=503),
+    "502 as an HTML page": Reply(status=502, body=b"<html>bad gateway</html>", content_type="text/html"),
+    "201": Reply(status=201, body=_body()),
+}
+
+
+@pytest.mark.parametrize("reply", list(REPLIES.values()), ids=list(REPLIES))
+async def test_replies_and_errors_are_the_librarys(
+    llm_server: FakeLLMServer, gemini_model: LeanChatGoogleGenerativeAI, reply: Reply
+) -> None:
+    (library, library_seen), (lean, lean_seen) = await _both_ways(
+        llm_server, gemini_model, [reply], [(QUESTION, STRUCTURED)]
+    )
+    assert lean == library
+    assert lean_seen == library_seen
+
+
+def _response(response: types.GenerateContentResponse) -> object:
+    """A response as data, less the date the server stamps on it."""
+    dumped = response.model_dump()
+    dumped["sdk_http_response"]["headers"].pop("date", None)
+    return dumped
+
+
+@pytest.mark.parametrize(
+    "reply", [r for r in REPLIES.values() if r.status == 200], ids=[k for k, r in REPLIES.items() if r.status == 200]
+)
+async def test_responses_are_the_sdks(
+    llm_server: FakeLLMServer, gemini_model: LeanChatGoogleGenerativeAI, reply: Reply
+) -> None:
+    """Field for field, the automatic-function-calling history and the HTTP headers included."""
+    request = gemini_model._prepare_request(QUESTION, **STRUCTURED)
+    models = gemini_model.async_client.models
+    outcomes = []
+    for send in (models.generate_content, partial(gemini_request.generate_content, gemini_model._transport, models)):
+        llm_server.script(reply)
+        try:
+            outcomes.append(_response(await send(**request)))
+        except Exception as error:
+            outcomes.append((type(error), str(error)))
+    assert outcomes[0] == outcomes[1]
+
+
+async def test_a_reply_that_asks_to_continue_is_continued_as_the_sdk_continues_it(
+    llm_server: FakeLLMServer, gemini_model: LeanChatGoogleGenerativeAI
+) -> None:
+    """The second request carries the continuation token; the two replies are merged into one."""
+    first = _body(
+        candidates=[
+            {
+                "content": {"parts": [{"text": '{"sufficient": '}], "role": "model"},
+                "finishReason": "CONTINUATION",
+                "continuationToken": "Y29udGludWU=",
+                "index": 0,
+            }
+        ]
+    )
+    replies = [Reply(body=first), Reply(body=_body("true}"))]
+    (library, library_seen), (lean, lean_seen) = await _both_ways(
+        llm_server, gemini_model, replies, [(QUESTION, STRUCTURED)]
+    )
+    assert len(lean_seen) == 2
+    assert lean == library
+    assert lean_seen == library_seen
+
+
+async def test_a_timeout_and_a_refused_connection_fail_as_through_the_sdk(llm_server: FakeLLMServer) -> None:
+    model = _service_model(fake_gemini_config(llm_server, timeout_s=0.2))
+    try:
+        (library, _), (lean, _) = await _both_ways(llm_server, model, [Reply(delay_s=1.0)], [(QUESTION, {})])
+        assert lean == library
+        assert isinstance(lean[0], tuple)
+        assert lean[0][2]  # a timeout the retry loop retries
+    finally:
+        await aclose_chat_model(model)
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    refused = _service_model(fake_gemini_config(llm_server, base_url=f"http://127.0.0.1:{port}"))
+    try:
+        (library, _), (lean, _) = await _both_ways(llm_server, refused, [], [(QUESTION, {})], sends=1)
+        assert lean == library
+        assert isinstance(lean[0], tuple)
+        assert lean[0][2]
+    finally:
+        await aclose_chat_model(refused)
+
+
+@pytest.fixture(name="environment_route")
+def environment_route_fixture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeLLMServer]:
+    """A proxy in the environment (a second fake, which answers as Gemini) and a `.netrc` with a login for it."""
+    with FakeLLMServer() as proxy:
+        for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        netrc = tmp_path / "netrc"
+        netrc.write_text("machine gemini.invalid login reader password s3cret\n")
+        monkeypatch.setenv("NETRC", str(netrc))
+        yield proxy
+
+
+async def test_the_environments_proxy_and_netrc_are_used_as_the_sdk_uses_them(
+    llm_server: FakeLLMServer, environment_route: FakeLLMServer
+) -> None:
+    """Looked up once rather than on every request, but to the same effect: through the proxy, with the login."""
+    model = _service_model(fake_gemini_config(llm_server, base_url="http://gemini.invalid"))
+    try:
+        (library, library_seen), (lean, lean_seen) = await _both_ways(
+            environment_route, model, [OK, OK], [(QUESTION, {}), (QUESTION, {})]
+        )
+    finally:
+        await aclose_chat_model(model)
+    assert lean == library
+    assert lean_seen == library_seen
+    assert all(headers["host"] == "gemini.invalid" for _, _, _, headers, _ in lean_seen)
+    assert all(headers["authorization"].startswith("Basic ") for _, _, _, headers, _ in lean_seen)
+
+
+def _model_with(server: FakeLLMServer, **fields: Any) -> ChatGoogleGenerativeAI:
+    config: LLMConfig = fake_gemini_config(server)
+    return LeanChatGoogleGenerativeAI(
+        model=config.model or "", google_api_key=config.api_key, base_url=config.base_url, **fields
+    )
+
+
+SENT_BY_THE_SDK: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "SDK retries": ({"max_retries": 3}, {}),
+    "no retry options": ({}, {}),
+    "tools": ({"max_retries": 1}, {"tools": [{"function_declarations": [{"name": "look_up", "description": "d"}]}]}),
+}
+
+
+@pytest.mark.parametrize(("fields", "kwargs"), list(SENT_BY_THE_SDK.values()), ids=list(SENT_BY_THE_SDK))
+async def test_calls_it_does_not_take_go_through_the_sdk(
+    llm_server: FakeLLMServer, fields: dict[str, Any], kwargs: dict[str, Any]
+) -> None:
+    model = _model_with(llm_server, **fields)
+    llm_server.script(OK)
+    try:
+        with mock.patch.object(gemini_request, "_generate_once", side_effect=AssertionError("sent by the lean path")):
+            result = await model._agenerate(QUESTION, **kwargs)
+    finally:
+        await model.aclose()
+    assert result.generations[0].message.content == '{"sufficient": true}'
+
+
+async def test_model_parameters_reach_the_wire_as_through_the_library(llm_server: FakeLLMServer) -> None:
+    model = _model_with(
+        llm_server,
+        max_retries=1,
+        temperature=0.3,
+        top_p=0.9,
+        top_k=20,
+        max_output_tokens=512,
+        thinking_budget=128,
+        include_thoughts=True,
+        presence_penalty=0.1,
+        seed=3,
+    )
+    try:
+        (library, library_seen), (lean, lean_seen) = await _both_ways(
+            llm_server, model, [OK, OK], [(QUESTION, STRUCTURED), (TURNS, {})]
+        )
+    finally:
+        await model.aclose()
+    assert lean == library
+    assert lean_seen == library_seen
+
+
+async def test_a_closed_model_answers_as_the_librarys_does(
+    llm_server: FakeLLMServer, gemini_model: LeanChatGoogleGenerativeAI
+) -> None:
+    llm_server.script(OK, OK, OK)
+    await gemini_model._agenerate(QUESTION)
+    await gemini_model.aclose()
+    outcomes = [
+        await _outcome(partial(ChatGoogleGenerativeAI._agenerate, gemini_model, QUESTION)),
+        await _outcome(partial(gemini_model._agenerate, QUESTION)),
+    ]
+    await gemini_model.async_client.aclose()  # the SDK opened its session again: the library's own behaviour
+    assert outcomes[0] == outcomes[1]
+
+
+async def test_closing_the_model_closes_its_session(llm_server: FakeLLMServer) -> None:
+    model = _service_model(fake_gemini_config(llm_server))
+    llm_server.script(OK)
+    await model._agenerate(QUESTION)
+    (session,) = model._transport._sessions.values()
+    await aclose_chat_model(model)
+    assert session.closed
+
+
+def test_the_services_gemini_calls_are_taken(llm_server: FakeLLMServer) -> None:
+    """The request the service builds for its structured calls is one the lean path sends."""
+    model = _service_model(fake_gemini_config(llm_server))
+    request = model._prepare_request(QUESTION, **STRUCTURED)
+    assert takes(model.client._api_client, request["config"])  # type: ignore[union-attr]
+
+
+# --- the body, against the SDK's conversion ------------------------------------------------------------------------
+
+_TEXT = st.text(max_size=20)
+_PARTS = st.one_of(
+    st.builds(types.Part, text=_TEXT),
+    st.builds(types.Part, text=_TEXT, thought=st.booleans()),
+    st.builds(
+        types.Part, inline_data=st.builds(types.Blob, mime_type=st.just("image/png"), data=st.binary(max_size=8))
+    ),
+    st.builds(
+        types.Part,
+        function_call=st.builds(
+            types.FunctionCall, name=st.from_regex(r"[a-z]{1,8}", fullmatch=True), args=st.just({"q": 1})
+        ),
+    ),
+    st.builds(types.Part, text=_TEXT, thought_signature=st.binary(min_size=1, max_size=8)),
+)
+_CONTENTS = st.lists(
+    st.builds(types.Content, role=st.sampled_from(["user", "model"]), parts=st.lists(_PARTS, min_size=1, max_size=3)),
+    min_size=1,
+    max_size=3,
+)
+_SCHEMAS = st.sampled_from([None, SCHEMA, {"type": "string"}])
+_CONFIGS = st.builds(
+    types.GenerateContentConfig,
+    system_instruction=st.one_of(
+        st.none(),
+        _TEXT,
+        st.builds(types.Content, parts=st.lists(st.builds(types.Part, text=_TEXT), min_size=1, max_size=2)),
+    ),
+    temperature=st.one_of(st.none(), st.floats(0, 2)),
+    top_p=st.one_of(st.none(), st.floats(0, 1)),
+    top_k=st.one_of(st.none(), st.integers(1, 64)),
+    candidate_count=st.one_of(st.none(), st.integers(1, 2)),
+    max_output_tokens=st.one_of(st.none(), st.integers(1, 8192)),
+    stop_sequences=st.one_of(st.none(), st.lists(_TEXT, max_size=2)),
+    seed=st.one_of(st.none(), st.integers(0, 2**31 - 1)),
+    response_mime_type=st.sampled_from([None, "application/json", "text/plain"]),
+    response_json_schema=_SCHEMAS,
+    thinking_config=st.one_of(
+        st.none(), st.builds(types.ThinkingConfig, include_thoughts=st.booleans(), thinking_budget=st.integers(0, 1024))
+    ),
+    safety_settings=st.one_of(
+        st.none(),
+        st.lists(
+            st.builds(
+                types.SafetySetting,
+                category=st.sampled_from(
+                    [types.HarmCategory.HARM_CATEGORY_HARASSMENT, types.HarmCategory.HARM_CATEGORY_HATE_SPEECH]
+                ),
+                threshold=st.sampled_from(
+                    [types.HarmBlockThreshold.BLOCK_NONE, types.HarmBlockThreshold.BLOCK_ONLY_HIGH]
+                ),
+            ),
+            max_size=2,
+        ),
+    ),
+    cached_content=st.one_of(st.none(), st.just("cachedContents/c-1")),
+    media_resolution=st.one_of(st.none(), st.sampled_from(list(types.MediaResolution))),
+    http_options=st.just(types.HttpOptions(timeout=30_000, retry_options=types.HttpRetryOptions(attempts=1))),
+)
+
+
+def _sdk_body(api_client: Any, contents: list[types.Content], config: types.GenerateContentConfig) -> str:
+    """What `AsyncModels._generate_content` hands `_build_request`, serialised."""
+    parameters = types._GenerateContentParameters(model="gemini-fake", contents=contents, config=config)
+    body = _GenerateContentParameters_to_mldev(api_client, parameters, None, parameters)
+    body.pop("_url", None)
+    body.pop("config", None)
+    return json.dumps(_common.encode_unserializable_types(_common.convert_to_dict(body)))
+
+
+@cache
+def _developer_api_client() -> BaseApiClient:
+    """A Gemini Developer API client that never sends anything: the converters only read its settings."""
+    return genai.Client(api_key="k", http_options=types.HttpOptions(base_url="http://127.0.0.1:9"))._api_client
+
+
+_KEPT = GeminiTransport()
+"""One transport for every example, so the converted configs it keeps (and drops) are reused across them."""
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(contents=_CONTENTS, config=_CONFIGS)
+def test_the_body_is_the_sdks_conversion(contents: list[types.Content], config: types.GenerateContentConfig) -> None:
+    api_client = _developer_api_client()
+    try:
+        expected: object = _sdk_body(api_client, contents, config)
+    except ValueError as error:  # a field the Developer API refuses: the same refusal
+        expected = ("refused", str(error))
+    try:
+        ours: object = json.dumps(request_body(_KEPT, api_client, contents, config))
+    except ValueError as error:
+        ours = ("refused", str(error))
+    assert ours == expected
