@@ -16,16 +16,17 @@ and a call timed piece by piece):
 `generate_content` here sends the same request and returns the same `GenerateContentResponse`, with the SDK's own
 code for everything that shapes them:
 
-- the config's REST form comes from the SDK's converter (`_GenerateContentConfig_to_mldev`), run once per distinct
-  config (keyed by its JSON, less the system instruction and the HTTP options, which do not reach that part) and
-  kept, a bounded number of them per client; the contents and the system instruction are converted on each call
-  by the SDK's `_Content_to_mldev`, then both go through the SDK's `convert_to_dict` and
-  `encode_unserializable_types`;
+- the config's REST form comes from the SDK's converter (`_GenerateContentConfig_to_mldev`, on a deep copy, as
+  the SDK converts one), run once per distinct config (keyed by its values as JSON, NaN and infinities spelled
+  out, less the system instruction and the HTTP options, which do not reach that part) and kept, a bounded number
+  of them per client; the contents and the system instruction are converted on each call by the SDK's
+  `_Content_to_mldev`, then both go through the SDK's `convert_to_dict` and `encode_unserializable_types`;
 - the request (URL, headers, timeout, `extra_body`) is built by the SDK's `_build_request` and the body serialised
   as the SDK serialises it (`json.dumps`);
 - it is posted through an aiohttp session of this client's own, set up as the SDK sets up its own (no connection
-  limit, the SDK's read buffer and TLS context). The proxy and netrc credentials that the SDK's session would look
-  up on every request are looked up once per scheme and host, on a worker thread, as aiohttp looks them up;
+  limit, the SDK's read buffer, TLS context and request options; sessions of ended event loops let go of quietly)
+  except that it does not trust the environment: it is used only when the environment names no proxy and no
+  netrc file (`environment_adds_nothing`, read when the model is built), where trusting it adds nothing;
 - the reply goes through the SDK's `APIError.raise_for_async_response` (the same `ClientError` / `ServerError`, which
   langchain-google-genai then maps as before), and is parsed by the SDK's `_GenerateContentResponse_from_mldev` and
   `GenerateContentResponse._from_response`; connection failures and timeouts are aiohttp's, as through the SDK
@@ -35,28 +36,31 @@ code for everything that shapes them:
 
 Which calls take it (`takes`): the Gemini Developer API (`LLM_PROVIDER=gemini`, `cloudrun.yaml`'s provider) on the
 SDK's aiohttp transport, with no tools in the config, a single attempt per call (the service sets `max_retries=1`:
-its own retry loop retries), no caller's aiohttp session, no mTLS endpoint and no raw HTTP response asked for.
-Everything else, Vertex AI included (its per-call OAuth token goes through the SDK's authorised session), goes
-through `AsyncModels.generate_content` as before. The tests send each call both ways to the fake Gemini server and
+its own retry loop retries), no caller's aiohttp session, no mTLS endpoint, no raw HTTP response asked for, and no
+proxy variable or netrc file in the environment. Everything else, Vertex AI included (its per-call OAuth token
+goes through the SDK's authorised session), goes through `AsyncModels.generate_content` as before, and so does
+every call after the model is closed. The tests send each call both ways to the fake Gemini server and
 compare what it received (path, query, headers, body) and what came back (the response, or the error).
 
 Differences left, none read by the service: google-genai's INFO line "AFC is enabled with max remote calls" is not
-written (the service silences `google_genai` below WARNING anyway); a change to the environment's proxy variables
-or to `~/.netrc` after a client's first call is not seen by that client; a redirect would go through the proxy
-found for the first URL.
+written (the service silences `google_genai` below WARNING anyway); a proxy variable or netrc file that appears
+after a model is built does not send that model's calls back through the SDK.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import json
-import weakref
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.request import getproxies
 
 import aiohttp
-from aiohttp import hdrs
-from aiohttp.helpers import BasicAuth, basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
+import pydantic_core
+from aiohttp.helpers import netrc_from_env
 from google.genai import _common, _extra_utils, errors, types
 from google.genai import _transformers as t
 from google.genai._api_client import READ_BUFFER_SIZE, BaseApiClient, HttpResponse
@@ -66,7 +70,6 @@ from google.genai.models import (
     _GenerateContentConfig_to_mldev,
     _GenerateContentResponse_from_mldev,
 )
-from yarl import URL
 
 CONFIGS_KEPT = 64
 """Converted configs a client keeps: one per kind of call (schema, temperature, cap), so a handful in practice."""
@@ -75,85 +78,85 @@ _CONFIG_LEFT_OUT = frozenset({"http_options", "system_instruction"})
 """Config fields that do not reach the converted part kept: the HTTP options shape the request, not its body, and
 the system instruction (which may change with every call) is converted per call."""
 
-
-@dataclass(frozen=True)
-class _Route:
-    """What aiohttp's `trust_env` adds to a request to one scheme and host: a proxy, and the netrc login as headers."""
-
-    proxy: URL | None
-    proxy_headers: dict[str, str] | None
-    authorization: str | None
+_PROXIED_SCHEMES = ("http", "https", "ws", "wss")
+"""The schemes whose proxy variables aiohttp reads when its session trusts the environment."""
 
 
-def _route_from_environment(url: URL) -> _Route:
-    """The proxy and netrc credentials aiohttp looks up for `url` when its session trusts the environment.
+def environment_adds_nothing() -> bool:
+    """Whether aiohttp's `trust_env` would add nothing to any request: no proxy variable it reads, no netrc file.
 
-    The credentials come as the headers aiohttp makes of them (`Proxy-Authorization`, `Authorization`). Blocking
-    (it reads `~/.netrc`): run on a worker thread, as aiohttp runs it.
+    Then a session that does not trust the environment sends what google-genai's (which does) sends, redirects
+    included, without aiohttp's two lookups on worker threads before each request.
     """
-    auth: BasicAuth | None = None
-    if url.host is not None:
-        try:
-            auth = basicauth_from_netrc(netrc_from_env(), url.host)
-        except LookupError:
-            auth = None
-    try:
-        proxy, proxy_auth = get_env_proxy_for_url(url)
-    except LookupError:
-        proxy, proxy_auth = None, None
-    proxy_headers = {str(hdrs.PROXY_AUTHORIZATION): proxy_auth.encode()} if proxy_auth is not None else None
-    return _Route(proxy, proxy_headers, auth.encode() if auth is not None else None)
+    proxies = getproxies()
+    return netrc_from_env() is None and not any(scheme in proxies for scheme in _PROXIED_SCHEMES)
 
 
-def _with_login(headers: dict[str, str], route: _Route) -> dict[str, str]:
-    """`headers` with the netrc login aiohttp would add, refused beside the caller's own as aiohttp refuses it."""
-    if route.authorization is None:
-        return headers
-    if any(name.lower() == "authorization" for name in headers):
-        raise ValueError("Cannot combine AUTHORIZATION header with AUTH argument or credentials encoded in URL")
-    return {**headers, str(hdrs.AUTHORIZATION): route.authorization}
+class _QuietConnector(aiohttp.TCPConnector):
+    """A connector that, like google-genai's, closes its sockets when dropped, without reporting it."""
+
+    def __del__(self, _warnings: Any = warnings) -> None:
+        """Close the pooled connections of a connector dropped unclosed (its event loop ended, say)."""
+        if not self._closed and self._conns:
+            self._close()
+
+
+def _drop(session: aiohttp.ClientSession) -> None:
+    """Let go of a session that cannot be closed (its loop has ended, or the model is dropped) without a report.
+
+    Detached, it counts as closed, and its connector closes its sockets when dropped (`_QuietConnector`).
+    """
+    session.detach()
 
 
 @dataclass
 class GeminiTransport:
-    """One chat model's aiohttp sessions (one per event loop), the routes they found, and the configs converted."""
+    """One chat model's aiohttp sessions (one per event loop), whether it may use them, and the configs converted.
 
-    _sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
-    _routes: dict[tuple[str, str | None], _Route] = field(default_factory=dict)
-    _configs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
-    closed: bool = False
+    Whether the environment adds anything to a request (`environment_adds_nothing`) is read once, when the model
+    is built: proxy variables or a netrc file set later are not seen by that model.
+    """
+
+    usable: bool = field(default_factory=environment_adds_nothing)
+    """False when the environment names a proxy or a netrc file: every call then goes through the SDK."""
+    _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = field(default_factory=dict)
+    _configs: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
 
     def session(self) -> aiohttp.ClientSession:
-        """This event loop's session, opened on first use, set up as google-genai sets up its own."""
+        """This event loop's session, opened on first use, set up as google-genai sets up its own.
+
+        Sessions of loops that have ended are dropped (their sockets close with their connector), as google-genai
+        drops its own: a caller that runs each call on a fresh loop does not pile them up.
+        """
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
-            session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0), read_bufsize=READ_BUFFER_SIZE, trust_env=False
+            for ended in [other for other in self._sessions if other.is_closed()]:
+                _drop(self._sessions.pop(ended))
+            session = self._sessions[loop] = aiohttp.ClientSession(
+                connector=_QuietConnector(limit=0), read_bufsize=READ_BUFFER_SIZE, trust_env=False
             )
-            self._sessions[loop] = session
         return session
-
-    async def route(self, url: URL) -> _Route:
-        """The proxy and netrc login for `url`'s scheme and host, looked up once (on a worker thread)."""
-        key = (url.scheme, url.host)
-        route = self._routes.get(key)
-        if route is None:
-            route = self._routes[key] = await asyncio.to_thread(_route_from_environment, url)
-        return route
 
     def converted_config(
         self, api_client: BaseApiClient, config: types.GenerateContentConfig
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The REST form of `config` less its system instruction: the request's fields it sets, its `generationConfig`.
 
-        Both are shared between calls: never changed in place.
+        Both are shared between calls: never changed in place. A continuation hop's config (its token is new each
+        time) and one holding what JSON cannot (a schema given as a class) are converted each time, not kept.
         """
+        if config.continuation_token is not None:
+            return _convert_config(api_client, config)
         try:
-            key = config.model_dump_json(exclude=set(_CONFIG_LEFT_OUT))
-        except ValueError:  # a value JSON cannot hold (a schema given as a class): converted each time
+            # Python values to JSON with NaN and infinities spelled out: a plain JSON dump writes them as null,
+            # which would give a config with one the key of a config without it.
+            key = pydantic_core.to_json(
+                config.model_dump(exclude=set(_CONFIG_LEFT_OUT), warnings=False),
+                inf_nan_mode="constants",
+                bytes_mode="base64",
+            )
+        except ValueError:
             return _convert_config(api_client, config)
         converted = self._configs.get(key)
         if converted is None:
@@ -162,21 +165,41 @@ class GeminiTransport:
             converted = self._configs[key] = _convert_config(api_client, config)
         return converted
 
+    def __del__(self) -> None:
+        """A model dropped unclosed lets go of its sessions without a report, as google-genai's client does."""
+        for session in self._sessions.values():
+            _drop(session)
+
     async def aclose(self) -> None:
-        """Close this event loop's session (the others' loops close theirs, or have ended)."""
-        self.closed = True
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
-        if session is not None:
-            await session.close()
+        """Close every session, as google-genai closes its own: this loop's now, another running loop's on it.
+
+        An ended loop's session is let go of. Calls after this go through the SDK, as the library's own calls after
+        `aclose` do.
+        """
+        self.usable = False
+        current = asyncio.get_running_loop()
+        sessions, self._sessions = self._sessions, {}
+        for loop, session in sessions.items():
+            if loop is current:
+                await session.close()
+            elif loop.is_running():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    asyncio.run_coroutine_threadsafe(session.close(), loop)
+            else:
+                _drop(session)
 
 
 def _convert_config(
     api_client: BaseApiClient, config: types.GenerateContentConfig
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The SDK's conversion of `config`, system instruction left out: (request fields it sets, generationConfig)."""
+    """The SDK's conversion of `config`, system instruction left out: (request fields it sets, generationConfig).
+
+    The converter rewrites a schema given as a dict in place; the SDK converts a deep copy of the caller's config,
+    and so does this.
+    """
     request_fields: dict[str, Any] = {}
     generation = _GenerateContentConfig_to_mldev(
-        api_client, config.model_copy(update={"system_instruction": None}), request_fields, None
+        api_client, config.model_copy(update={"system_instruction": None}, deep=True), request_fields, None
     )
     return _plain(request_fields), _plain(generation)
 
@@ -187,14 +210,11 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     return converted
 
 
-def _options(route: _Route, caller: dict[str, Any]) -> dict[str, Any]:
-    """The request options beyond the request itself: the route's proxy, then what the caller gave the client."""
-    return {"proxy": route.proxy, "proxy_headers": route.proxy_headers} | caller
-
-
-def takes(api_client: BaseApiClient, config: types.GenerateContentConfig | None) -> bool:
-    """Whether a call with `config` on `api_client` is one this module sends (see the module's docstring)."""
-    if config is None or config.tools or getattr(config, "should_return_http_response", None):
+def takes(transport: GeminiTransport, api_client: BaseApiClient, contents: object, config: object) -> bool:
+    """Whether a call of `contents` with `config` on `api_client` is one this module sends (the module's docstring)."""
+    if not transport.usable or contents is None or not isinstance(config, types.GenerateContentConfig):
+        return False
+    if config.tools or getattr(config, "should_return_http_response", None):
         return False
     retry = config.http_options.retry_options if config.http_options is not None else None
     if retry is None or retry.attempts not in (0, 1):  # anything else retries inside the SDK (tenacity)
@@ -217,9 +237,9 @@ async def generate_content(
 ) -> types.GenerateContentResponse:
     """`models.generate_content(model=..., contents=..., config=...)`, sent by this module when `takes` says so."""
     api_client = models._api_client
-    if transport.closed or not takes(api_client, config):
+    if not takes(transport, api_client, contents, config):
         return await models.generate_content(model=model, contents=contents, config=config)
-    assert config is not None  # `takes` refuses a call without one
+    assert isinstance(config, types.GenerateContentConfig)  # `takes` refuses any other
     response = await _with_continuation(transport, api_client, model, contents, config)
     # What `generate_content`'s automatic-function-calling loop leaves on a reply to a call without tools.
     if not _extra_utils.should_disable_afc(config) and _extra_utils.should_append_afc_history(config):
@@ -279,22 +299,18 @@ async def _generate_once(
     http_options = config.http_options
     body = request_body(transport, api_client, contents, config)
     if (http_options is not None and http_options.extra_body) or api_client._http_options.extra_body:
-        body = json.loads(
-            json.dumps(body)
-        )  # `_build_request` merges `extra_body` into it in place: not the shared parts
+        # `_build_request` merges `extra_body` into the body in place: into a copy, not the parts kept.
+        body = copy.deepcopy(body)
     path = f"{t.t_model(api_client, model)}:generateContent"
     request = api_client._build_request("post", path, body, http_options)
     data = json.dumps(request.data).encode("utf-8") if request.data else None
-    url = URL(request.url)
-    route = await transport.route(url)
     response = await transport.session().request(
         request.method,
-        url,
-        headers=_with_login(request.headers, route),
+        request.url,
+        headers=request.headers,
         data=data,
         timeout=aiohttp.ClientTimeout(total=request.timeout),
-        # The caller's own request options (`client_args`: a proxy, say) win, as they do over `trust_env`.
-        **_options(route, api_client._async_client_session_request_args),
+        **api_client._async_client_session_request_args,
     )
     try:
         await errors.APIError.raise_for_async_response(response)

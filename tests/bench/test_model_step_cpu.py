@@ -138,6 +138,7 @@ def test_the_sdk_post_app_alone_posts_through_the_sdk() -> None:
     )
 
 
+@pytest.mark.usefixtures("plain_environment")
 def test_the_gemini_sdk_post_app_alone_sends_through_google_genai() -> None:
     """With Gemini the model app sends its own request; the `--sdk-post` contrast sends every call through the SDK."""
     process, url = start_fake_model(0, fake_model_for("gemini", None))

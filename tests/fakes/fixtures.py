@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import ExitStack
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -37,6 +38,19 @@ def llm_server_fixture(fake_llm: FakeLLMServer) -> Iterator[FakeLLMServer]:
     fake_llm.reset()
     yield fake_llm
     fake_llm.reset()
+
+
+PROXY_VARIABLES = [f"{scheme}_PROXY" for scheme in ("HTTP", "HTTPS", "WS", "WSS", "ALL", "NO")]
+PROXY_VARIABLES += [name.lower() for name in PROXY_VARIABLES]
+
+
+@pytest.fixture(name="plain_environment")
+def plain_environment_fixture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No proxy variable and no netrc file, whatever the machine running the tests has: HTTP clients that trust
+    the environment find nothing in it (where `graphs.llm.gemini_request` sends Gemini's calls itself)."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
 
 
 def fake_openai_config(server: FakeLLMServer, **overrides: object) -> LLMConfig:

@@ -9,14 +9,16 @@ compared with the SDK's own conversion on generated configs and contents (`hypot
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import aiohttp
 import pytest
 from google import genai
 from google.genai import _common, types
@@ -31,11 +33,14 @@ from langchain_google_genai import ChatGoogleGenerativeAI, HarmBlockThreshold, H
 from graphs.llm import gemini_request
 from graphs.llm.config import LLMConfig
 from graphs.llm.gemini_chat import LeanChatGoogleGenerativeAI
-from graphs.llm.gemini_request import GeminiTransport, request_body, takes
+from graphs.llm.gemini_request import GeminiTransport, environment_adds_nothing, request_body, takes
 from graphs.llm.providers import aclose_chat_model, make_chat_model
 from graphs.llm.retry import classify
 from tests.fakes.fixtures import fake_gemini_config
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+
+pytestmark = pytest.mark.usefixtures("plain_environment")
+"""No proxy and no netrc file: the lean path's setting (the tests of a proxy or a netrc file set theirs on top)."""
 
 Call = tuple[list[BaseMessage], dict[str, Any]]
 Outcome = object
@@ -140,6 +145,10 @@ CALLS: dict[str, list[Call]] = {
         (QUESTION, STRUCTURED),
         (QUESTION, {**STRUCTURED, "response_json_schema": {"type": "array", "items": {"type": "string"}}}),
         (QUESTION, STRUCTURED),
+    ],
+    "an infinite value, then none (one key each)": [
+        (QUESTION, {"generation_config": {"presence_penalty": float("inf")}}),
+        (QUESTION, {}),
     ],
     "configs changing call by call": [(QUESTION, {}), (QUESTION, STRUCTURED), (QUESTION, {}), (QUESTION, STRUCTURED)],
 }
@@ -247,8 +256,47 @@ async def test_a_reply_that_asks_to_continue_is_continued_as_the_sdk_continues_i
         llm_server, gemini_model, replies, [(QUESTION, STRUCTURED)]
     )
     assert len(lean_seen) == 2
+    assert len(gemini_model._transport._configs) == 1  # the hop's config (a new token each time) is not kept
     assert lean == library
     assert lean_seen == library_seen
+
+
+async def test_the_callers_config_is_left_as_it_was(
+    llm_server: FakeLLMServer, gemini_model: LeanChatGoogleGenerativeAI
+) -> None:
+    """The SDK's converter rewrites a schema given as a dict in place: it converts a copy, as the SDK does."""
+    schema = {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}
+    config = types.GenerateContentConfig(
+        response_mime_type="application/json",
+        response_schema=schema,
+        http_options=types.HttpOptions(timeout=2000, retry_options=types.HttpRetryOptions(attempts=1)),
+    )
+    before = config.model_dump()
+    llm_server.script(OK, OK)
+    for _ in range(2):
+        await gemini_request.generate_content(
+            gemini_model._transport, gemini_model.async_client.models, model="gemini-fake", contents="hi", config=config
+        )
+    assert config.model_dump() == before
+    assert len(gemini_model._transport._configs) == 1
+    assert llm_server.calls[0].body == llm_server.calls[1].body
+
+
+def test_sessions_of_ended_event_loops_are_let_go_of() -> None:
+    """A model used on one loop after another (a caller running each call on a fresh loop) keeps one session, as
+    google-genai keeps one of its own: the others are detached, so they count as closed and report nothing."""
+    transport = GeminiTransport()
+
+    async def open_session() -> aiohttp.ClientSession:
+        return transport.session()
+
+    sessions = [asyncio.run(open_session()) for _ in range(5)]
+    assert len({id(session) for session in sessions}) == 5
+    assert list(transport._sessions.values()) == sessions[-1:]
+    assert all(session.closed for session in sessions[:-1])
+    asyncio.run(transport.aclose())  # on yet another loop: the last one's loop has ended too
+    assert not transport._sessions
+    assert sessions[-1].closed
 
 
 async def test_a_timeout_and_a_refused_connection_fail_as_through_the_sdk(llm_server: FakeLLMServer) -> None:
@@ -273,34 +321,48 @@ async def test_a_timeout_and_a_refused_connection_fail_as_through_the_sdk(llm_se
         await aclose_chat_model(refused)
 
 
-@pytest.fixture(name="environment_route")
-def environment_route_fixture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[FakeLLMServer]:
-    """A proxy in the environment (a second fake, which answers as Gemini) and a `.netrc` with a login for it."""
-    with FakeLLMServer() as proxy:
-        for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
-        netrc = tmp_path / "netrc"
-        netrc.write_text("machine gemini.invalid login reader password s3cret\n")
-        monkeypatch.setenv("NETRC", str(netrc))
-        yield proxy
-
-
-async def test_the_environments_proxy_and_netrc_are_used_as_the_sdk_uses_them(
-    llm_server: FakeLLMServer, environment_route: FakeLLMServer
+async def test_a_proxy_in_the_environment_sends_every_call_through_the_sdk(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Looked up once rather than on every request, but to the same effect: through the proxy, with the login."""
-    model = _service_model(fake_gemini_config(llm_server, base_url="http://gemini.invalid"))
+    """aiohttp's `trust_env` adds the proxy and its login to each request: the SDK's own session does that."""
+    with FakeLLMServer() as proxy:  # a second fake, which answers as Gemini
+        monkeypatch.setenv("HTTP_PROXY", f"http://reader:s3cret@127.0.0.1:{proxy.port}")
+        model = _service_model(fake_gemini_config(llm_server, base_url="http://gemini.invalid"))
+        try:
+            (library, library_seen), (lean, lean_seen) = await _both_ways(
+                proxy, model, [OK, OK], [(QUESTION, {}), (QUESTION, {})], sends=0
+            )
+        finally:
+            await aclose_chat_model(model)
+    assert lean == library
+    assert lean_seen == library_seen
+    assert all(headers["host"] == "gemini.invalid" for _, _, _, headers, _ in lean_seen)
+    assert all(headers["proxy-authorization"].startswith("Basic ") for _, _, _, headers, _ in lean_seen)
+
+
+async def test_a_netrc_file_sends_every_call_through_the_sdk(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login reader password s3cret\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    model = _service_model(fake_gemini_config(llm_server))
     try:
         (library, library_seen), (lean, lean_seen) = await _both_ways(
-            environment_route, model, [OK, OK], [(QUESTION, {}), (QUESTION, {})]
+            llm_server, model, [OK], [(QUESTION, {})], sends=0
         )
     finally:
         await aclose_chat_model(model)
     assert lean == library
     assert lean_seen == library_seen
-    assert all(headers["host"] == "gemini.invalid" for _, _, _, headers, _ in lean_seen)
-    assert all(headers["authorization"].startswith("Basic ") for _, _, _, headers, _ in lean_seen)
+    assert lean_seen[0][3]["authorization"].startswith("Basic ")
+
+
+def test_no_proxy_alone_adds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert environment_adds_nothing()
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert not environment_adds_nothing()
 
 
 def _model_with(server: FakeLLMServer, **fields: Any) -> ChatGoogleGenerativeAI:
@@ -381,7 +443,10 @@ def test_the_services_gemini_calls_are_taken(llm_server: FakeLLMServer) -> None:
     """The request the service builds for its structured calls is one the lean path sends."""
     model = _service_model(fake_gemini_config(llm_server))
     request = model._prepare_request(QUESTION, **STRUCTURED)
-    assert takes(model.client._api_client, request["config"])  # type: ignore[union-attr]
+    api_client = model.async_client.models._api_client
+    assert takes(model._transport, api_client, request["contents"], request["config"])
+    assert not takes(model._transport, api_client, None, request["config"])  # what the SDK alone makes of these
+    assert not takes(model._transport, api_client, request["contents"], request["config"].model_dump())
 
 
 # --- the body, against the SDK's conversion ------------------------------------------------------------------------
