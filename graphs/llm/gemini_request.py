@@ -44,7 +44,11 @@ compare what it received (path, query, headers, body) and what came back (the re
 
 Differences left, none read by the service: google-genai's INFO line "AFC is enabled with max remote calls" is not
 written (the service silences `google_genai` below WARNING anyway); a proxy variable or netrc file that appears
-after a model is built does not send that model's calls back through the SDK.
+after a model is built does not send that model's calls back through the SDK, and aiohttp's warning about a netrc
+file it cannot parse is logged once, when the model is built, instead of on every call; the first call to a host
+is not slowed by aiohttp's look-ups on a busy thread pool (through the SDK, a short timeout can run out there).
+A config holding a value JSON does not hold as such (bytes, a date, a schema given as a class) is converted on
+every call, as the SDK converts it.
 """
 
 from __future__ import annotations
@@ -53,13 +57,13 @@ import asyncio
 import contextlib
 import copy
 import json
+import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.request import getproxies
 
 import aiohttp
-import pydantic_core
 from aiohttp.helpers import netrc_from_env
 from google.genai import _common, _extra_utils, errors, types
 from google.genai import _transformers as t
@@ -83,13 +87,18 @@ _PROXIED_SCHEMES = ("http", "https", "ws", "wss")
 
 
 def environment_adds_nothing() -> bool:
-    """Whether aiohttp's `trust_env` would add nothing to any request: no proxy variable it reads, no netrc file.
+    """Whether aiohttp's `trust_env` would add nothing to any request: no proxy it reads, no netrc file it can read.
 
-    Then a session that does not trust the environment sends what google-genai's (which does) sends, redirects
-    included, without aiohttp's two lookups on worker threads before each request.
+    The proxy variables it reads are http, https, ws and wss (upper or lower case). Then a session that does not
+    trust the environment sends what google-genai's (which does) sends, redirects included, without aiohttp's two
+    lookups on worker threads before each request. An environment this cannot read (a netrc file that does not
+    decode) counts as adding something: the SDK's path meets it as it would.
     """
-    proxies = getproxies()
-    return netrc_from_env() is None and not any(scheme in proxies for scheme in _PROXIED_SCHEMES)
+    try:
+        proxies = getproxies()
+        return netrc_from_env() is None and not any(scheme in proxies for scheme in _PROXIED_SCHEMES)
+    except Exception:
+        return False
 
 
 class _QuietConnector(aiohttp.TCPConnector):
@@ -117,10 +126,12 @@ class GeminiTransport:
     is built: proxy variables or a netrc file set later are not seen by that model.
     """
 
+    _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = field(default_factory=dict)
+    _configs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held to change `_sessions` or `_configs` (a model may be shared by threads, each with its own loop)."""
     usable: bool = field(default_factory=environment_adds_nothing)
     """False when the environment names a proxy or a netrc file: every call then goes through the SDK."""
-    _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = field(default_factory=dict)
-    _configs: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
 
     def session(self) -> aiohttp.ClientSession:
         """This event loop's session, opened on first use, set up as google-genai sets up its own.
@@ -131,11 +142,12 @@ class GeminiTransport:
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
-            for ended in [other for other in self._sessions if other.is_closed()]:
-                _drop(self._sessions.pop(ended))
-            session = self._sessions[loop] = aiohttp.ClientSession(
-                connector=_QuietConnector(limit=0), read_bufsize=READ_BUFFER_SIZE, trust_env=False
-            )
+            with self._lock:
+                for ended in [other for other in self._sessions if other.is_closed()]:
+                    _drop(self._sessions.pop(ended))
+                session = self._sessions[loop] = aiohttp.ClientSession(
+                    connector=_QuietConnector(limit=0), read_bufsize=READ_BUFFER_SIZE, trust_env=False
+                )
         return session
 
     def converted_config(
@@ -149,25 +161,25 @@ class GeminiTransport:
         if config.continuation_token is not None:
             return _convert_config(api_client, config)
         try:
-            # Python values to JSON with NaN and infinities spelled out: a plain JSON dump writes them as null,
-            # which would give a config with one the key of a config without it.
-            key = pydantic_core.to_json(
-                config.model_dump(exclude=set(_CONFIG_LEFT_OUT), warnings=False),
-                inf_nan_mode="constants",
-                bytes_mode="base64",
+            # The config's values as JSON holds them, NaN and infinities spelled out; any other value (bytes, a
+            # date, a set, a schema given as a class) is refused, and the config converted each time instead.
+            key = json.dumps(
+                config.model_dump(exclude=set(_CONFIG_LEFT_OUT), warnings=False), allow_nan=True, default=_refuse
             )
-        except ValueError:
+        except (TypeError, ValueError):
             return _convert_config(api_client, config)
         converted = self._configs.get(key)
         if converted is None:
-            if len(self._configs) >= CONFIGS_KEPT:
-                del self._configs[next(iter(self._configs))]
-            converted = self._configs[key] = _convert_config(api_client, config)
+            converted = _convert_config(api_client, config)
+            with self._lock:
+                if len(self._configs) >= CONFIGS_KEPT:
+                    self._configs.pop(next(iter(self._configs)), None)
+                self._configs[key] = converted
         return converted
 
     def __del__(self) -> None:
         """A model dropped unclosed lets go of its sessions without a report, as google-genai's client does."""
-        for session in self._sessions.values():
+        for session in getattr(self, "_sessions", {}).values():
             _drop(session)
 
     async def aclose(self) -> None:
@@ -178,7 +190,8 @@ class GeminiTransport:
         """
         self.usable = False
         current = asyncio.get_running_loop()
-        sessions, self._sessions = self._sessions, {}
+        with self._lock:
+            sessions, self._sessions = self._sessions, {}
         for loop, session in sessions.items():
             if loop is current:
                 await session.close()
@@ -187,6 +200,11 @@ class GeminiTransport:
                     asyncio.run_coroutine_threadsafe(session.close(), loop)
             else:
                 _drop(session)
+
+
+def _refuse(value: object) -> object:
+    """`json.dumps`'s `default` for a cache key: a value JSON does not hold as such has no key."""
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _convert_config(

@@ -27,7 +27,9 @@ cancellation). Awaited inline on the graph node's task instead, Gemini's calls (
 aiohttp) took longer under load while the OpenAI family's did not: 160 Gemini sessions on two workers
 kept 0.70 / 0.74 of the bound inline against 0.81 / 0.84 on a task and 0.79 / 0.81 through `ainvoke`, in
 alternating runs of `python -m bench.librarian_concurrency --provider gemini --workers 2 --concurrency
-160`. Why was not found; the gathered task costs three turns (inline a step took 14) and ~20 µs.
+160`. Why was not found; the gathered task costs three turns (inline a step took 14) and ~20 µs. Those runs
+predate `graphs.llm.gemini_request`, when google-genai's session still looked up netrc and the proxy on worker
+threads before every request.
 """
 
 from __future__ import annotations

@@ -12,7 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from decimal import Decimal
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
@@ -33,7 +37,7 @@ from langchain_google_genai import ChatGoogleGenerativeAI, HarmBlockThreshold, H
 from graphs.llm import gemini_request
 from graphs.llm.config import LLMConfig
 from graphs.llm.gemini_chat import LeanChatGoogleGenerativeAI
-from graphs.llm.gemini_request import GeminiTransport, environment_adds_nothing, request_body, takes
+from graphs.llm.gemini_request import CONFIGS_KEPT, GeminiTransport, environment_adds_nothing, request_body, takes
 from graphs.llm.providers import aclose_chat_model, make_chat_model
 from graphs.llm.retry import classify
 from tests.fakes.fixtures import fake_gemini_config
@@ -282,6 +286,49 @@ async def test_the_callers_config_is_left_as_it_was(
     assert llm_server.calls[0].body == llm_server.calls[1].body
 
 
+@pytest.mark.parametrize(
+    "odd", [b"bytes", datetime(2026, 1, 1, tzinfo=UTC), Decimal("0.5"), {1, 2}], ids=["bytes", "date", "decimal", "set"]
+)
+def test_a_config_holding_what_json_does_not_is_converted_each_time(odd: object) -> None:
+    """Its key would be a JSON value's (a date as its string, a decimal as a number): no key, nothing kept."""
+    transport = GeminiTransport()
+    config = types.GenerateContentConfig(response_json_schema={"type": "object", "default": {"x": odd}})
+    transport.converted_config(_developer_api_client(), config)
+    assert not transport._configs
+
+
+def test_threads_sharing_a_model_each_on_their_own_loops_lose_nothing() -> None:
+    """Sessions opened and let go of, and configs kept, from several threads at once: no error, one session each."""
+    transport = GeminiTransport()
+    errors: list[BaseException] = []
+    configs = [types.GenerateContentConfig(temperature=i / 100) for i in range(CONFIGS_KEPT + 10)]
+
+    async def open_session() -> None:
+        transport.session()
+
+    def work(offset: int) -> None:
+        try:
+            for i in range(80):
+                asyncio.run(open_session())
+                transport.converted_config(_developer_api_client(), configs[(offset + i) % len(configs)])
+        except BaseException as error:
+            errors.append(error)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can
+    try:
+        threads = [threading.Thread(target=work, args=(n * 20,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(transport._sessions) <= 6
+    assert len(transport._configs) <= CONFIGS_KEPT
+
+
 def test_sessions_of_ended_event_loops_are_let_go_of() -> None:
     """A model used on one loop after another (a caller running each call on a fresh loop) keeps one session, as
     google-genai keeps one of its own: the others are detached, so they count as closed and report nothing."""
@@ -356,6 +403,16 @@ async def test_a_netrc_file_sends_every_call_through_the_sdk(
     assert lean == library
     assert lean_seen == library_seen
     assert lean_seen[0][3]["authorization"].startswith("Basic ")
+
+
+def test_a_netrc_file_that_does_not_decode_sends_every_call_through_the_sdk(
+    llm_server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The model is still built (the service starts); the SDK meets the file on each call, as it would."""
+    netrc = tmp_path / "netrc"
+    netrc.write_bytes(b"machine \xff\xfe login x password y\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    assert not _service_model(fake_gemini_config(llm_server))._transport.usable
 
 
 def test_no_proxy_alone_adds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
