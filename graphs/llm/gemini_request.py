@@ -59,7 +59,9 @@ import copy
 import json
 import threading
 import warnings
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.request import getproxies
 
@@ -104,7 +106,7 @@ def environment_adds_nothing() -> bool:
 class _QuietConnector(aiohttp.TCPConnector):
     """A connector that, like google-genai's, closes its sockets when dropped, without reporting it."""
 
-    def __del__(self, _warnings: Any = warnings) -> None:
+    def __del__(self, _warnings: Any = warnings) -> None:  # aiohttp's own signature
         """Close the pooled connections of a connector dropped unclosed (its event loop ended, say)."""
         if not self._closed and self._conns:
             self._close()
@@ -258,7 +260,7 @@ async def generate_content(
     if not takes(transport, api_client, contents, config):
         return await models.generate_content(model=model, contents=contents, config=config)
     assert isinstance(config, types.GenerateContentConfig)  # `takes` refuses any other
-    response = await _with_continuation(transport, api_client, model, contents, config)
+    response = await _with_continuation(config, partial(_generate_once, transport, api_client, model, contents))
     # What `generate_content`'s automatic-function-calling loop leaves on a reply to a call without tools.
     if not _extra_utils.should_disable_afc(config) and _extra_utils.should_append_afc_history(config):
         response.automatic_function_calling_history = []
@@ -266,20 +268,17 @@ async def generate_content(
 
 
 async def _with_continuation(
-    transport: GeminiTransport,
-    api_client: BaseApiClient,
-    model: str,
-    contents: Any,
     config: types.GenerateContentConfig,
+    send: Callable[[types.GenerateContentConfig], Awaitable[types.GenerateContentResponse]],
 ) -> types.GenerateContentResponse:
-    """The SDK's `_generate_content_with_continuation`, each hop sent by `_generate_once`."""
+    """The SDK's `_generate_content_with_continuation`, each hop's config sent by `send` (`_generate_once`)."""
     enabled = _extra_utils.should_enable_automatic_continuation(config, default_enabled=True)
     token: bytes | None = None
     responses: list[types.GenerateContentResponse] = []
     while not responses or (enabled and token):
         hop_config = _extra_utils.prepare_continuation_config(config, token)
         assert hop_config is not None  # a copy of `config`, never None for a config
-        responses.append(await _generate_once(transport, api_client, model, contents, hop_config))
+        responses.append(await send(hop_config))
         token = _extra_utils.should_continue_generation(responses[-1])
     return _extra_utils.merge_continuation_responses(responses, config=config)
 
@@ -332,10 +331,9 @@ async def _generate_once(
     )
     try:
         await errors.APIError.raise_for_async_response(response)
-        raw = HttpResponse(response.headers, [await response.text()])
+        text = await response.text()
     finally:
         response.release()
-    text = raw.response_stream[0]
     reply = types.GenerateContentResponse._from_response(
         response=_GenerateContentResponse_from_mldev(json.loads(text) if text else {}, None, None),
         kwargs={
@@ -346,6 +344,7 @@ async def _generate_once(
             }
         },
     )
-    reply.sdk_http_response = types.HttpResponse(headers=raw.headers)
+    # The headers as the SDK's `HttpResponse` flattens them (repeated ones joined).
+    reply.sdk_http_response = types.HttpResponse(headers=HttpResponse(response.headers).headers)
     api_client._verify_response(reply)
     return reply
