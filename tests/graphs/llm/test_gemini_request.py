@@ -14,6 +14,7 @@ import json
 import socket
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -297,6 +298,19 @@ def test_a_config_holding_what_json_does_not_is_converted_each_time(odd: object)
     assert not transport._configs
 
 
+class _SlowToAnswerLoop(asyncio.SelectorEventLoop):
+    """A loop that lets other threads run while it says whether it has ended.
+
+    `GeminiTransport.session` asks every loop it holds while sweeping the ended ones: here each answer hands the
+    GIL over, so other threads open sessions in the middle of the sweep, which without the lock changes the dict
+    being walked (a `RuntimeError`) or pops a loop another thread already popped (a `KeyError`).
+    """
+
+    def is_closed(self) -> bool:
+        time.sleep(0)
+        return super().is_closed()
+
+
 def test_threads_sharing_a_model_each_on_their_own_loops_lose_nothing() -> None:
     """Sessions opened and let go of, and configs kept, from several threads at once: no error, one session each."""
     transport = GeminiTransport()
@@ -309,7 +323,8 @@ def test_threads_sharing_a_model_each_on_their_own_loops_lose_nothing() -> None:
     def work(offset: int) -> None:
         try:
             for i in range(80):
-                asyncio.run(open_session())
+                with asyncio.Runner(loop_factory=_SlowToAnswerLoop) as runner:
+                    runner.run(open_session())
                 transport.converted_config(_developer_api_client(), configs[(offset + i) % len(configs)])
         except BaseException as error:
             errors.append(error)
