@@ -29,8 +29,9 @@ code for everything that shapes them:
   netrc file (`environment_adds_nothing`, read when the model is built), where trusting it adds nothing;
 - the reply goes through the SDK's `APIError.raise_for_async_response` (the same `ClientError` / `ServerError`, which
   langchain-google-genai then maps as before), and is parsed by the SDK's `_GenerateContentResponse_from_mldev` and
-  `GenerateContentResponse._from_response`; connection failures and timeouts are aiohttp's, as through the SDK
-  with a single attempt;
+  `GenerateContentResponse._from_response`, the fields its models do not know dropped beforehand by
+  `gemini_reply` as the SDK drops them, at half the cost; connection failures and timeouts are aiohttp's, as
+  through the SDK with a single attempt;
 - automatic continuation and the automatic-function-calling history are handled as `generate_content` handles
   them for a call without tools, with the SDK's own helpers.
 
@@ -76,6 +77,8 @@ from google.genai.models import (
     _GenerateContentConfig_to_mldev,
     _GenerateContentResponse_from_mldev,
 )
+
+from graphs.llm.gemini_reply import reply_from
 
 CONFIGS_KEPT = 64
 """Converted configs a client keeps: one per kind of call (schema, temperature, cap), so a handful in practice."""
@@ -334,16 +337,7 @@ async def _generate_once(
         text = await response.text()
     finally:
         response.release()
-    reply = types.GenerateContentResponse._from_response(
-        response=_GenerateContentResponse_from_mldev(json.loads(text) if text else {}, None, None),
-        kwargs={
-            "config": {
-                "response_schema": config.response_schema,
-                "response_json_schema": config.response_json_schema,
-                "include_all_fields": getattr(config, "include_all_fields", None),
-            }
-        },
-    )
+    reply = reply_from(_GenerateContentResponse_from_mldev(json.loads(text) if text else {}, None, None), config)
     # The headers as the SDK's `HttpResponse` flattens them (repeated ones joined).
     reply.sdk_http_response = types.HttpResponse(headers=HttpResponse(response.headers).headers)
     api_client._verify_response(reply)
