@@ -7,7 +7,8 @@ service's replies (`python -m bench.model_step_cpu --provider gemini`), about 70
 work on every call. `reply_from` drops exactly the keys that walk drops, walking the reply the same way, with each
 model's keys looked up in a table worked out once per model (`_plan`), then hands the reply to the SDK's own
 `GenerateContentResponse._from_response`, told that nothing is left to drop. The tests compare the two walks on
-generated replies, unknown fields at every depth and known ones in the wrong place included.
+replies generated after the SDK's own models (objects and lists of objects down to seven levels, unknown fields at
+every depth, wrong values in known ones), so an SDK whose walk drops something else fails them.
 """
 
 from __future__ import annotations

@@ -52,28 +52,64 @@ KEYS = sorted(
 known at some depths, unknown at others."""
 
 _scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(["STOP", "text", "", "MODE_UNSPECIFIED"])
-replies = st.recursive(
+junk = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=6),
-    max_leaves=40,
-).filter(lambda value: isinstance(value, dict))
-"""JSON objects keyed by the models' own field names and aliases (and unknown ones) at every depth."""
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=4),
+    max_leaves=12,
+)
+"""Any JSON value, its objects keyed by the models' own field names and aliases (and unknown ones): known at some
+depths, unknown at others."""
+MAX_DEPTH = 7
 
 
-@settings(max_examples=400, deadline=None)
-@given(replies)
+def _value_models(annotation: Any) -> tuple[type[pydantic.BaseModel] | None, type[pydantic.BaseModel] | None]:
+    """The model of an object this field holds, and the model of the objects in a list it holds (from the types
+    alone, not from the walk under test)."""
+    for arg in (annotation, *typing.get_args(annotation)):
+        if isinstance(arg, type) and issubclass(arg, pydantic.BaseModel) and arg is not pydantic.BaseModel:
+            return arg, None
+        if typing.get_origin(arg) is list:
+            item = typing.get_args(arg)[0]
+            if isinstance(item, type) and issubclass(item, pydantic.BaseModel):
+                return None, item
+    return None, None
+
+
+@st.composite
+def shaped(draw: st.DrawFn, model: type[pydantic.BaseModel], depth: int = 0) -> dict[str, Any]:
+    """An object shaped after `model`: some of its fields (by name or alias), objects and lists of objects shaped
+    after theirs, a wrong value now and then, and keys no model knows, down to `MAX_DEPTH`."""
+    reply: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        value_model, item_model = _value_models(info.annotation)
+        if draw(st.integers(0, 1 if value_model or item_model else 5)):  # objects and lists of them more often
+            continue
+        key = draw(st.sampled_from([name, info.alias] if info.alias else [name]))
+        if depth < MAX_DEPTH and value_model is not None:
+            reply[key] = draw(shaped(value_model, depth + 1) | junk) if draw(st.integers(0, 5)) else draw(junk)
+        elif depth < MAX_DEPTH and item_model is not None:
+            items = st.lists(shaped(item_model, depth + 1) | junk, max_size=3)
+            reply[key] = draw(items) if draw(st.integers(0, 5)) else draw(junk)
+        else:
+            reply[key] = draw(junk)
+    reply |= draw(st.dictionaries(st.sampled_from(["unknownField", "newer_api_field", "x"]), junk, max_size=2))
+    return reply
+
+
+@settings(max_examples=300, deadline=None)
+@given(shaped(types.GenerateContentResponse))
 def test_the_same_keys_are_dropped_as_by_the_sdks_walk(reply: dict[str, Any]) -> None:
     assert _walked(prune, reply) == _walked(_common._remove_extra_fields, reply)
 
 
-def _walked(walk: Any, reply: dict[str, Any]) -> object:
-    """What `walk` leaves of a copy of `reply`, or the type of the error it raises."""
+def _walked(walk: Any, reply: dict[str, Any]) -> tuple[object, dict[str, Any]]:
+    """The type of the error `walk` raises on a copy of `reply` (None), and what it leaves of the copy."""
     kept = copy.deepcopy(reply)
     try:
         walk(types.GenerateContentResponse, kept)
     except Exception as error:
-        return type(error)
-    return kept
+        return type(error), kept
+    return None, kept
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda model: model.__name__)
