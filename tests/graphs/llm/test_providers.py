@@ -121,15 +121,16 @@ def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     """One fresh interpreter: every graphs.llm module + heuristic, then Gemini, then OpenAI.
 
     `graphs.llm.openai_chat` (langchain-openai's chat models, subclassed) and `graphs.llm.reused_request` (the
-    SDK's request sent again) are the OpenAI arm's own code, `graphs.llm.gemini_chat` and `graphs.llm.gemini_request`
-    the Gemini arm's: they are left out of the walk and must be loaded by their arm alone.
+    SDK's request sent again) are the OpenAI arm's own code, `graphs.llm.gemini_chat`, `graphs.llm.gemini_request`
+    and `graphs.llm.gemini_reply` the Gemini arm's: they are left out of the walk and must be loaded by their arm
+    alone.
     """
     script = textwrap.dedent(
         """
         import importlib, json, pkgutil, sys
         import graphs.llm, graphs.prompt_files
         ARMS = {"graphs.llm.openai_chat", "graphs.llm.reused_request"}
-        ARMS |= {"graphs.llm.gemini_chat", "graphs.llm.gemini_request"}
+        ARMS |= {"graphs.llm.gemini_chat", "graphs.llm.gemini_request", "graphs.llm.gemini_reply"}
         for module in pkgutil.walk_packages(graphs.llm.__path__, "graphs.llm."):
             if module.name not in ARMS:
                 importlib.import_module(module.name)
@@ -147,7 +148,8 @@ def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
     )
     heuristic, gemini, openai = (set(snapshot) for snapshot in json.loads(result.stdout))
     assert not heuristic & set(SDK_MODULES)
-    gemini_arm = {"google.genai", "langchain_google_genai", "graphs.llm.gemini_chat", "graphs.llm.gemini_request"}
+    gemini_arm = {"google.genai", "langchain_google_genai"}
+    gemini_arm |= {"graphs.llm.gemini_chat", "graphs.llm.gemini_request", "graphs.llm.gemini_reply"}
     assert gemini_arm <= gemini
     assert not heuristic & gemini_arm
     openai_arm = {"openai", "langchain_openai", "graphs.llm.openai_chat", "graphs.llm.reused_request"}
