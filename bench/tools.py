@@ -19,9 +19,11 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Self
+
+from bench.proc_stats import tree_cpu_seconds
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
@@ -219,6 +221,10 @@ class WrkResult:
     max_ms: float
     mean_ms: float
     errors: dict[str, int]
+    server_cpu_ms_per_request: float | None = None
+    """The server's CPU (its process and children, user + system) over the measured run ÷ its requests, when the
+    caller named the server's process: the cost of a request with wrk's own CPU and the machine's other load left
+    out, which requests/s on a shared machine is not."""
 
     @property
     def failed(self) -> int:
@@ -261,13 +267,23 @@ def post_script(body: bytes) -> Iterator[Path]:
         yield script
 
 
-def run_wrk(wrk: str, url: str, script: Path, settings: WrkSettings, *, warmup: bool = True) -> WrkResult:
-    """Warm up (discarded), then measure; raise when wrk fails or any request was not a 2xx."""
+def run_wrk(
+    wrk: str, url: str, script: Path, settings: WrkSettings, *, warmup: bool = True, server_pid: int | None = None
+) -> WrkResult:
+    """Warm up (discarded), then measure; raise when wrk fails or any request was not a 2xx.
+
+    With `server_pid`, the server's CPU over the measured run is read from /proc around it (warm-up left out).
+    """
     if warmup and settings.warmup_s > 0:
         _wrk_once(wrk, url, script, settings, settings.warmup_s)
+    cpu_before = tree_cpu_seconds(server_pid) if server_pid is not None else None
     result = _wrk_once(wrk, url, script, settings, settings.duration_s)
+    cpu_after = tree_cpu_seconds(server_pid) if server_pid is not None else None
     if result.failed:
         raise RuntimeError(f"wrk against {url}: {result.failed} failed requests {result.errors}")
+    if cpu_before is not None and cpu_after is not None and result.requests:
+        per_request = round((cpu_after - cpu_before) / result.requests * 1000, 3)
+        result = replace(result, server_cpu_ms_per_request=per_request)
     return result
 
 

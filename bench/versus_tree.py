@@ -12,7 +12,10 @@ asked of each server, since each signs its own), and the Organizer, Advisor and 
 200-node dashboard (`bench.proposal_quality_throughput`). An endpoint the base does not answer as this tree
 does (an older contract) is reported with the base's answer and left out.
 
-`speedup_<endpoint>` = this tree's requests/s ÷ the base's. Issue 14 was filed against `f0c2b57`.
+`speedup_<endpoint>` = this tree's requests/s ÷ the base's. `cpu_per_request_ratio_<endpoint>` = the base server's
+CPU per request ÷ this tree's (each server's process and children, read from /proc around every measured round;
+the median round of each): the same question asked of what a request costs the server, which the load generator
+and other work on a shared machine move less than they move requests/s. Issue 14 was filed against `f0c2b57`.
 
     python -m bench.versus_tree --base f0c2b57 [--only librarian advisor] [--repeat 2] [--duration 8]
 """
@@ -115,10 +118,14 @@ REFUSALS = (msgspec.ValidationError, ValueError, KeyError, RuntimeError, httpx.H
 """How an older tree shows it does not take this tree's requests: a refused contract, another answer, no answer."""
 
 
-def base_target(name: str, base: Server, path: str, body_for: Body, expect: dict[str, Any]) -> Target | str:
-    """The base's target for an endpoint, or why the base cannot be compared there (it is then left out)."""
+def base_target(
+    name: str, base: Server, path: str, body_for: Body, expect: dict[str, Any], pid: int | None = None
+) -> Target | str:
+    """The base's target for an endpoint, or why the base cannot be compared there (it is then left out).
+
+    `pid`: the base server's process, whose CPU per request the rounds then read."""
     try:
-        target = Target(f"{name}_base", base.url(path), body_for(base), expect)
+        target = Target(f"{name}_base", base.url(path), body_for(base), expect, server_pid=pid)
     except REFUSALS as refused:
         return f"no request of this tree's contract could be built: {refused}"
     return answered_alike(target) or target
@@ -139,14 +146,14 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
         base, this = tree_service("base", base_root), tree_service("this", PROJECT_ROOT)
         results: dict[str, Any] = {}
         skipped: dict[str, str] = {}
-        with running([base, this]):
+        with running([base, this]) as pids:
             for name, (path, body_for, expect) in wanted.items():
-                then_target = base_target(name, base, path, body_for, expect)
+                then_target = base_target(name, base, path, body_for, expect, pids[base.name])
                 if isinstance(then_target, str):
                     log(f"{name}: the base does not answer as this tree does, left out: {then_target}")
                     skipped[name] = then_target
                     continue
-                this_target = Target(f"{name}_this", this.url(path), body_for(this), expect)
+                this_target = Target(f"{name}_this", this.url(path), body_for(this), expect, server_pid=pids[this.name])
                 measured = measure([then_target, this_target], settings, repeat)
                 then, now = measured.medians[then_target.name], measured.medians[this_target.name]
                 results[name] = {
@@ -155,6 +162,9 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
                     "bytes": {"base": len(then_target.body), "this": len(this_target.body)},
                 }
                 results[f"speedup_{name}"] = ratio(now["requests_per_s"], then["requests_per_s"])
+                if "server_cpu_ms_per_request" in now and "server_cpu_ms_per_request" in then:
+                    cpu_ratio = ratio(then["server_cpu_ms_per_request"], now["server_cpu_ms_per_request"])
+                    results[f"cpu_per_request_ratio_{name}"] = cpu_ratio
                 log(f"{name}: {now['requests_per_s']} vs {then['requests_per_s']} req/s")
     return report(
         MODULE,

@@ -11,6 +11,7 @@ the report's `ratio_<subject>_over_<baseline>_<metric>` keys; `arguments` is the
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -84,6 +85,8 @@ class Target:
     url: str
     body: bytes
     expect: Mapping[str, Any] = field(default_factory=dict)
+    server_pid: int | None = None
+    """The serving process, when the report should say its CPU per request (`WrkResult.server_cpu_ms_per_request`)."""
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,16 @@ class Comparison:
 
 
 @contextmanager
-def running(servers: Sequence[Server]) -> Iterator[None]:
-    """The servers started and ready for the block, stopped after it (wrk is found first, to fail early)."""
+def running(servers: Sequence[Server]) -> Iterator[dict[str, int]]:
+    """The servers started and ready for the block, stopped after it (wrk is found first, to fail early).
+
+    Yields each server's process id by its name.
+    """
     ensure_wrk()
+    pids: dict[str, int] = {}
     with ExitStack() as stack:
         for server in servers:
-            stack.enter_context(
+            pids[server.name] = stack.enter_context(
                 server_process(
                     server.argv,
                     port=server.port,
@@ -110,9 +117,9 @@ def running(servers: Sequence[Server]) -> Iterator[None]:
                     env=server.env,
                     cwd=server.cwd,
                 )
-            )
+            ).pid
         log("servers up: " + ", ".join(f"{server.name} on {server.port}" for server in servers))
-        yield
+        yield pids
 
 
 def measure(
@@ -155,7 +162,8 @@ def measure_alternating(
     for round_index in range(repeat):
         for target in targets:
             with post_script(target.body) as script:
-                result = run_wrk(wrk, target.url, script, settings, warmup=round_index == 0)
+                first = round_index == 0
+                result = run_wrk(wrk, target.url, script, settings, warmup=first, server_pid=target.server_pid)
             log(
                 f"round {round_index + 1}/{repeat} {target.name}: {result.requests_per_s} req/s "
                 f"p50 {result.p50_ms} ms p99 {result.p99_ms} ms"
@@ -190,6 +198,18 @@ def summarize(runs: Sequence[WrkResult]) -> dict[str, Any]:
         "max_ms": median.max_ms,
         "requests": median.requests,
         "all_runs_requests_per_s": [r.requests_per_s for r in runs],
+        **_server_cpu(runs),
+    }
+
+
+def _server_cpu(runs: Sequence[WrkResult]) -> dict[str, Any]:
+    """The server's median CPU per request over the rounds, and every round's, when the rounds measured it."""
+    figures = [r.server_cpu_ms_per_request for r in runs]
+    if any(figure is None for figure in figures):
+        return {}
+    return {
+        "server_cpu_ms_per_request": statistics.median(f for f in figures if f is not None),
+        "all_runs_server_cpu_ms_per_request": figures,
     }
 
 
