@@ -123,7 +123,8 @@ def base_target(
 ) -> Target | str:
     """The base's target for an endpoint, or why the base cannot be compared there (it is then left out).
 
-    `pid`: the base server's process, whose CPU per request the rounds then read."""
+    `pid`: the base server's process, whose CPU per request the rounds then read.
+    """
     try:
         target = Target(f"{name}_base", base.url(path), body_for(base), expect, server_pid=pid)
     except REFUSALS as refused:

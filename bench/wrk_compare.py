@@ -204,13 +204,10 @@ def summarize(runs: Sequence[WrkResult]) -> dict[str, Any]:
 
 def _server_cpu(runs: Sequence[WrkResult]) -> dict[str, Any]:
     """The server's median CPU per request over the rounds, and every round's, when the rounds measured it."""
-    figures = [r.server_cpu_ms_per_request for r in runs]
-    if any(figure is None for figure in figures):
+    figures = [r.server_cpu_ms_per_request for r in runs if r.server_cpu_ms_per_request is not None]
+    if len(figures) != len(runs):
         return {}
-    return {
-        "server_cpu_ms_per_request": statistics.median(f for f in figures if f is not None),
-        "all_runs_server_cpu_ms_per_request": figures,
-    }
+    return {"server_cpu_ms_per_request": statistics.median(figures), "all_runs_server_cpu_ms_per_request": figures}
 
 
 def ratios(
