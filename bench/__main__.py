@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "grace_throughput": ["bench.grace_throughput"],
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
     "workers": ["bench.workers", "--runs", "2"],
+    "worker_balance": ["bench.worker_balance"],
     "hostile": ["bench.hostile"],
     "memory_admission": ["bench.memory_admission"],
 }

@@ -22,7 +22,7 @@ import httpx
 import msgspec
 
 from bench.echo_servers import ECHO_PATH
-from bench.tools import JSQUAD, WrkSettings, emit, log
+from bench.tools import JSQUAD, WrkSettings, emit, log, service_label, service_workers
 from bench.wrk_compare import (
     Target,
     against_echo,
@@ -93,9 +93,9 @@ def run(settings: WrkSettings, repeat: int, question_index: int, snippet_chars: 
         measured = measure(targets, settings, repeat, one_connection="grace")
     return report(
         MODULE,
-        "requests/s of the GRACE step that scores a 40-hit search and answers COMPLETE, one worker",
+        f"requests/s of the GRACE step that scores a 40-hit search and answers COMPLETE, {service_workers()} worker(s)",
         servers={
-            "grace": "python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker",
+            "grace": service_label(),
             "echo": "python -m bench.echo_servers bare --body grace  # Litestar([echo]), body type GraceRequest",
         },
         payload={

@@ -34,7 +34,7 @@ import msgspec
 from bench.echo_servers import ECHO_PATH
 from bench.thinking_floor_variant import FLOOR_HITS
 from bench.thinking_floor_variant import MODULE as FLOOR_MODULE
-from bench.tools import JSQUAD, WrkSettings, emit, log
+from bench.tools import JSQUAD, WrkSettings, emit, log, service_label, service_workers
 from bench.wrk_compare import (
     Comparison,
     Target,
@@ -138,9 +138,9 @@ def run(
         measured = measure(targets, settings, repeat, one_connection="librarian")
     return report(
         MODULE,
-        f"requests/s of POST /agent/librarian/think with a {rounds}x100-hit history, one worker",
+        f"requests/s of POST /agent/librarian/think with a {rounds}x100-hit history, {service_workers()} worker(s)",
         servers={
-            "librarian": "python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker",
+            "librarian": service_label(),
             "echo": "python -m bench.echo_servers bare --body librarian"
             "  # Litestar([echo]), body type LibrarianRequest",
         },

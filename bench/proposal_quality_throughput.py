@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from bench.tools import WrkSettings, emit, log, ratio, shown_wrk_command
+from bench.tools import WrkSettings, emit, log, ratio, service_label, service_workers, shown_wrk_command
 from bench.wrk_compare import Target, arguments, measure, report, running, service, wrk_settings
 from contracts.proposal_quality import Dashboard, ProposalRunRequest, ProposalValidateRequest
 from graphs.proposal_quality.board import MAX_BOARD_NODES, board_from_dashboard
@@ -107,8 +107,8 @@ def run(settings: WrkSettings, repeat: int) -> dict[str, Any]:
     return report(
         MODULE,
         "requests/s of the Organizer / Advisor run endpoints (embedded engine, 200-node dashboard), "
-        "one worker, against the validate endpoint on the same dashboard",
-        server="python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, 1 uvicorn worker",
+        f"{service_workers()} worker(s), against the validate endpoint on the same dashboard",
+        server=service_label(),
         payload={
             "nodes": NODES,
             "bytes": {name: len(body) for name, body in bodies.items()},

@@ -142,6 +142,16 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env | dict(extra or {})
 
 
+def service_workers() -> str:
+    """The service's `WEB_CONCURRENCY` in the benchmarks (`child_env`): "1" unless the caller's environment says."""
+    return child_env()["WEB_CONCURRENCY"]
+
+
+def service_label() -> str:
+    """How the benchmarks run the service, for their reports."""
+    return f"python -m librarian_svc  # LLM_PROVIDER=heuristic LOG_FORMAT=json, WEB_CONCURRENCY={service_workers()}"
+
+
 def stop_process(process: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     """SIGTERM, then SIGKILL when it does not exit in time."""
     if process.poll() is None:

@@ -1,11 +1,11 @@
-"""Serving on every vCPU: `WEB_CONCURRENCY` uvicorn worker processes behind one listening socket.
+"""Serving on every vCPU: `WEB_CONCURRENCY` uvicorn worker processes, each on a listening socket of its own.
 
 A step's CPU work runs on one core per process (the GIL), so with `cpu: "2"` one process left a
-paid vCPU idle whenever steps were CPU-bound. uvicorn's supervisor binds the socket once and
+paid vCPU idle whenever steps were CPU-bound. The supervisor binds each worker's socket
+(`worker_sockets`: SO_REUSEPORT, so the kernel spreads new connections over the workers) and
 starts the workers with `spawn`: each imports the app afresh through `create_worker_app` (an
-import string, which is why uvicorn refused `WEB_CONCURRENCY=2` with an app object), builds its
-own model clients on its own event loop, and the kernel hands each new connection to whichever
-worker accepts first, so a worker busy on the CPU takes no new connections while the others do.
+import string, which is why uvicorn refused `WEB_CONCURRENCY=2` with an app object) and builds its
+own model clients on its own event loop.
 
 Each worker does what the single process did: pause the collector while it builds (`startup_gc`),
 freeze the start-up heap, install the drain on SIGTERM (`drain`), apply the read timeout
@@ -19,7 +19,6 @@ from __future__ import annotations
 import gc
 import os
 import secrets
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from librarian_svc.http_protocol import ReadTimeoutProtocol
 from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
+from librarian_svc.worker_sockets import WorkerSockets
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -186,8 +186,10 @@ class Supervisor(Multiprocess):
     failure: int | None = None
     """The exit status of a worker that could not start (the supervisor then stops)."""
 
-    def __init__(self, config: uvicorn.Config, sockets: list[socket.socket]) -> None:
-        super().__init__(config, sockets)
+    def __init__(self, config: uvicorn.Config, sockets: WorkerSockets) -> None:
+        # uvicorn's own paths (SIGTTIN's extra worker) listen on every socket bound so far.
+        super().__init__(config, sockets.bound)
+        self._sockets = sockets
         self._health: dict[int, _Health] = {}
         self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
 
@@ -199,14 +201,16 @@ class Supervisor(Multiprocess):
         worker serves, not the first alone (`librarian_svc.instance_readiness`).
         """
         log.info("supervising workers", pid=os.getpid(), workers=self.processes_num)
-        first = Process(self.config, self.sockets)
-        first.start()
+        first = self._start(0)
         self.processes.append(first)
         if self._until_serving(first):
-            for _ in range(self.processes_num - 1):
-                process = Process(self.config, self.sockets)
-                process.start()
-                self.processes.append(process)
+            try:
+                for index in range(1, self.processes_num):
+                    self.processes.append(self._start(index))
+            except OSError as exc:  # another process took the port meanwhile: stop, with what runs drained
+                log.error("cannot listen for another worker: stopping", error=str(exc))
+                self.failure = STARTUP_FAILURE
+                self.should_exit.set()
         while not self.should_exit.wait(SIGNAL_TICK_S):
             self.handle_signals()
             self.keep_subprocess_alive()
@@ -216,6 +220,12 @@ class Supervisor(Multiprocess):
         self.join_all()
         self._serving_marker.remove()
         log.info("workers stopped", pid=os.getpid())
+
+    def _start(self, index: int) -> Process:
+        """Start worker `index` (or its replacement) on its own listening socket (`worker_sockets`)."""
+        process = Process(self.config, self._sockets.for_worker(index))
+        process.start()
+        return process
 
     def _until_serving(self, process: Process) -> bool:
         """Wait (handling signals) until `process` serves; False when it failed to start or a signal came first.
@@ -272,9 +282,7 @@ class Supervisor(Multiprocess):
                 self.should_exit.set()
                 return
             log.warning("a worker died: starting another", pid=process.pid, exit_status=process.exitcode)
-            replacement = Process(self.config, self.sockets)
-            replacement.start()
-            self.processes[index] = replacement
+            self.processes[index] = self._start(index)
         self._mark_ready_when_all_serve()
 
     def _mark_ready_when_all_serve(self) -> None:
@@ -301,8 +309,20 @@ class Supervisor(Multiprocess):
 
 
 def supervise(config: uvicorn.Config) -> int:
-    """Several workers: bind once, run the supervisor until SIGTERM; the exit status."""
-    sock = config.bind_socket()
-    supervisor = Supervisor(config, sockets=[sock])
+    """Several workers: run the supervisor until SIGTERM; the exit status.
+
+    The first worker's socket is bound here, so an address that cannot be bound stops the start at once
+    (uvicorn's start-up failure status, as with one worker); the others are bound as their workers start.
+    """
+    sockets = WorkerSockets(config)
+    try:
+        sockets.for_worker(0)
+    except OSError as exc:
+        log.error("cannot listen", host=config.host, port=config.port, error=str(exc))
+        return STARTUP_FAILURE
+    log.info(
+        "listening", host=config.host, port=sockets.bound[0].getsockname()[1], socket_per_worker=sockets.per_worker
+    )
+    supervisor = Supervisor(config, sockets)
     supervisor.run()
     return supervisor.failure or 0

@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +24,13 @@ import pytest
 from librarian_svc.instance_readiness import MARKER_ENV
 from tests.support.held_worker_service import HOLD_ENV
 from tests.support.live_service import LiveService
+from tests.support.proc_sockets import listening_sockets, sockets_held
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 READY_TIMEOUT_S = 90.0
+BURST = 24
+"""Connections opened at once: all of them on one of two workers' sockets has probability 2^-23."""
 
 
 def log_lines(service: LiveService) -> list[dict[str, Any]]:
@@ -98,14 +103,62 @@ def test_two_workers_each_build_with_the_collector_paused_and_share_state_tokens
     assert len(warnings) == 1  # said once, by the supervisor, not by each worker
 
 
-def test_a_worker_that_dies_is_replaced(start_live_service: Callable[..., LiveService]) -> None:
+def served_by_burst(service: LiveService, count: int = BURST) -> set[int]:
+    """The workers that served `count` requests, each on a connection of its own, all opened at once.
+
+    A client opening its pool, or Cloud Run's front end scaling up, opens its connections so: with one
+    socket shared by the workers, the first worker to wake could accept them all.
+    """
+    before = len(log_lines(service))
+    opened = threading.Barrier(count)
+
+    def one(_: int) -> int:
+        with httpx.Client(timeout=15.0) as client:
+            opened.wait(timeout=15.0)
+            return client.get(f"{service.base_url}/health", headers={"Connection": "close"}).status_code
+
+    with ThreadPoolExecutor(count) as pool:
+        assert set(pool.map(one, range(count))) == {200}
+
+    def burst_lines() -> list[dict[str, Any]]:
+        return [line for line in log_lines(service)[before:] if line.get("path") == "/health"]
+
+    assert wait_until(lambda: len(burst_lines()) >= count, 10.0), service.logs()
+    return {line["pid"] for line in burst_lines()}
+
+
+def test_each_worker_listens_on_a_socket_of_its_own_and_a_burst_of_connections_reaches_them_all(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    """One SO_REUSEPORT socket per worker (`worker_sockets`): the kernel spreads connections, not the first to wake."""
     service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
     assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
-    victim = min(ready_workers(service))
+    listening = listening_sockets(service.port)
+    assert len(listening) == 2, listening
+    own = {pid: sockets_held(pid) & listening for pid in ready_workers(service)}
+    assert sorted(len(inodes) for inodes in own.values()) == [1, 1], own
+    assert set.union(*own.values()) == listening  # one each, not the same one
+    assert sockets_held(service.process.pid) & listening == listening  # kept for the workers' replacements
+    assert served_by_burst(service) == set(own)
+    assert service.stop() == 0
+
+
+def test_a_worker_that_dies_is_replaced_on_its_socket(start_live_service: Callable[..., LiveService]) -> None:
+    """The replacement listens where the dead worker did, so the connections the kernel sends there are served."""
+    service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    listening = listening_sockets(service.port)
+    first_two = set(ready_workers(service))
+    victim = min(first_two)
+    its_socket = sockets_held(victim) & listening
     os.kill(victim, signal.SIGKILL)
     assert wait_until(lambda: len(ready_workers(service)) == 3, READY_TIMEOUT_S), service.logs()
     assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200
     assert any(line.get("message") == "a worker died: starting another" for line in log_lines(service))
+    (replacement,) = set(ready_workers(service)) - first_two
+    assert listening_sockets(service.port) == listening
+    assert sockets_held(replacement) & listening == its_socket
+    assert replacement in served_by_burst(service)
     assert service.stop() == 0
 
 

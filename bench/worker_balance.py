@@ -1,0 +1,147 @@
+"""Do both workers serve? A client's connections over two workers: one socket per worker against one shared socket.
+
+For each of `--starts` server starts of each variant (alternating, so a busy spell of the machine slows
+both alike): `python -m librarian_svc` with `WEB_CONCURRENCY=2`, walked to GRACE's 40-hit step (the
+payload of `bench.grace_throughput`, a CPU-bound step of ~2 ms), then one wrk round whose
+`--connections` connections open at once, as a client's pool does, with each worker's CPU read from
+/proc around it. The connections stay with the worker that accepted them for the whole round, as a
+kept-alive client's do: a worker with under `IDLE_SHARE` of the round's worker CPU was left idle, its
+vCPU paid for and unused.
+
+Subject: the service, one listening socket per worker (SO_REUSEPORT, `librarian_svc/worker_sockets.py`).
+Baseline: `bench.shared_socket_variant`, the same service with its workers on one shared socket, as
+uvicorn binds it (each new connection goes to whichever worker accepts first).
+
+    python -m bench.worker_balance [--starts 8] [--connections 8] [--duration 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from bench.grace_throughput import STEP_PATH, build_payload
+from bench.proc_stats import children, cmdline, cpu_seconds
+from bench.shared_socket_variant import MODULE as SHARED_MODULE
+from bench.tools import (
+    WrkSettings,
+    command_line,
+    emit,
+    ensure_wrk,
+    free_port,
+    log,
+    machine_info,
+    post_script,
+    ratio,
+    run_wrk,
+    server_process,
+    shown_wrk_command,
+)
+
+MODULE = "bench.worker_balance"
+WORKERS = 2
+IDLE_SHARE = 0.1
+"""A worker with less than this share of the round's worker CPU was left idle."""
+VARIANTS = {"socket_per_worker": "librarian_svc", "shared_socket": SHARED_MODULE}
+SIGNING_KEY = "bench-worker-balance-signing-key"
+"""Every start's state key, so the step's body (its state token) is walked to once for all of them."""
+
+
+def worker_pids(supervisor: int) -> list[int]:
+    """The supervisor's worker processes (spawn also starts multiprocessing's resource tracker)."""
+    return [pid for pid in children(supervisor) if b"resource_tracker" not in (cmdline(pid) or b"resource_tracker")]
+
+
+def one_start(module: str, settings: WrkSettings, body: bytes | None = None) -> tuple[dict[str, Any], bytes]:
+    """Start the server, run one wrk round; requests/s and each worker's share of the CPU, and the body POSTed.
+
+    Without `body`, the server is first walked to the step (every start signs with `SIGNING_KEY`, so one
+    walk serves them all).
+    """
+    port = free_port()
+    argv = (sys.executable, "-m", module)
+    env = {
+        "PORT": str(port),
+        "WEB_CONCURRENCY": str(WORKERS),
+        "LOG_LEVEL": "warning",
+        "STATE_SIGNING_KEYS": SIGNING_KEY,
+    }
+    with server_process(argv, port=port, env=env, ready_path="/ready") as process:
+        base_url = f"http://127.0.0.1:{port}"
+        if body is None:
+            body, _ = build_payload(base_url, 0, 300)
+        workers = worker_pids(process.pid)
+        if len(workers) != WORKERS:
+            raise RuntimeError(f"{module}: expected {WORKERS} workers, found {workers}")
+        with post_script(body) as script:
+            before = [cpu_seconds(pid) or 0.0 for pid in workers]
+            result = run_wrk(ensure_wrk(), f"{base_url}{STEP_PATH}", script, settings, warmup=False)
+            after = [cpu_seconds(pid) or 0.0 for pid in workers]
+    used = [round(end - start, 3) for start, end in zip(before, after, strict=True)]
+    total = sum(used) or 1.0
+    figures = {
+        "requests_per_s": result.requests_per_s,
+        "p99_ms": result.p99_ms,
+        "worker_cpu_s": used,
+        "busier_worker_share": round(max(used) / total, 3),
+        "idle_worker": min(used) / total < IDLE_SHARE,
+    }
+    return figures, body
+
+
+def summary(starts: list[dict[str, Any]]) -> dict[str, Any]:
+    rates = [start["requests_per_s"] for start in starts]
+    return {
+        "starts": len(starts),
+        "starts_with_an_idle_worker": sum(start["idle_worker"] for start in starts),
+        "median_requests_per_s": round(statistics.median(rates), 1),
+        "min_requests_per_s": min(rates),
+        "max_busier_worker_share": max(start["busier_worker_share"] for start in starts),
+        "runs": starts,
+    }
+
+
+def run(starts: int, settings: WrkSettings, argv: list[str]) -> dict[str, Any]:
+    measured: dict[str, list[dict[str, Any]]] = {name: [] for name in VARIANTS}
+    body: bytes | None = None
+    for index in range(starts):
+        for name, module in VARIANTS.items():
+            figures, body = one_start(module, settings, body)
+            measured[name].append(figures)
+            log(f"start {index + 1}/{starts} {name}: {measured[name][-1]}")
+    subject, baseline = summary(measured["socket_per_worker"]), summary(measured["shared_socket"])
+    return {
+        "benchmark": "worker_balance",
+        "question": "with two workers, does a client's burst of connections reach both (both vCPUs used)?",
+        "command": command_line(MODULE, argv),
+        "servers": {
+            "socket_per_worker": "python -m librarian_svc  # WEB_CONCURRENCY=2, one SO_REUSEPORT socket per worker",
+            "shared_socket": f"python -m {SHARED_MODULE}  # WEB_CONCURRENCY=2, one socket shared by the workers",
+        },
+        "payload": "GRACE 40-hit step answering COMPLETE (bench.grace_throughput's body)",
+        "wrk": shown_wrk_command(settings),
+        "idle_share": IDLE_SHARE,
+        "socket_per_worker": subject,
+        "shared_socket": baseline,
+        "ratio_min_requests_per_s": ratio(subject["min_requests_per_s"], baseline["min_requests_per_s"]),
+        "ratio_median_requests_per_s": ratio(subject["median_requests_per_s"], baseline["median_requests_per_s"]),
+        "machine": machine_info(),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--starts", type=int, default=8, help="server starts of each variant (alternating)")
+    parser.add_argument("--connections", type=int, default=8, help="wrk connections, opened at once")
+    parser.add_argument("--duration", type=int, default=4, help="seconds of the wrk round")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args(argv)
+    settings = WrkSettings(connections=args.connections, duration_s=args.duration, warmup_s=0)
+    emit(run(args.starts, settings, sys.argv[1:] if argv is None else argv), args.output)
+
+
+if __name__ == "__main__":
+    main()

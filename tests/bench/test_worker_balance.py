@@ -1,0 +1,63 @@
+"""`bench.worker_balance`: its baseline really shares one socket, its subject really has one per worker, and its
+summary counts a start that left a worker idle."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from bench import worker_balance
+from bench.shared_socket_variant import MODULE as SHARED_MODULE
+from bench.tools import WrkSettings, free_port, server_process
+from tests.support.proc_sockets import listening_sockets, sockets_held
+
+
+def start(rate: float, worker_cpu: list[float]) -> dict[str, Any]:
+    total = sum(worker_cpu)
+    return {
+        "requests_per_s": rate,
+        "worker_cpu_s": worker_cpu,
+        "busier_worker_share": round(max(worker_cpu) / total, 3),
+        "idle_worker": min(worker_cpu) / total < worker_balance.IDLE_SHARE,
+    }
+
+
+def test_the_summary_counts_the_starts_that_left_a_worker_idle() -> None:
+    starts = [start(1000.0, [3.9, 3.8]), start(510.0, [4.0, 0.01]), start(980.0, [3.5, 0.5])]
+    summary = worker_balance.summary(starts)
+    assert summary["starts"] == 3
+    assert summary["starts_with_an_idle_worker"] == 1  # 0.5 of 4.0 is 12.5 %: busy enough
+    assert summary["min_requests_per_s"] == 510.0
+    assert summary["median_requests_per_s"] == 980.0
+    assert summary["max_busier_worker_share"] == 0.998
+    assert summary["runs"] == starts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("module", "sockets"), [("librarian_svc", 2), (SHARED_MODULE, 1)], ids=["socket_per_worker", "shared_socket"]
+)
+def test_each_variant_listens_as_it_says(module: str, sockets: int) -> None:
+    """The subject has a socket per worker, the baseline one socket that both workers hold."""
+    port = free_port()
+    env = {"PORT": str(port), "WEB_CONCURRENCY": "2", "LOG_LEVEL": "warning"}
+    with server_process((sys.executable, "-m", module), port=port, env=env, ready_path="/ready") as process:
+        listening = listening_sockets(port)
+        workers = worker_balance.worker_pids(process.pid)
+        assert len(workers) == 2
+        assert len(listening) == sockets
+        assert set.union(*(sockets_held(pid) & listening for pid in workers)) == listening
+
+
+@pytest.mark.slow
+def test_a_start_measures_both_workers_and_hands_back_the_body_for_the_next() -> None:
+    settings = WrkSettings(connections=4, duration_s=1, warmup_s=0)
+    figures, body = worker_balance.one_start("librarian_svc", settings)
+    assert b'"tool_result"' in body
+    assert figures["requests_per_s"] > 0
+    assert len(figures["worker_cpu_s"]) == 2
+    again, same = worker_balance.one_start(SHARED_MODULE, settings, body)  # the state verifies on a new start
+    assert same is body
+    assert again["requests_per_s"] > 0
