@@ -2,9 +2,9 @@
 
 For each of `--starts` server starts of each variant (alternating, so a busy spell of the machine slows
 both alike): `python -m librarian_svc` with `WEB_CONCURRENCY=2`, walked to GRACE's 40-hit step (the
-payload of `bench.grace_throughput`, a CPU-bound step of ~2 ms), then one wrk round whose
-`--connections` connections open at once, as a client's pool does, with each worker's CPU read from
-/proc around it. The connections stay with the worker that accepted them for the whole round, as a
+payload of `bench.grace_throughput`, a CPU-bound step of ~2 ms), then `--rounds` wrk rounds, each
+opening its `--connections` connections at once, as a client's pool does, with each worker's CPU
+read from /proc around it. A round's connections stay with the worker that accepted them, as a
 kept-alive client's do: a worker with under `IDLE_SHARE` of the round's worker CPU was left idle, its
 vCPU paid for and unused.
 
@@ -12,7 +12,7 @@ Subject: the service, one listening socket per worker (SO_REUSEPORT, `librarian_
 Baseline: `bench.shared_socket_variant`, the same service with its workers on one shared socket, as
 uvicorn binds it (each new connection goes to whichever worker accepts first).
 
-    python -m bench.worker_balance [--starts 8] [--connections 8] [--duration 4]
+    python -m bench.worker_balance [--starts 4] [--rounds 15] [--connections 8] [--duration 1]
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ def worker_pids(supervisor: int) -> list[int]:
     return [pid for pid in children(supervisor) if b"resource_tracker" not in (cmdline(pid) or b"resource_tracker")]
 
 
-def one_start(module: str, settings: WrkSettings, body: bytes | None = None) -> tuple[dict[str, Any], bytes]:
-    """Start the server, run one wrk round; requests/s and each worker's share of the CPU, and the body POSTed.
+def one_start(
+    module: str, settings: WrkSettings, rounds: int, body: bytes | None = None
+) -> tuple[list[dict[str, Any]], bytes]:
+    """Start the server and run `rounds` wrk rounds, each on connections of its own; each round's figures.
 
     Without `body`, the server is first walked to the step (every start signs with `SIGNING_KEY`, so one
-    walk serves them all).
+    walk serves them all); the body POSTed is returned for the next start.
     """
     port = free_port()
     argv = (sys.executable, "-m", module)
@@ -77,42 +79,50 @@ def one_start(module: str, settings: WrkSettings, body: bytes | None = None) -> 
         if len(workers) != WORKERS:
             raise RuntimeError(f"{module}: expected {WORKERS} workers, found {workers}")
         with post_script(body) as script:
-            before = [cpu_seconds(pid) or 0.0 for pid in workers]
-            result = run_wrk(ensure_wrk(), f"{base_url}{STEP_PATH}", script, settings, warmup=False)
-            after = [cpu_seconds(pid) or 0.0 for pid in workers]
+            figures = [one_round(f"{base_url}{STEP_PATH}", script, settings, workers) for _ in range(rounds)]
+    return figures, body
+
+
+def one_round(url: str, script: Path, settings: WrkSettings, workers: list[int]) -> dict[str, Any]:
+    """One wrk round (its connections open at once): requests/s, and each worker's CPU over it from /proc."""
+    before = [cpu_seconds(pid) or 0.0 for pid in workers]
+    result = run_wrk(ensure_wrk(), url, script, settings, warmup=False)
+    after = [cpu_seconds(pid) or 0.0 for pid in workers]
     used = [round(end - start, 3) for start, end in zip(before, after, strict=True)]
     total = sum(used) or 1.0
-    figures = {
+    return {
         "requests_per_s": result.requests_per_s,
         "p99_ms": result.p99_ms,
         "worker_cpu_s": used,
         "busier_worker_share": round(max(used) / total, 3),
         "idle_worker": min(used) / total < IDLE_SHARE,
     }
-    return figures, body
 
 
-def summary(starts: list[dict[str, Any]]) -> dict[str, Any]:
-    rates = [start["requests_per_s"] for start in starts]
+def summary(rounds: list[dict[str, Any]], starts: int) -> dict[str, Any]:
+    rates = [measured["requests_per_s"] for measured in rounds]
     return {
-        "starts": len(starts),
-        "starts_with_an_idle_worker": sum(start["idle_worker"] for start in starts),
+        "starts": starts,
+        "rounds": len(rounds),
+        "rounds_with_an_idle_worker": sum(measured["idle_worker"] for measured in rounds),
         "median_requests_per_s": round(statistics.median(rates), 1),
         "min_requests_per_s": min(rates),
-        "max_busier_worker_share": max(start["busier_worker_share"] for start in starts),
-        "runs": starts,
+        "max_busier_worker_share": max(measured["busier_worker_share"] for measured in rounds),
+        "runs": rounds,
     }
 
 
-def run(starts: int, settings: WrkSettings, argv: list[str]) -> dict[str, Any]:
+def run(starts: int, rounds: int, settings: WrkSettings, argv: list[str]) -> dict[str, Any]:
     measured: dict[str, list[dict[str, Any]]] = {name: [] for name in VARIANTS}
     body: bytes | None = None
     for index in range(starts):
         for name, module in VARIANTS.items():
-            figures, body = one_start(module, settings, body)
-            measured[name].append(figures)
-            log(f"start {index + 1}/{starts} {name}: {measured[name][-1]}")
-    subject, baseline = summary(measured["socket_per_worker"]), summary(measured["shared_socket"])
+            figures, body = one_start(module, settings, rounds, body)
+            measured[name] += figures
+            idle = sum(round_["idle_worker"] for round_ in figures)
+            log(f"start {index + 1}/{starts} {name}: {idle} of {rounds} rounds left a worker idle")
+    subject = summary(measured["socket_per_worker"], starts)
+    baseline = summary(measured["shared_socket"], starts)
     return {
         "benchmark": "worker_balance",
         "question": "with two workers, does a client's burst of connections reach both (both vCPUs used)?",
@@ -134,13 +144,14 @@ def run(starts: int, settings: WrkSettings, argv: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--starts", type=int, default=8, help="server starts of each variant (alternating)")
+    parser.add_argument("--starts", type=int, default=4, help="server starts of each variant (alternating)")
+    parser.add_argument("--rounds", type=int, default=15, help="wrk rounds per start, each on new connections")
     parser.add_argument("--connections", type=int, default=8, help="wrk connections, opened at once")
-    parser.add_argument("--duration", type=int, default=4, help="seconds of the wrk round")
+    parser.add_argument("--duration", type=int, default=1, help="seconds of each wrk round")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args(argv)
     settings = WrkSettings(connections=args.connections, duration_s=args.duration, warmup_s=0)
-    emit(run(args.starts, settings, sys.argv[1:] if argv is None else argv), args.output)
+    emit(run(args.starts, args.rounds, settings, sys.argv[1:] if argv is None else argv), args.output)
 
 
 if __name__ == "__main__":

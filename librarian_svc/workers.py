@@ -187,8 +187,7 @@ class Supervisor(Multiprocess):
     """The exit status of a worker that could not start (the supervisor then stops)."""
 
     def __init__(self, config: uvicorn.Config, sockets: WorkerSockets) -> None:
-        # uvicorn's own paths (SIGTTIN's extra worker) listen on every socket bound so far.
-        super().__init__(config, sockets.bound)
+        super().__init__(config, sockets.bound)  # every socket bound so far: closed at shutdown
         self._sockets = sockets
         self._health: dict[int, _Health] = {}
         self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
@@ -207,19 +206,42 @@ class Supervisor(Multiprocess):
             try:
                 for index in range(1, self.processes_num):
                     self.processes.append(self._start(index))
-            except OSError as exc:  # another process took the port meanwhile: stop, with what runs drained
-                log.error("cannot listen for another worker: stopping", error=str(exc))
+            except OSError as exc:  # out of descriptors, or the worker's process could not start: stop, draining
+                log.error("cannot start another worker: stopping", error=str(exc))
                 self.failure = STARTUP_FAILURE
                 self.should_exit.set()
         while not self.should_exit.wait(SIGNAL_TICK_S):
             self.handle_signals()
             self.keep_subprocess_alive()
-        for sock in self.sockets:  # refuse new connections at once (the workers close their copies as they drain)
+        for sock in self.sockets:  # the workers stop accepting as they drain, then the last copy of each closes
             sock.close()
         self.terminate_all()
         self.join_all()
         self._serving_marker.remove()
         log.info("workers stopped", pid=os.getpid())
+
+    def handle_hup(self) -> None:
+        """Ignored (uvicorn restarts every worker): see `_keep_workers`."""
+        self._keep_workers("SIGHUP")
+
+    def handle_ttin(self) -> None:
+        """Ignored (uvicorn adds a worker): see `_keep_workers`."""
+        self._keep_workers("SIGTTIN")
+
+    def handle_ttou(self) -> None:
+        """Ignored (uvicorn retires a worker): see `_keep_workers`."""
+        self._keep_workers("SIGTTOU")
+
+    def _keep_workers(self, signal_name: str) -> None:
+        """An instance runs `WEB_CONCURRENCY` workers for its whole life, each on its own socket.
+
+        uvicorn's handlers of these signals add, retire or restart workers on every socket at once: an
+        added worker would share the others' sockets (the accept race `worker_sockets` removes), a retired
+        one would leave its socket with connections queued and nobody to accept them, and `/ready`, the
+        memory arithmetic of `cloudrun.yaml` and the connection cap all count `WEB_CONCURRENCY` workers.
+        To change the number, restart the instance with another `WEB_CONCURRENCY`.
+        """
+        log.warning("signal ignored: the instance keeps its WEB_CONCURRENCY workers", signal=signal_name)
 
     def _start(self, index: int) -> Process:
         """Start worker `index` (or its replacement) on its own listening socket (`worker_sockets`)."""

@@ -1,5 +1,5 @@
 """`bench.worker_balance`: its baseline really shares one socket, its subject really has one per worker, and its
-summary counts a start that left a worker idle."""
+summary counts a round that left a worker idle."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bench.tools import WrkSettings, free_port, server_process
 from tests.support.proc_sockets import listening_sockets, sockets_held
 
 
-def start(rate: float, worker_cpu: list[float]) -> dict[str, Any]:
+def measured_round(rate: float, worker_cpu: list[float]) -> dict[str, Any]:
     total = sum(worker_cpu)
     return {
         "requests_per_s": rate,
@@ -24,15 +24,16 @@ def start(rate: float, worker_cpu: list[float]) -> dict[str, Any]:
     }
 
 
-def test_the_summary_counts_the_starts_that_left_a_worker_idle() -> None:
-    starts = [start(1000.0, [3.9, 3.8]), start(510.0, [4.0, 0.01]), start(980.0, [3.5, 0.5])]
-    summary = worker_balance.summary(starts)
-    assert summary["starts"] == 3
-    assert summary["starts_with_an_idle_worker"] == 1  # 0.5 of 4.0 is 12.5 %: busy enough
+def test_the_summary_counts_the_rounds_that_left_a_worker_idle() -> None:
+    rounds = [measured_round(1000.0, [3.9, 3.8]), measured_round(510.0, [4.0, 0.01]), measured_round(980.0, [3.5, 0.5])]
+    summary = worker_balance.summary(rounds, starts=1)
+    assert summary["starts"] == 1
+    assert summary["rounds"] == 3
+    assert summary["rounds_with_an_idle_worker"] == 1  # 0.5 of 4.0 is 12.5 %: busy enough
     assert summary["min_requests_per_s"] == 510.0
     assert summary["median_requests_per_s"] == 980.0
     assert summary["max_busier_worker_share"] == 0.998
-    assert summary["runs"] == starts
+    assert summary["runs"] == rounds
 
 
 @pytest.mark.slow
@@ -52,12 +53,12 @@ def test_each_variant_listens_as_it_says(module: str, sockets: int) -> None:
 
 
 @pytest.mark.slow
-def test_a_start_measures_both_workers_and_hands_back_the_body_for_the_next() -> None:
+def test_a_start_measures_both_workers_round_by_round_and_hands_back_the_body_for_the_next() -> None:
     settings = WrkSettings(connections=4, duration_s=1, warmup_s=0)
-    figures, body = worker_balance.one_start("librarian_svc", settings)
+    rounds, body = worker_balance.one_start("librarian_svc", settings, rounds=2)
     assert b'"tool_result"' in body
-    assert figures["requests_per_s"] > 0
-    assert len(figures["worker_cpu_s"]) == 2
-    again, same = worker_balance.one_start(SHARED_MODULE, settings, body)  # the state verifies on a new start
+    assert len(rounds) == 2
+    assert all(measured["requests_per_s"] > 0 and len(measured["worker_cpu_s"]) == 2 for measured in rounds)
+    again, same = worker_balance.one_start(SHARED_MODULE, settings, rounds=1, body=body)  # the state verifies anew
     assert same is body
-    assert again["requests_per_s"] > 0
+    assert again[0]["requests_per_s"] > 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -36,6 +37,9 @@ def reuses_port(sock: socket.socket) -> bool:
     return bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT))
 
 
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="Linux balances SO_REUSEPORT listeners; elsewhere shared"
+)
 def test_this_platform_balances_reuseport_listeners() -> None:
     """The service runs on Linux (the image, Cloud Run): there every worker gets a socket of its own."""
     assert kernel_balances()
@@ -103,6 +107,38 @@ def _accept_all(listener: socket.socket) -> int:
             return count
         connection.close()
         count += 1
+
+
+def listens(sock: socket.socket) -> bool:
+    return bool(sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN))
+
+
+def test_the_first_socket_listens_at_once_and_the_others_only_once_their_worker_does() -> None:
+    """A socket that does not listen gets no connections: the first worker takes them all while it is alone."""
+    with closing_all(WorkerSockets(config(), per_worker=True)) as sockets:
+        first, second = sockets.for_worker(0)[0], sockets.for_worker(1)[0]
+        assert listens(first)
+        assert not listens(second)
+        clients = [socket.create_connection(first.getsockname(), timeout=5) for _ in range(16)]
+        try:
+            first.setblocking(False)
+            assert _accept_all(first) == 16
+        finally:
+            for client in clients:
+                client.close()
+
+
+def test_a_second_instance_on_the_port_is_refused_although_both_reuse_it() -> None:
+    """SO_REUSEPORT alone would let another instance of the same user join this one's group and take half its
+    connections; the plain bind that claims the address first fails as it would without SO_REUSEPORT."""
+    with closing_all(WorkerSockets(config(), per_worker=True)) as running:
+        port = running.for_worker(0)[0].getsockname()[1]
+        second = WorkerSockets(config(port=port), per_worker=True)
+        with pytest.raises(OSError):
+            second.for_worker(0)
+        assert second.bound == []
+        assert supervise(config(port=port)) == STARTUP_FAILURE
+        assert len(running.bound) == 1
 
 
 def test_a_port_taken_by_another_process_is_an_os_error_and_leaves_nothing_open() -> None:

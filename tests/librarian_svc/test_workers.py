@@ -103,7 +103,7 @@ def test_two_workers_each_build_with_the_collector_paused_and_share_state_tokens
     assert len(warnings) == 1  # said once, by the supervisor, not by each worker
 
 
-def served_by_burst(service: LiveService, count: int = BURST) -> set[int]:
+def served_by_burst(service: LiveService, count: int = BURST, timeout: float = 15.0) -> set[int]:
     """The workers that served `count` requests, each on a connection of its own, all opened at once.
 
     A client opening its pool, or Cloud Run's front end scaling up, opens its connections so: with one
@@ -113,7 +113,7 @@ def served_by_burst(service: LiveService, count: int = BURST) -> set[int]:
     opened = threading.Barrier(count)
 
     def one(_: int) -> int:
-        with httpx.Client(timeout=15.0) as client:
+        with httpx.Client(timeout=timeout) as client:
             opened.wait(timeout=15.0)
             return client.get(f"{service.base_url}/health", headers={"Connection": "close"}).status_code
 
@@ -140,6 +140,20 @@ def test_each_worker_listens_on_a_socket_of_its_own_and_a_burst_of_connections_r
     assert set.union(*own.values()) == listening  # one each, not the same one
     assert sockets_held(service.process.pid) & listening == listening  # kept for the workers' replacements
     assert served_by_burst(service) == set(own)
+
+    # uvicorn would restart, add or retire workers on every socket at once: the instance keeps its own.
+    for signal_number in (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU):
+        os.kill(service.process.pid, signal_number)
+
+    def ignored() -> list[str]:
+        return [line["signal"] for line in log_lines(service) if str(line.get("message")).startswith("signal ignored")]
+
+    assert wait_until(lambda: len(ignored()) == 3, 10.0), service.logs()
+    assert sorted(ignored()) == ["SIGHUP", "SIGTTIN", "SIGTTOU"]
+    assert set(ready_workers(service)) == set(own)
+    assert listening_sockets(service.port) == listening
+    assert {pid: sockets_held(pid) & listening for pid in own} == own
+    assert served_by_burst(service) == set(own)
     assert service.stop() == 0
 
 
@@ -152,12 +166,15 @@ def test_a_worker_that_dies_is_replaced_on_its_socket(start_live_service: Callab
     victim = min(first_two)
     its_socket = sockets_held(victim) & listening
     os.kill(victim, signal.SIGKILL)
+    # At once: the connections the kernel queues on the dead worker's socket wait for its successor.
+    served = served_by_burst(service, timeout=READY_TIMEOUT_S)
     assert wait_until(lambda: len(ready_workers(service)) == 3, READY_TIMEOUT_S), service.logs()
     assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200
     assert any(line.get("message") == "a worker died: starting another" for line in log_lines(service))
     (replacement,) = set(ready_workers(service)) - first_two
     assert listening_sockets(service.port) == listening
     assert sockets_held(replacement) & listening == its_socket
+    assert served == {replacement, *(first_two - {victim})}  # nothing lost: half of them waited for it
     assert replacement in served_by_burst(service)
     assert service.stop() == 0
 
