@@ -44,9 +44,8 @@ from typing import Any
 import aiohttp
 import httpx
 
-from bench.proc_stats import children, cpu_seconds, machine_busy_seconds, tree_cpu_seconds
+from bench.proc_stats import cpu_seconds, machine_busy_seconds, tree_cpu_seconds, worker_pids
 from bench.tools import PROJECT_ROOT, emit
-from bench.workers import role
 from tests.fakes.llm_server import provider_env
 from tests.support.live_service import free_port, start_service
 
@@ -218,7 +217,7 @@ class CpuReading:
 
     @classmethod
     def now(cls, service_pid: int, model_pid: int) -> CpuReading:
-        workers = {pid: cpu_seconds(pid) for pid in children(service_pid) if role(pid) == "worker"}
+        workers = {pid: cpu_seconds(pid) for pid in worker_pids(service_pid)}
         return cls(
             tree_cpu_seconds(service_pid),
             tree_cpu_seconds(model_pid),

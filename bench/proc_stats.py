@@ -70,6 +70,19 @@ def cmdline(pid: int) -> bytes | None:
         return None
 
 
+def role(pid: int) -> str:
+    """A worker supervisor's child: a worker, or multiprocessing's resource tracker (spawn starts one); "gone"."""
+    command = cmdline(pid)
+    if command is None:
+        return "gone"
+    return "resource_tracker" if b"resource_tracker" in command else "worker"
+
+
+def worker_pids(supervisor: int) -> list[int]:
+    """The worker processes of the service's supervisor `supervisor`."""
+    return [pid for pid in children(supervisor) if role(pid) == "worker"]
+
+
 def status_kib(pid: int, field: str) -> int | None:
     """A memory figure of /proc/<pid>/status in KiB (`VmRSS`: resident now, `VmHWM`: its peak); None if absent."""
     try:

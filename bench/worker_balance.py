@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.grace_throughput import STEP_PATH, build_payload
-from bench.proc_stats import children, cmdline, cpu_seconds
+from bench.proc_stats import cpu_seconds, worker_pids
 from bench.shared_socket_variant import MODULE as SHARED_MODULE
 from bench.tools import (
     WrkSettings,
@@ -50,11 +50,6 @@ SIGNING_KEY = "bench-worker-balance-signing-key"
 """Every start's state key, so the step's body (its state token) is walked to once for all of them."""
 
 
-def worker_pids(supervisor: int) -> list[int]:
-    """The supervisor's worker processes (spawn also starts multiprocessing's resource tracker)."""
-    return [pid for pid in children(supervisor) if b"resource_tracker" not in (cmdline(pid) or b"resource_tracker")]
-
-
 def one_start(
     module: str, settings: WrkSettings, rounds: int, body: bytes | None = None
 ) -> tuple[list[dict[str, Any]], bytes]:
@@ -78,24 +73,31 @@ def one_start(
         workers = worker_pids(process.pid)
         if len(workers) != WORKERS:
             raise RuntimeError(f"{module}: expected {WORKERS} workers, found {workers}")
+        wrk, url = ensure_wrk(), f"{base_url}{STEP_PATH}"
         with post_script(body) as script:
-            figures = [one_round(f"{base_url}{STEP_PATH}", script, settings, workers) for _ in range(rounds)]
+            figures = [one_round(wrk, url, script, settings, workers) for _ in range(rounds)]
     return figures, body
 
 
-def one_round(url: str, script: Path, settings: WrkSettings, workers: list[int]) -> dict[str, Any]:
-    """One wrk round (its connections open at once): requests/s, and each worker's CPU over it from /proc."""
+def one_round(wrk: str, url: str, script: Path, settings: WrkSettings, workers: list[int]) -> dict[str, Any]:
+    """One wrk round (its connections open at once), each worker's CPU read from /proc around it."""
     before = [cpu_seconds(pid) or 0.0 for pid in workers]
-    result = run_wrk(ensure_wrk(), url, script, settings, warmup=False)
+    result = run_wrk(wrk, url, script, settings, warmup=False)
     after = [cpu_seconds(pid) or 0.0 for pid in workers]
-    used = [round(end - start, 3) for start, end in zip(before, after, strict=True)]
-    total = sum(used) or 1.0
+    return round_figures(
+        result.requests_per_s, result.p99_ms, [end - start for start, end in zip(before, after, strict=True)]
+    )
+
+
+def round_figures(requests_per_s: float, p99_ms: float, worker_cpu_s: list[float]) -> dict[str, Any]:
+    """A round's figures: its throughput, each worker's CPU, and whether a worker was left idle (`IDLE_SHARE`)."""
+    total = sum(worker_cpu_s) or 1.0
     return {
-        "requests_per_s": result.requests_per_s,
-        "p99_ms": result.p99_ms,
-        "worker_cpu_s": used,
-        "busier_worker_share": round(max(used) / total, 3),
-        "idle_worker": min(used) / total < IDLE_SHARE,
+        "requests_per_s": requests_per_s,
+        "p99_ms": p99_ms,
+        "worker_cpu_s": [round(used, 3) for used in worker_cpu_s],
+        "busier_worker_share": round(max(worker_cpu_s) / total, 3),
+        "idle_worker": min(worker_cpu_s) / total < IDLE_SHARE,
     }
 
 

@@ -30,21 +30,13 @@ from typing import Any
 
 import httpx
 
-from bench.proc_stats import children, cmdline, rss_mb
+from bench.proc_stats import children, role, rss_mb
 from bench.tools import PROJECT_ROOT, child_env, emit, free_port, log, machine_info, ratio
 from tests.fakes.llm_server import FakeLLMServer, Reply
 
 MODULE = "bench.workers"
 GRACE_S = 8.0
 DECISION = json.dumps({"sufficient": True, "missing": [], "selected": [], "queries_text": [], "queries_vector": []})
-
-
-def role(pid: int) -> str:
-    """A supervisor's child: a worker, or multiprocessing's resource tracker (spawn starts one)."""
-    command = cmdline(pid)
-    if command is None:
-        return "gone"
-    return "resource_tracker" if b"resource_tracker" in command else "worker"
 
 
 def ready_lines(log_path: Path) -> int:

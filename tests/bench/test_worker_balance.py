@@ -4,28 +4,23 @@ summary counts a round that left a worker idle."""
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import pytest
 
 from bench import worker_balance
+from bench.proc_stats import worker_pids
 from bench.shared_socket_variant import MODULE as SHARED_MODULE
 from bench.tools import WrkSettings, free_port, server_process
 from tests.support.proc_sockets import listening_sockets, sockets_held
 
 
-def measured_round(rate: float, worker_cpu: list[float]) -> dict[str, Any]:
-    total = sum(worker_cpu)
-    return {
-        "requests_per_s": rate,
-        "worker_cpu_s": worker_cpu,
-        "busier_worker_share": round(max(worker_cpu) / total, 3),
-        "idle_worker": min(worker_cpu) / total < worker_balance.IDLE_SHARE,
-    }
-
-
 def test_the_summary_counts_the_rounds_that_left_a_worker_idle() -> None:
-    rounds = [measured_round(1000.0, [3.9, 3.8]), measured_round(510.0, [4.0, 0.01]), measured_round(980.0, [3.5, 0.5])]
+    rounds = [
+        worker_balance.round_figures(1000.0, 9.0, [3.9, 3.8]),
+        worker_balance.round_figures(510.0, 20.0, [4.0, 0.01]),
+        worker_balance.round_figures(980.0, 11.0, [3.5, 0.5]),
+    ]
+    assert [measured["idle_worker"] for measured in rounds] == [False, True, False]
     summary = worker_balance.summary(rounds, starts=1)
     assert summary["starts"] == 1
     assert summary["rounds"] == 3
@@ -46,7 +41,7 @@ def test_each_variant_listens_as_it_says(module: str, sockets: int) -> None:
     env = {"PORT": str(port), "WEB_CONCURRENCY": "2", "LOG_LEVEL": "warning"}
     with server_process((sys.executable, "-m", module), port=port, env=env, ready_path="/ready") as process:
         listening = listening_sockets(port)
-        workers = worker_balance.worker_pids(process.pid)
+        workers = worker_pids(process.pid)
         assert len(workers) == 2
         assert len(listening) == sockets
         assert set.union(*(sockets_held(pid) & listening for pid in workers)) == listening
