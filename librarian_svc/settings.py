@@ -70,6 +70,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "REQUEST_READ_TIMEOUT_S": "30",
     "MAX_CONNECTIONS_PER_WORKER": "1000",
     "WEB_CONCURRENCY": "auto",
+    "WORKER_HUNG_AFTER_S": "5",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
     "PLAYBOOK_DATA_DIR": str(PROJECT_ROOT / "data" / "playbooks"),
     "ACE_DEDUP_THRESHOLD": "0.85",
@@ -110,6 +111,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     request_read_timeout_s: float
     max_connections_per_worker: int
     web_concurrency: int
+    worker_hung_after_s: int
     librarian_near_dup_threshold: float
     playbook_data_dir: Path
     ace_dedup_threshold: float
@@ -272,6 +274,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         request_read_timeout_s=_float(env, "REQUEST_READ_TIMEOUT_S", low=0.1, high=3600.0),
         max_connections_per_worker=_int(env, "MAX_CONNECTIONS_PER_WORKER", low=4, high=1_000_000),
         web_concurrency=_workers(env),
+        worker_hung_after_s=_int(env, "WORKER_HUNG_AFTER_S", low=1, high=3600),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
         playbook_data_dir=_data_dir(env, "PLAYBOOK_DATA_DIR"),  # created on first save
         ace_dedup_threshold=_float(env, "ACE_DEDUP_THRESHOLD", low=0.01, high=1.0),

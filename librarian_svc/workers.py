@@ -35,6 +35,7 @@ from librarian_svc.http_protocol import ReadTimeoutProtocol
 from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
+from librarian_svc.worker_process import LoopAnsweringProcess
 from librarian_svc.worker_sockets import WorkerSockets
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ def uvicorn_config(settings: Settings, app_factory: str = APP_FACTORY) -> uvicor
         access_log=False,
         loop="auto",
         http=ReadTimeoutProtocol,
+        timeout_worker_healthcheck=settings.worker_hung_after_s,
         timeout_graceful_shutdown=drain.uvicorn_grace_s(settings.shutdown_grace_s),
         # Longer than clients keep idle connections (Go's default is 90 s), so the server never closes a
         # pooled connection just as the client reuses it (the client would see a reset mid-request).
@@ -243,9 +245,13 @@ class Supervisor(Multiprocess):
         """
         log.warning("signal ignored: the instance keeps its WEB_CONCURRENCY workers", signal=signal_name)
 
-    def _start(self, index: int) -> Process:
-        """Start worker `index` (or its replacement) on its own listening socket (`worker_sockets`)."""
-        process = Process(self.config, self._sockets.for_worker(index))
+    def _start(self, index: int) -> LoopAnsweringProcess:
+        """Start worker `index` (or its replacement) on its own listening socket (`worker_sockets`).
+
+        The worker answers health pings from its event loop (`worker_process`), so a loop stuck for
+        `WORKER_HUNG_AFTER_S` gets the worker replaced.
+        """
+        process = LoopAnsweringProcess(self.config, self._sockets.for_worker(index))
         process.start()
         return process
 

@@ -70,6 +70,8 @@ def test_auto_provider_follows_the_configured_key(env: dict[str, str], provider:
         ({"WEB_CONCURRENCY": "0"}, "WEB_CONCURRENCY"),
         ({"WEB_CONCURRENCY": "two"}, "WEB_CONCURRENCY=.*or auto"),
         ({"REQUEST_READ_TIMEOUT_S": "0"}, "REQUEST_READ_TIMEOUT_S"),
+        ({"WORKER_HUNG_AFTER_S": "0"}, "WORKER_HUNG_AFTER_S"),
+        ({"WORKER_HUNG_AFTER_S": "2.5"}, "WORKER_HUNG_AFTER_S"),
     ],
 )
 def test_bad_configuration_names_the_variable(env: dict[str, str], names: str) -> None:

@@ -179,6 +179,46 @@ def test_a_worker_that_dies_is_replaced_on_its_socket(start_live_service: Callab
     assert service.stop() == 0
 
 
+HUNG_AFTER_S = 4
+
+
+def test_a_worker_whose_event_loop_is_stuck_is_replaced_on_its_socket(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    """The health answer comes from the worker's event loop (`worker_process`): a loop stuck past the limit is a hang.
+
+    With uvicorn's answer from a thread the stuck worker lived on, and the kernel kept giving it its share
+    of new connections. A stall shorter than `WORKER_HUNG_AFTER_S` is not a hang.
+    """
+    service = start_live_service(
+        {"WEB_CONCURRENCY": "2", "WORKER_HUNG_AFTER_S": str(HUNG_AFTER_S)},
+        module="tests.support.spin_service",
+        ready_timeout=READY_TIMEOUT_S,
+    )
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    listening = listening_sockets(service.port)
+    own = {pid: sockets_held(pid) & listening for pid in ready_workers(service)}
+
+    short = fresh_connection_post(f"{service.base_url}/test/spin?check=false&seconds=1", {})
+    assert short.status_code == 200 and short.json()["stopped"] == "done", short.text
+
+    started = time.monotonic()
+    with pytest.raises(httpx.TransportError):  # the worker is killed with the request it was stuck in
+        fresh_connection_post(f"{service.base_url}/test/spin?check=false&seconds=60", {})
+    assert time.monotonic() - started < HUNG_AFTER_S + 8  # not the 15 s read timeout, nor the 60 s spin
+
+    def replaced() -> list[int]:
+        return [line["pid"] for line in log_lines(service) if line.get("message") == "a worker stopped answering: replacing it"]
+
+    assert replaced() and len(replaced()) == 1, service.logs()  # the short stall did not count
+    (stuck,) = replaced()
+    assert wait_until(lambda: len(ready_workers(service)) == 3, READY_TIMEOUT_S), service.logs()
+    (replacement,) = set(ready_workers(service)) - set(own)
+    assert sockets_held(replacement) & listening == own[stuck]
+    assert served_by_burst(service) == {replacement, *(set(own) - {stuck})}
+    assert service.stop() == 0
+
+
 def test_the_instance_is_ready_only_once_every_worker_serves(
     start_live_service: Callable[..., LiveService], tmp_path: Path
 ) -> None:

@@ -1,0 +1,54 @@
+"""A worker process whose health answer comes from its event loop, so a blocked loop counts as hung.
+
+uvicorn's worker answers the supervisor's ping from a thread of its own. That thread answers while
+the event loop is stuck (a CPU loop that never awaits, a blocking call by mistake), so the supervisor
+kept such a worker forever. With a listening socket per worker (`worker_sockets`), the kernel goes on
+giving the stuck worker its share of new connections, and they wait with it: the instance serves
+half its clients.
+
+Here the thread only reads the ping; once the server has started, the answer is sent by a callback
+on the event loop. A loop that does not run for `WORKER_HUNG_AFTER_S` leaves the ping unanswered, and
+the supervisor (`workers.Supervisor.keep_subprocess_alive`) kills the worker and starts another on
+the same socket. While the worker starts (importing, building the app, all on the loop before it
+serves), the thread answers "not started yet" itself, as uvicorn's does: start-up is bounded by the
+supervisor's own start allowance, not by this limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from socket import socket
+
+from uvicorn.supervisors.multiprocess import Process
+
+
+class LoopAnsweringProcess(Process):
+    """uvicorn's worker process, with the health answer sent from the worker's event loop once it serves."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    """The worker's event loop, set in the worker process when it starts running (never pickled: it is None then)."""
+
+    def target(self, sockets: list[socket] | None = None) -> None:
+        """In the worker: answer pings from a thread, serve on a loop of our own making (so the thread can reach it)."""
+        server = self.server  # made here, before the thread that reads it starts
+        threading.Thread(target=self.always_pong, daemon=True, name="health-ping").start()
+        with asyncio.Runner(loop_factory=self.config.get_loop_factory()) as runner:
+            self._loop = runner.get_loop()
+            runner.run(server.serve(sockets))
+
+    def pong(self) -> None:
+        """Read one ping; answer it now while starting, else from the event loop when the loop next runs."""
+        self.child_conn.recv()
+        loop = self._loop
+        if loop is None or not self.server.started:
+            self.child_conn.send(False)
+            return
+        try:
+            loop.call_soon_threadsafe(self.answer)
+        except RuntimeError:  # the loop has closed: the worker is exiting, and an answer would say it lives
+            return
+
+    def answer(self) -> None:
+        """On the event loop: tell the supervisor the worker serves (or, once shutting down, that it no longer does)."""
+        self.child_conn.send(self.server.started)

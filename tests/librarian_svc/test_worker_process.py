@@ -1,0 +1,108 @@
+"""The worker's health answer (`librarian_svc/worker_process.py`): from the event loop once the worker serves.
+
+Driven in one process: the test plays the supervisor's end of the pipe, and a loop running in a thread
+plays the worker's event loop. The live check (a worker whose loop is stuck is replaced, one that stalls
+for less than the limit is not) is in test_workers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+
+from librarian_svc.worker_process import LoopAnsweringProcess
+
+ANSWER_WAIT_S = 2.0
+"""Ample for an answer that is due at once; the tests that expect none wait much less."""
+
+
+@pytest.fixture
+def process() -> Iterator[LoopAnsweringProcess]:
+    config = uvicorn.Config("librarian_svc.workers:create_worker_app", factory=True, workers=2)
+    process = LoopAnsweringProcess(config, [])  # never started: the test calls the worker's side itself
+    yield process
+    process.parent_conn.close()
+    process.child_conn.close()
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop running in a thread: the worker's loop."""
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+    yield loop
+    loop.call_soon_threadsafe(loop.stop)
+    runner.join(timeout=5)
+    loop.close()
+
+
+def ping(process: LoopAnsweringProcess) -> None:
+    """The supervisor's ping, and the worker's thread reading it (`pong` returns once it has answered or handed over)."""
+    process.parent_conn.send(b"ping")
+    process.pong()
+
+
+def block(loop: asyncio.AbstractEventLoop) -> threading.Event:
+    """Hold `loop` in a callback that never awaits until the returned event is set (a stuck loop)."""
+    release, holding = threading.Event(), threading.Event()
+
+    def stuck() -> None:
+        holding.set()
+        release.wait(timeout=30)
+
+    loop.call_soon_threadsafe(stuck)
+    assert holding.wait(timeout=5)
+    return release
+
+
+def test_while_starting_the_thread_answers_not_started_even_with_the_loop_busy(
+    process: LoopAnsweringProcess, loop: asyncio.AbstractEventLoop
+) -> None:
+    """Building the app runs on the loop before it serves: that is start-up, bounded by the supervisor's allowance."""
+    ping(process)  # no loop yet: the interpreter is still importing
+    assert process.parent_conn.poll(ANSWER_WAIT_S)
+    assert process.parent_conn.recv() is False
+
+    process._loop = loop
+    release = block(loop)
+    try:
+        ping(process)
+        assert process.parent_conn.poll(ANSWER_WAIT_S)
+        assert process.parent_conn.recv() is False
+    finally:
+        release.set()
+
+
+def test_once_serving_the_answer_waits_for_the_event_loop(
+    process: LoopAnsweringProcess, loop: asyncio.AbstractEventLoop
+) -> None:
+    process._loop = loop
+    process.server.started = True
+
+    ping(process)
+    assert process.parent_conn.poll(ANSWER_WAIT_S)
+    assert process.parent_conn.recv() is True
+
+    release = block(loop)
+    try:
+        ping(process)
+        assert not process.parent_conn.poll(0.5)  # uvicorn's thread would have answered by now
+    finally:
+        release.set()
+    assert process.parent_conn.poll(ANSWER_WAIT_S)  # the loop ran again: the answer goes
+    assert process.parent_conn.recv() is True
+
+
+def test_a_closed_loop_leaves_the_ping_unanswered(process: LoopAnsweringProcess) -> None:
+    """The worker is exiting: no answer (an answer would say it lives), and no exception in the ping thread."""
+    closed = asyncio.new_event_loop()
+    closed.close()
+    process._loop = closed
+    process.server.started = True
+    ping(process)
+    assert not process.parent_conn.poll(0.3)
