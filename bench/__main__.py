@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
     "workers": ["bench.workers", "--runs", "2"],
     "worker_balance": ["bench.worker_balance"],
+    "stuck_worker": ["bench.stuck_worker"],
     "hostile": ["bench.hostile"],
     "memory_admission": ["bench.memory_admission"],
 }

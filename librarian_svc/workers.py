@@ -187,6 +187,8 @@ class Supervisor(Multiprocess):
 
     failure: int | None = None
     """The exit status of a worker that could not start (the supervisor then stops)."""
+    process_type: type[Process] = LoopAnsweringProcess
+    """A worker's process: it answers health pings from its event loop (`worker_process`)."""
 
     def __init__(self, config: uvicorn.Config, sockets: WorkerSockets) -> None:
         super().__init__(config, sockets.bound)  # every socket bound so far: closed at shutdown
@@ -245,13 +247,13 @@ class Supervisor(Multiprocess):
         """
         log.warning("signal ignored: the instance keeps its WEB_CONCURRENCY workers", signal=signal_name)
 
-    def _start(self, index: int) -> LoopAnsweringProcess:
+    def _start(self, index: int) -> Process:
         """Start worker `index` (or its replacement) on its own listening socket (`worker_sockets`).
 
         The worker answers health pings from its event loop (`worker_process`), so a loop stuck for
         `WORKER_HUNG_AFTER_S` gets the worker replaced.
         """
-        process = LoopAnsweringProcess(self.config, self._sockets.for_worker(index))
+        process = self.process_type(self.config, self._sockets.for_worker(index))
         process.start()
         return process
 

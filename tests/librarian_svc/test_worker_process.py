@@ -42,7 +42,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 
 def ping(process: LoopAnsweringProcess) -> None:
-    """The supervisor's ping, and the worker's thread reading it (`pong` returns once it has answered or handed over)."""
+    """The supervisor's ping, and the worker's thread reading it (`pong` returns once it answered or handed over)."""
     process.parent_conn.send(b"ping")
     process.pong()
 
