@@ -36,7 +36,7 @@ def test_a_start_counts_slow_and_failed_probes_and_keeps_how_the_stuck_request_e
     ids=["answer_from_loop", "answer_from_thread"],
 )
 def test_the_subject_replaces_the_stuck_worker_and_the_baseline_keeps_it(module: str, outcome: str) -> None:
-    """A stall of 8 s against the default `WORKER_HUNG_AFTER_S` of 5: the subject drops it, the baseline waits it out."""
+    """A stall of 8 s against the default `WORKER_HUNG_AFTER_S` (5): the subject drops it, the baseline waits."""
     figures = stuck_worker.one_start(module, stall_s=8.0, probes=4, spacing_s=0.25)
     assert figures["stuck_request"]["outcome"].startswith(outcome)
     assert figures["failed_probes"] == 0
