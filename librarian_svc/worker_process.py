@@ -11,7 +11,7 @@ on the event loop. A loop that does not run for `WORKER_HUNG_AFTER_S` leaves the
 the supervisor (`workers.Supervisor.keep_subprocess_alive`) kills the worker and starts another on
 the same socket. While the worker starts (importing, building the app, all on the loop before it
 serves), the thread answers "not started yet" itself, as uvicorn's does: start-up is bounded by the
-supervisor's own start allowance, not by this limit.
+supervisor's start allowance (`worker_health.WORKER_START_ALLOWANCE_S`), not by this limit.
 """
 
 from __future__ import annotations
@@ -50,5 +50,5 @@ class LoopAnsweringProcess(Process):
             return
 
     def answer(self) -> None:
-        """On the event loop: tell the supervisor the worker serves (or, once shutting down, that it no longer does)."""
+        """On the event loop: tell the supervisor the worker serves (uvicorn keeps `started` true while it drains)."""
         self.child_conn.send(self.server.started)

@@ -21,7 +21,6 @@ import os
 import secrets
 import sys
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
@@ -35,6 +34,7 @@ from librarian_svc.http_protocol import ReadTimeoutProtocol
 from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
+from librarian_svc.worker_health import SupervisedClock, WorkerHealth
 from librarian_svc.worker_process import LoopAnsweringProcess
 from librarian_svc.worker_sockets import WorkerSockets
 
@@ -53,9 +53,6 @@ APP_FACTORY = "librarian_svc.workers:create_worker_app"
 
 SIGNAL_TICK_S = 0.1
 """How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""
-
-WORKER_START_ALLOWANCE_S = 30.0
-"""How long a new worker may take to answer its first health ping (its interpreter starts first)."""
 
 _preloaded: list[Settings] = []
 
@@ -170,18 +167,6 @@ def share_worker_count(settings: Settings) -> None:
     os.environ["WEB_CONCURRENCY"] = str(settings.web_concurrency)
 
 
-@dataclass
-class _Health:
-    """What the supervisor knows of one worker's liveness."""
-
-    answered_at: float
-    """When it last answered a ping (for a new worker: the last moment it may first answer)."""
-    pinged: bool = False
-    """A ping is outstanding."""
-    serving: bool = False
-    """Its last answer said it serves (uvicorn's worker answers a ping with `server.started`)."""
-
-
 class Supervisor(Multiprocess):
     """uvicorn's worker supervisor, reacting to signals within 0.1 s and stopping on a worker's config error."""
 
@@ -193,7 +178,8 @@ class Supervisor(Multiprocess):
     def __init__(self, config: uvicorn.Config, sockets: WorkerSockets) -> None:
         super().__init__(config, sockets.bound)  # every socket bound so far: closed at shutdown
         self._sockets = sockets
-        self._health: dict[int, _Health] = {}
+        self._health: dict[int, WorkerHealth] = {}
+        self._clock = SupervisedClock()
         self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
 
     def run(self) -> None:
@@ -290,19 +276,21 @@ class Supervisor(Multiprocess):
         Never blocks: each tick reads the answers that came and sends one ping per worker that has
         none outstanding. (uvicorn waits up to 5 s for each answer, and meanwhile does not look at
         signals: a worker still importing under load delayed the SIGTERM relay by those 5 s.) A
-        worker is hung when it has not answered for `timeout_worker_healthcheck` seconds; a new one
-        gets `WORKER_START_ALLOWANCE_S` first, as it answers only once its interpreter is up.
+        worker is replaced when it has not answered for `timeout_worker_healthcheck` seconds
+        (`WORKER_HUNG_AFTER_S`) or does not serve within `WORKER_START_ALLOWANCE_S` of its start
+        (`worker_health`), counted on the supervisor's own clock.
         """
         if self.should_exit.is_set():
             return
-        now = time.monotonic()
+        now = self._clock.tick()
         for index, process in enumerate(self.processes):
-            health = self._health.setdefault(id(process), _Health(answered_at=now + WORKER_START_ALLOWANCE_S))
+            health = self._health.setdefault(id(process), WorkerHealth.starting(now))
             if process.process.is_alive():
                 self._exchange_pings(process, health, now)
-                if now - health.answered_at < self.config.timeout_worker_healthcheck:
+                failure = health.failure(now, self.config.timeout_worker_healthcheck)
+                if failure is None:
                     continue
-                log.warning("a worker stopped answering: replacing it", pid=process.pid)
+                log.warning(failure, pid=process.pid)
             process.kill()
             process.process.join()
             self._health.pop(id(process), None)
@@ -324,13 +312,12 @@ class Supervisor(Multiprocess):
             log.info("every worker serves: the instance is ready", workers=self.processes_num)
 
     @staticmethod
-    def _exchange_pings(process: Process, health: _Health, now: float) -> None:
+    def _exchange_pings(process: Process, health: WorkerHealth, now: float) -> None:
         """Read the worker's answers so far, then ping it if no ping is outstanding."""
         connection = process.parent_conn
         try:
             while connection.poll(0):
-                health.serving = bool(connection.recv())
-                health.answered_at, health.pinged = now, False
+                health.answered(now, serving=bool(connection.recv()))
             if not health.pinged:
                 connection.send(b"ping")
                 health.pinged = True

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from librarian_svc.instance_readiness import MARKER_ENV
-from tests.support.held_worker_service import HOLD_ENV
+from tests.support.held_worker_service import ALLOWANCE_ENV, HOLD_ENV
 from tests.support.live_service import LiveService
 from tests.support.proc_sockets import listening_sockets, sockets_held
 
@@ -250,6 +250,33 @@ def test_the_instance_is_ready_only_once_every_worker_serves(
     assert wait_until(became_ready, READY_TIMEOUT_S), service.logs()
     assert len(ready_workers(service)) == 2
     assert any(line.get("message") == "every worker serves: the instance is ready" for line in log_lines(service))
+    assert service.stop() == 0
+
+
+def test_a_worker_that_never_starts_serving_is_replaced(
+    start_live_service: Callable[..., LiveService], tmp_path: Path
+) -> None:
+    """A start that hangs (here: held before it builds its app) answers "not yet" for ever: it is replaced in time."""
+    hold = tmp_path / "held"
+    hold.mkdir()
+    (hold / "hold").touch()
+    service = start_live_service(
+        {"WEB_CONCURRENCY": "2", HOLD_ENV: str(hold), ALLOWANCE_ENV: "4"},
+        module="tests.support.held_worker_service",
+        ready_timeout=READY_TIMEOUT_S,
+        wait_for="/health",
+    )
+
+    def not_serving() -> list[int]:
+        message = "a worker did not start serving in time: replacing it"
+        return [line["pid"] for line in log_lines(service) if line.get("message") == message]
+
+    assert wait_until(lambda: len(not_serving()) >= 1, READY_TIMEOUT_S), service.logs()
+    (hold / "hold").unlink()
+    became_ready = lambda: httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200  # noqa: E731
+    assert wait_until(became_ready, READY_TIMEOUT_S), service.logs()
+    assert not set(not_serving()) & set(ready_workers(service))  # none of the replaced ones ever served
+    assert len(ready_workers(service)) == 2
     assert service.stop() == 0
 
 

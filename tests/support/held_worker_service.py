@@ -2,8 +2,10 @@
 
 With `HELD_WORKERS_DIR` set, the first worker to start builds and serves at once; every later one waits
 before building its app until the test deletes `HELD_WORKERS_DIR/hold` (or 60 s pass). A test can then
-look at the instance while one worker serves and another does not yet. Served exactly as the service
-is (`librarian_svc.__main__.main`, any `WEB_CONCURRENCY`).
+look at the instance while one worker serves and another does not yet. With `HELD_WORKERS_START_ALLOWANCE_S`
+the supervisor gives a new worker that many seconds to serve instead of `WORKER_START_ALLOWANCE_S`, so a
+test sees a held worker replaced. Served exactly as the service is (`librarian_svc.__main__.main`, any
+`WEB_CONCURRENCY`).
 
 Nothing heavy is imported at module level: spawned workers import this module first (it is the
 parent's `__main__`), and the service's start-up pauses the collector only inside the app factory.
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 
 APP_FACTORY = "tests.support.held_worker_service:create_app"
 HOLD_ENV = "HELD_WORKERS_DIR"
+ALLOWANCE_ENV = "HELD_WORKERS_START_ALLOWANCE_S"
 HOLD_LIMIT_S = 60.0
 
 
@@ -42,4 +45,8 @@ def create_app() -> Litestar:
 
 
 if __name__ == "__main__":
+    if ALLOWANCE_ENV in os.environ:  # read by the supervisor, which runs in this process
+        from librarian_svc import worker_health
+
+        worker_health.WORKER_START_ALLOWANCE_S = float(os.environ[ALLOWANCE_ENV])
     sys.exit(main(APP_FACTORY))
