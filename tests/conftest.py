@@ -81,9 +81,16 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
         extra_args: list[str] | None = None,
         module: str | None = None,
         wait_for: str = "/ready",
+        port: int | None = None,
     ) -> LiveService:
         service = start_service(
-            env, log_dir=tmp_path, ready_timeout=ready_timeout, extra_args=extra_args, module=module, wait_for=wait_for
+            env,
+            log_dir=tmp_path,
+            port=port,
+            ready_timeout=ready_timeout,
+            extra_args=extra_args,
+            module=module,
+            wait_for=wait_for,
         )
         started.append(service)
         return service

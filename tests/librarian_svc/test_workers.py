@@ -8,6 +8,7 @@ is in test_shutdown.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -278,6 +279,35 @@ def test_a_worker_that_never_starts_serving_is_replaced(
     assert not set(not_serving()) & set(ready_workers(service))  # none of the replaced ones ever served
     assert len(ready_workers(service)) == 2
     assert service.stop() == 0
+
+
+def running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its reaper has)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_the_workers_stop_when_their_supervisor_dies_and_the_port_can_be_served_again(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    """uvicorn's workers served on as orphans, holding the port: a new start failed with "address in use"."""
+    service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    workers = set(ready_workers(service))
+    service.process.kill()
+    service.process.wait()
+    try:
+        assert wait_until(lambda: not any(running(pid) for pid in workers), 30.0), service.logs()
+    finally:
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    again = start_live_service({"WEB_CONCURRENCY": "2"}, port=service.port, ready_timeout=READY_TIMEOUT_S)
+    assert httpx.get(f"{again.base_url}/ready", timeout=5.0).status_code == 200
+    assert again.stop() == 0
 
 
 def test_one_process_ignores_a_stray_supervisor_marker(start_live_service: Callable[..., LiveService]) -> None:
