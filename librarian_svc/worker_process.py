@@ -29,8 +29,11 @@ import sys
 import threading
 from socket import socket
 
+import structlog
 import uvicorn
 from uvicorn.supervisors.multiprocess import Process
+
+log = structlog.get_logger(__name__)
 
 PR_SET_PDEATHSIG = 1
 """prctl(2): the signal the kernel sends this process when the thread that started it ends."""
@@ -41,8 +44,9 @@ def stop_with(supervisor_pid: int) -> None:
     if not sys.platform.startswith("linux"):
         return
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:  # serve on: an orphan is better than no worker
+        log.warning("cannot ask to stop with the supervisor", error=os.strerror(ctypes.get_errno()))
+        return
     if os.getppid() != supervisor_pid:  # it died before the request took effect: nobody would signal
         os.kill(os.getpid(), signal.SIGTERM)
 

@@ -190,9 +190,8 @@ class Supervisor(Multiprocess):
         worker serves, not the first alone (`librarian_svc.instance_readiness`).
         """
         log.info("supervising workers", pid=os.getpid(), workers=self.processes_num)
-        first = self._start(0)
-        self.processes.append(first)
-        if self._until_serving(first):
+        self.processes.append(self._start(0))
+        if self._until_first_serves():
             try:
                 for index in range(1, self.processes_num):
                     self.processes.append(self._start(index))
@@ -243,16 +242,19 @@ class Supervisor(Multiprocess):
         process.start()
         return process
 
-    def _until_serving(self, process: Process) -> bool:
-        """Wait (handling signals) until `process` serves; False when it failed to start or a signal came first.
+    def _until_first_serves(self) -> bool:
+        """Wait (handling signals) until the first worker serves; False when it failed to start or a signal came first.
 
         One health ping at a time: uvicorn's `wait_until_ready` pings every tick while the worker is
         still importing, and the worker then answers every queued ping in turn, so the parent read
-        stale "not started" answers for seconds after the worker served.
+        stale "not started" answers for seconds after the worker served. A first worker that stops
+        answering or does not serve within `WORKER_START_ALLOWANCE_S` is replaced, as any other
+        (`worker_health`); one that exits stops the start with its status.
         """
-        awaiting_answer = False
+        process, health = self.processes[0], WorkerHealth.starting(self._clock.tick())
         while not self.should_exit.is_set():
             self.handle_signals()
+            now = self._clock.tick()
             if not process.process.is_alive():
                 process.process.join()
                 status = process.exitcode
@@ -260,15 +262,28 @@ class Supervisor(Multiprocess):
                 log.error("the first worker could not start: stopping", pid=process.pid, exit_status=status)
                 self.should_exit.set()
                 return False
-            if not awaiting_answer:
+            failure = health.failure(now, self.config.timeout_worker_healthcheck)
+            if failure is not None:
+                process, health = self._replace_first(process, failure, now)
+                continue
+            if not health.pinged:
                 process.parent_conn.send(b"ping")
-                awaiting_answer = True
+                health.pinged = True
             if process.parent_conn.poll(SIGNAL_TICK_S):
-                awaiting_answer = False
-                if process.parent_conn.recv():
+                health.answered(now, serving=bool(process.parent_conn.recv()))
+                if health.serving:
+                    self._health[id(process)] = health
                     return True
                 time.sleep(SIGNAL_TICK_S)
         return False
+
+    def _replace_first(self, process: Process, failure: str, now: float) -> tuple[Process, WorkerHealth]:
+        """Kill the first worker, hung or not serving in time (`failure` says which), and start another."""
+        log.warning(failure, pid=process.pid)
+        process.kill()
+        process.process.join()
+        self.processes[0] = self._start(0)
+        return self.processes[0], WorkerHealth.starting(now)
 
     def keep_subprocess_alive(self) -> None:
         """Replace a dead or hung worker, unless it could not start: then stop, keeping its status.

@@ -80,7 +80,7 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
         ready_timeout: float = 30.0,
         extra_args: list[str] | None = None,
         module: str | None = None,
-        wait_for: str = "/ready",
+        wait_for: str | None = "/ready",
         port: int | None = None,
     ) -> LiveService:
         service = start_service(

@@ -181,6 +181,8 @@ def test_a_worker_that_dies_is_replaced_on_its_socket(start_live_service: Callab
 
 
 HUNG_AFTER_S = 4
+START_ALLOWANCE_S = 15
+"""Ample for a worker to start on a loaded machine, short enough to wait for one that never does."""
 
 
 def test_a_worker_whose_event_loop_is_stuck_is_replaced_on_its_socket(
@@ -254,18 +256,24 @@ def test_the_instance_is_ready_only_once_every_worker_serves(
     assert service.stop() == 0
 
 
+@pytest.mark.parametrize("held", ["later_workers", "every_worker"])
 def test_a_worker_that_never_starts_serving_is_replaced(
-    start_live_service: Callable[..., LiveService], tmp_path: Path
+    start_live_service: Callable[..., LiveService], tmp_path: Path, held: str
 ) -> None:
-    """A start that hangs (here: held before it builds its app) answers "not yet" for ever: it is replaced in time."""
+    """A start that hangs (here: held before it builds its app) answers "not yet" for ever: it is replaced in time.
+
+    The first worker too: the supervisor waits for it alone before it starts the others.
+    """
     hold = tmp_path / "held"
     hold.mkdir()
     (hold / "hold").touch()
+    if held == "every_worker":
+        (hold / "first").touch()  # the first worker to start is not the one that builds at once
     service = start_live_service(
-        {"WEB_CONCURRENCY": "2", HOLD_ENV: str(hold), ALLOWANCE_ENV: "4"},
+        {"WEB_CONCURRENCY": "2", HOLD_ENV: str(hold), ALLOWANCE_ENV: str(START_ALLOWANCE_S)},
         module="tests.support.held_worker_service",
+        wait_for="/health" if held == "later_workers" else None,
         ready_timeout=READY_TIMEOUT_S,
-        wait_for="/health",
     )
 
     def not_serving() -> list[int]:

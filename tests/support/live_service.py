@@ -59,11 +59,11 @@ def start_service(
     ready_timeout: float = 30.0,
     extra_args: list[str] | None = None,
     module: str | None = None,
-    wait_for: str = "/ready",
+    wait_for: str | None = "/ready",
 ) -> LiveService:
     """Start `python -m librarian_svc` (or `module`) with a clean environment plus `env`; wait for `wait_for` to be 200.
 
-    `wait_for="/health"` returns as soon as one worker serves, before the instance is ready.
+    `wait_for="/health"` returns as soon as one worker serves, before the instance is ready; None at once.
     """
     port = port or free_port()
     clean = {
@@ -81,7 +81,10 @@ def start_service(
         **(env or {}),
     }
     log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / f"service-{port}.log"
+    log_path, starts = log_dir / f"service-{port}.log", 1
+    while log_path.exists():  # a service started again on the same port keeps the first one's log
+        starts += 1
+        log_path = log_dir / f"service-{port}-{starts}.log"
     with log_path.open("wb") as log_file:  # the child keeps its own descriptor
         process = subprocess.Popen(
             [sys.executable, "-m", module or "librarian_svc", *(extra_args or [])],
@@ -92,7 +95,7 @@ def start_service(
         )
     service = LiveService(process=process, base_url=f"http://127.0.0.1:{port}", port=port, log_path=log_path)
     deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
+    while wait_for is not None and time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"service exited with {process.returncode}:\n{service.logs()}")
         try:
@@ -101,5 +104,7 @@ def start_service(
         except httpx.HTTPError:
             pass
         time.sleep(0.05)
+    if wait_for is None:
+        return service
     service.stop()
     raise RuntimeError(f"service: {wait_for} not 200 after {ready_timeout}s:\n{service.logs()}")
