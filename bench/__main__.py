@@ -31,7 +31,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "ace_curate": ["bench.ace_curate"],
     "grace_throughput": ["bench.grace_throughput"],
     "grace_reasoning_growth": ["bench.grace_reasoning_growth"],
-    "workers": ["bench.workers", "--runs", "2"],
+    "workers": ["bench.workers", "--runs", "2", "--compare-spawn"],
     "worker_balance": ["bench.worker_balance"],
     "stuck_worker": ["bench.stuck_worker"],
     "hostile": ["bench.hostile"],

@@ -71,16 +71,26 @@ def cmdline(pid: int) -> bytes | None:
 
 
 def role(pid: int) -> str:
-    """A worker supervisor's child: a worker, or multiprocessing's resource tracker (spawn starts one); "gone"."""
+    """A worker supervisor's child: a worker (spawned), multiprocessing's fork server or resource tracker; "gone".
+
+    The workers forked from the fork server (`librarian_svc/worker_process.py`) are its children, and
+    share its command line.
+    """
     command = cmdline(pid)
     if command is None:
         return "gone"
-    return "resource_tracker" if b"resource_tracker" in command else "worker"
+    if b"resource_tracker" in command:
+        return "resource_tracker"
+    return "fork_server" if b"multiprocessing.forkserver" in command else "worker"
 
 
 def worker_pids(supervisor: int) -> list[int]:
-    """The worker processes of the service's supervisor `supervisor`."""
-    return [pid for pid in children(supervisor) if role(pid) == "worker"]
+    """The worker processes of the service's supervisor `supervisor`: its spawned children, or its fork server's."""
+    found: list[int] = []
+    for pid in children(supervisor):
+        kind = role(pid)
+        found += children(pid) if kind == "fork_server" else [pid] if kind == "worker" else []
+    return found
 
 
 def status_kib(pid: int, field: str) -> int | None:
@@ -101,6 +111,21 @@ def _mib(kib: int | None) -> float | None:
 def rss_mb(pid: int) -> float | None:
     """Resident memory now, in MiB to one decimal."""
     return _mib(status_kib(pid, "VmRSS"))
+
+
+def pss_mb(pid: int) -> float | None:
+    """Proportional set size now, in MiB to one decimal: its own pages plus its share of those it shares.
+
+    Summed over an instance's processes, it counts a page shared by forked workers once, as the memory
+    limit does; resident sets count it in every process that maps it.
+    """
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="ascii").splitlines():
+            if line.startswith("Pss:"):
+                return _mib(int(line.split()[1]))
+    except OSError:
+        return None
+    return None
 
 
 def peak_rss_mb(pid: int) -> float | None:

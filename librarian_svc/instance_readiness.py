@@ -8,8 +8,9 @@ bench.librarian_concurrency --workers 2` measured exactly that). So the supervis
 file once every worker has answered its health ping as serving, and each worker's `/ready` answers 503
 until it sees that file: one `stat` per probe, then remembered.
 
-The marker's path reaches the workers through the environment (`MARKER_ENV`): they are spawned, not
-forked, and inherit the supervisor's environment as it was when they started. Without it (one worker
+The marker's path reaches the workers through the environment (`MARKER_ENV`): they inherit the
+supervisor's environment as it was when their fork server started (the first worker's start), and the
+supervisor sets the path before that. Without it (one worker
 serving in process, or an app built by a test) the instance is ready as soon as this process is.
 
 Readiness is a start-up gate. Once every worker has served, a worker that dies and is replaced does not

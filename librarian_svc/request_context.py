@@ -27,7 +27,17 @@ CLIENT_CLOSED_REQUEST = 499
 _MAX_ID_LEN = 200
 
 access_log = structlog.get_logger("librarian_svc.access")
-_PID = os.getpid()  # which worker served the request (WEB_CONCURRENCY > 1); spawned workers import this afresh
+_PID = os.getpid()
+"""Which worker served the request (WEB_CONCURRENCY > 1). Workers are forked from a fork server that
+imported this module (`librarian_svc.worker_preload`): each sets its own after the fork."""
+
+
+def _note_pid() -> None:
+    global _PID
+    _PID = os.getpid()
+
+
+os.register_at_fork(after_in_child=_note_pid)
 
 
 _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))

@@ -1,75 +1,109 @@
-"""A worker process whose health answer comes from its event loop, so a blocked loop counts as hung.
+"""A worker process: forked from a preloaded fork server, answering health pings from its event loop.
 
-uvicorn's worker answers the supervisor's ping from a thread of its own. That thread answers while
-the event loop is stuck (a CPU loop that never awaits, a blocking call by mistake), so the supervisor
-kept such a worker forever. With a listening socket per worker (`worker_sockets`), the kernel goes on
-giving the stuck worker its share of new connections, and they wait with it: the instance serves
-half its clients.
+**Health from the event loop.** uvicorn's worker answers the supervisor's ping from a thread of its
+own. That thread answers while the event loop is stuck (a CPU loop that never awaits, a blocking call
+by mistake), so the supervisor kept such a worker forever. With a listening socket per worker
+(`worker_sockets`), the kernel goes on giving the stuck worker its share of new connections, and they
+wait with it. Here the thread only reads the ping; once the server has started, the answer is sent by
+a callback on the event loop. A loop that does not run for `WORKER_HUNG_AFTER_S` leaves the ping
+unanswered, and the supervisor (`workers.Supervisor`) kills the worker and starts another on the same
+socket. While the worker starts (building the app runs on the loop before it serves), the thread
+answers "not started yet" itself, as uvicorn's does: start-up is bounded by the supervisor's start
+allowance (`worker_health.WORKER_START_ALLOWANCE_S`), not by this limit.
 
-Here the thread only reads the ping; once the server has started, the answer is sent by a callback
-on the event loop. A loop that does not run for `WORKER_HUNG_AFTER_S` leaves the ping unanswered, and
-the supervisor (`workers.Supervisor.keep_subprocess_alive`) kills the worker and starts another on
-the same socket. While the worker starts (importing, building the app, all on the loop before it
-serves), the thread answers "not started yet" itself, as uvicorn's does: start-up is bounded by the
-supervisor's start allowance (`worker_health.WORKER_START_ALLOWANCE_S`), not by this limit.
+**Forked, not spawned.** uvicorn spawns each worker: a fresh interpreter that imports everything
+itself. Here workers are forked from a fork server (a child of the supervisor) that imported the
+service's modules once (`worker_preload`): a worker starts in a fraction of the time, which is how
+soon a dead or hung worker's socket is served again, and shares those modules' memory with the other
+workers (`python -m bench.workers --compare-spawn`).
 
-A worker also stops when its supervisor dies (Linux: `PR_SET_PDEATHSIG`). uvicorn's workers served on as
-orphans, holding the port: a supervisor started again then failed with "address in use" until someone
-killed them by hand. In a container the supervisor is the first process and its death ends them all;
-run directly (a VM, a developer's shell) nothing did.
+**Stopping with the supervisor.** uvicorn's workers served on as orphans when their supervisor died,
+holding the port: starting the service again failed with "address in use" until someone killed them.
+(In a container the supervisor is the first process and its death ends them all; run directly, on a
+VM or in a shell, nothing did.) Here the worker closes its copy of the supervisor's end of the health
+pipe, so the supervisor's death closes the pipe: the ping thread reads the end and sends the worker
+SIGTERM, and it drains and exits as on any shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
-import ctypes
+import contextlib
+import multiprocessing
 import os
 import signal
-import sys
 import threading
+from multiprocessing.process import BaseProcess
 from socket import socket
 
 import structlog
 import uvicorn
+from uvicorn._subprocess import subprocess_started
 from uvicorn.supervisors.multiprocess import Process
+
+from librarian_svc import drain
 
 log = structlog.get_logger(__name__)
 
-PR_SET_PDEATHSIG = 1
-"""prctl(2): the signal the kernel sends this process when the thread that started it ends."""
-
-
-def stop_with(supervisor_pid: int) -> None:
-    """In the worker: have the kernel send SIGTERM (the drain) when the supervisor dies; stop now if it already has."""
-    if not sys.platform.startswith("linux"):
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:  # serve on: an orphan is better than no worker
-        log.warning("cannot ask to stop with the supervisor", error=os.strerror(ctypes.get_errno()))
-        return
-    if os.getppid() != supervisor_pid:  # it died before the request took effect: nobody would signal
-        os.kill(os.getpid(), signal.SIGTERM)
+START_METHOD = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+"""How workers start: forked from the fork server where there is one (Linux, macOS), else spawned as uvicorn does."""
+PRELOAD = ["librarian_svc.worker_preload"]
+"""What the fork server imports before it forks a worker."""
 
 
 class LoopAnsweringProcess(Process):
-    """uvicorn's worker process, with the health answer sent from the worker's event loop once it serves."""
+    """uvicorn's worker process, forked from the fork server, with the health answer sent from its event loop."""
 
     _loop: asyncio.AbstractEventLoop | None = None
     """The worker's event loop, set in the worker process when it starts running (never pickled: it is None then)."""
 
     def __init__(self, config: uvicorn.Config, sockets: list[socket]) -> None:
         super().__init__(config, sockets)
-        self.supervisor_pid = os.getpid()
-        """The process that starts this worker (pickled to the worker with the rest)."""
+        self._spawned: BaseProcess | None = None
+        """uvicorn's own (spawned) process, kept in case the fork server cannot start."""
+        if START_METHOD == "forkserver":
+            self._spawned = self.process
+            fork_server = multiprocessing.get_context("forkserver")
+            fork_server.set_forkserver_preload(PRELOAD)
+            kwargs = {"config": config, "target": self.target, "sockets": sockets, "stdin_fileno": None}
+            # uvicorn annotates it a SpawnProcess, and uses only what every multiprocessing process has
+            self.process = fork_server.Process(target=subprocess_started, kwargs=kwargs)  # type: ignore[assignment]
+
+    def start(self) -> None:
+        """Start the worker; spawn it (and every later one) if the fork server cannot start.
+
+        The fork server listens on a Unix socket in a temporary directory: on a file system mounted
+        read-only with no writable temporary directory it cannot, and the workers start as uvicorn's do.
+        """
+        global START_METHOD
+        try:
+            self.process.start()
+        except OSError as exc:
+            if self._spawned is None:
+                raise
+            log.warning("cannot start the fork server: spawning the workers instead", error=str(exc))
+            START_METHOD = "spawn"
+            self.process, self._spawned = self._spawned, None  # type: ignore[assignment]
+            self.process.start()
 
     def target(self, sockets: list[socket] | None = None) -> None:
         """In the worker: answer pings from a thread, serve on a loop of our own making (so the thread can reach it)."""
-        stop_with(self.supervisor_pid)
+        self.parent_conn.close()  # the supervisor's end: once only the supervisor holds it, its death closes the pipe
         server = self.server  # made here, before the thread that reads it starts
         threading.Thread(target=self.always_pong, daemon=True, name="health-ping").start()
         with asyncio.Runner(loop_factory=self.config.get_loop_factory()) as runner:
             self._loop = runner.get_loop()
             runner.run(server.serve(sockets))
+
+    def always_pong(self) -> None:
+        """Answer pings until the pipe closes: the supervisor is gone, so drain and stop as on SIGTERM."""
+        try:
+            while True:
+                self.pong()
+        except (EOFError, OSError):
+            if not drain.is_draining():  # else the supervisor closed it after its SIGTERM: a shutdown under way
+                log.warning("the supervisor is gone: stopping", pid=os.getpid())
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def pong(self) -> None:
         """Read one ping; answer it now while starting, else from the event loop when the loop next runs."""
@@ -84,5 +118,9 @@ class LoopAnsweringProcess(Process):
             return
 
     def answer(self) -> None:
-        """On the event loop: tell the supervisor the worker serves (uvicorn keeps `started` true while it drains)."""
-        self.child_conn.send(self.server.started)
+        """On the event loop: tell the supervisor the worker serves (uvicorn keeps `started` true while it drains).
+
+        A closed pipe is the ping thread's to act on (`always_pong`).
+        """
+        with contextlib.suppress(OSError):
+            self.child_conn.send(self.server.started)

@@ -3,9 +3,9 @@
 A step's CPU work runs on one core per process (the GIL), so with `cpu: "2"` one process left a
 paid vCPU idle whenever steps were CPU-bound. The supervisor binds each worker's socket
 (`worker_sockets`: SO_REUSEPORT, so the kernel spreads new connections over the workers) and
-starts the workers with `spawn`: each imports the app afresh through `create_worker_app` (an
-import string, which is why uvicorn refused `WEB_CONCURRENCY=2` with an app object) and builds its
-own model clients on its own event loop.
+starts the workers (`worker_process`: forked from a fork server that imported the service's modules
+once). Each builds its app through `create_worker_app` (an import string, which is why uvicorn
+refused `WEB_CONCURRENCY=2` with an app object), with its own model clients on its own event loop.
 
 Each worker does what the single process did: pause the collector while it builds (`startup_gc`),
 freeze the start-up heap, install the drain on SIGTERM (`drain`), apply the read timeout
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 APP_FACTORY = "librarian_svc.workers:create_worker_app"
-"""What uvicorn imports and calls in each worker (an import string: worker processes are spawned)."""
+"""What uvicorn calls in each worker (an import string: the worker process does not share the supervisor's objects)."""
 
 SIGNAL_TICK_S = 0.1
 """How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""

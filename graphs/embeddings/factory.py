@@ -15,6 +15,15 @@ from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from graphs.llm.config import EmbeddingConfig
 
+EMBEDDING_MODULES: dict[str, tuple[str, ...]] = {
+    "hashing": (),
+    "gemini": ("langchain_google_genai",),
+    "vertex": ("langchain_google_genai", "google.auth"),
+    "openai": ("langchain_openai", "graphs.embeddings.openai_roles"),
+}
+"""What each arm of `make_embeddings` imports, so a worker's fork server can import it ahead
+(`librarian_svc.worker_preload`); tests/graphs/llm/test_providers_modules.py keeps it true."""
+
 
 def describe(cfg: EmbeddingConfig) -> str:
     """Name the embedder for readiness output, usage reports and cache keys.

@@ -36,6 +36,19 @@ if TYPE_CHECKING:
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 
+_OPENAI_MODULES = ("graphs.llm.openai_chat", "httpx2", "openai")
+CHAT_MODULES: dict[str, tuple[str, ...]] = {
+    "heuristic": (),
+    "gemini": ("graphs.llm.gemini_chat",),
+    "vertex": ("langchain_google_genai", "google.auth"),
+    "openai": _OPENAI_MODULES,
+    "openai-compatible": _OPENAI_MODULES,
+    "azure": _OPENAI_MODULES,
+}
+"""What each arm of `make_chat_model` imports, so a worker's fork server can import it ahead
+(`librarian_svc.worker_preload`); tests/graphs/llm/test_providers_modules.py keeps it true."""
+
+
 def _openai_http_client() -> httpx2.AsyncClient:
     """The async HTTP client for the OpenAI SDK: its aiohttp transport, idle connections kept 60 s.
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from multiprocessing.context import ForkServerProcess, SpawnProcess
 
 import pytest
 import uvicorn
 
+from librarian_svc import worker_process
 from librarian_svc.worker_process import LoopAnsweringProcess
 
 ANSWER_WAIT_S = 2.0
@@ -106,3 +108,32 @@ def test_a_closed_loop_leaves_the_ping_unanswered(process: LoopAnsweringProcess)
     process.server.started = True
     ping(process)
     assert not process.parent_conn.poll(0.3)
+
+
+def test_workers_start_from_the_fork_server_and_are_spawned_when_it_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No writable temporary directory for the fork server's socket (a read-only file system): spawn, as uvicorn."""
+    monkeypatch.setattr(worker_process, "START_METHOD", "forkserver")
+    config = uvicorn.Config("librarian_svc.workers:create_worker_app", factory=True, workers=2)
+    process = LoopAnsweringProcess(config, [])
+    forked: object = process.process  # uvicorn annotates it a SpawnProcess
+    spawned = process._spawned
+    assert isinstance(forked, ForkServerProcess)
+    assert isinstance(spawned, SpawnProcess)
+
+    def no_fork_server() -> None:
+        raise FileNotFoundError("No usable temporary directory found")
+
+    started: list[object] = []
+    monkeypatch.setattr(forked, "start", no_fork_server)
+    monkeypatch.setattr(spawned, "start", lambda: started.append(spawned))
+    process.start()
+    assert started == [spawned]
+    assert process.process is spawned
+    assert worker_process.START_METHOD == "spawn"  # and every later worker
+    assert LoopAnsweringProcess(config, [])._spawned is None
+
+    monkeypatch.setattr(spawned, "start", no_fork_server)
+    with pytest.raises(FileNotFoundError):  # already spawned: nothing to fall back to
+        process.start()

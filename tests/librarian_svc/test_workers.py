@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.proc_stats import children, cmdline, role, tree, worker_pids
 from librarian_svc.instance_readiness import MARKER_ENV
 from tests.support.held_worker_service import ALLOWANCE_ENV, HOLD_ENV
 from tests.support.live_service import LiveService
@@ -155,6 +156,21 @@ def test_each_worker_listens_on_a_socket_of_its_own_and_a_burst_of_connections_r
     assert listening_sockets(service.port) == listening
     assert {pid: sockets_held(pid) & listening for pid in own} == own
     assert served_by_burst(service) == set(own)
+    assert service.stop() == 0
+
+
+def test_the_workers_are_forked_from_a_fork_server_that_loaded_the_service(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    """Not spawned (each importing everything itself): forked from one process that imported the modules once."""
+    service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    servers = [pid for pid in children(service.process.pid) if role(pid) == "fork_server"]
+    assert len(servers) == 1, [cmdline(pid) for pid in children(service.process.pid)]
+    assert sorted(children(servers[0])) == sorted(ready_workers(service)) == sorted(worker_pids(service.process.pid))
+    loaded = Path(f"/proc/{servers[0]}/maps").read_text()
+    assert "msgspec" in loaded  # the service's native modules, loaded before any fork
+    assert "uvloop" in loaded
     assert service.stop() == 0
 
 
@@ -305,14 +321,18 @@ def test_the_workers_stop_when_their_supervisor_dies_and_the_port_can_be_served_
     service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
     assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
     workers = set(ready_workers(service))
+    family = set(tree(service.process.pid)) - {service.process.pid}  # the workers, the fork server, the tracker
+    assert workers < family
     service.process.kill()
     service.process.wait()
     try:
-        assert wait_until(lambda: not any(running(pid) for pid in workers), 30.0), service.logs()
+        assert wait_until(lambda: not any(running(pid) for pid in family), 30.0), service.logs()
     finally:
-        for pid in workers:
+        for pid in family:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    stopping = [line["pid"] for line in log_lines(service) if line.get("message") == "the supervisor is gone: stopping"]
+    assert sorted(stopping) == sorted(workers)
     again = start_live_service({"WEB_CONCURRENCY": "2"}, port=service.port, ready_timeout=READY_TIMEOUT_S)
     assert httpx.get(f"{again.base_url}/ready", timeout=5.0).status_code == 200
     assert again.stop() == 0

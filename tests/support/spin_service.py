@@ -6,8 +6,8 @@
 raises; with `?check=false` it spins for `seconds`, deaf to everything. Served exactly as the service
 is (`librarian_svc.__main__.main`, any `WEB_CONCURRENCY`), only with this route added.
 
-Nothing heavy is imported at module level: spawned workers import this module first (it is the
-parent's `__main__`), and the service's start-up pauses the collector only inside the app factory.
+Nothing heavy is imported at module level: it is the supervisor's `__main__`, and each worker imports
+it by the app factory's import string, where the service's start-up pauses the collector.
 """
 
 from __future__ import annotations

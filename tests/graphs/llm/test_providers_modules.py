@@ -1,0 +1,78 @@
+"""`CHAT_MODULES` and `EMBEDDING_MODULES` say what each provider's arm imports, so the fork server imports it ahead.
+
+Each provider is built in a fresh interpreter: without the listed modules loaded first, building it must
+load every one of them (none listed for nothing); with them loaded first, it must load little more (no
+heavy SDK left out, which each worker would then import after the fork). Vertex AI needs credentials
+this machine does not have: its modules are only checked to import.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from graphs.embeddings.factory import EMBEDDING_MODULES
+from graphs.llm.providers import CHAT_MODULES
+from tests.support.live_service import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow
+
+LEFT_FOR_THE_WORKER = 100
+"""Modules a build may still load with the listed ones loaded first: the HTTP client's own lazy imports
+(53-62 for the OpenAI SDK's). Leaving an SDK out leaves hundreds (about 700 for OpenAI's)."""
+
+ENV = {
+    "OPENAI_API_KEY": "k",
+    "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    "LLM_MODEL": "m",
+    "GOOGLE_API_KEY": "k",
+    "AZURE_OPENAI_API_KEY": "k",
+    "AZURE_OPENAI_ENDPOINT": "https://example.invalid",
+    "AZURE_OPENAI_DEPLOYMENT": "d",
+    "EMBEDDING_BASE_URL": "http://127.0.0.1:9/v1",
+    "EMBEDDING_MODEL": "e",
+}
+
+SCRIPT = """
+import importlib, json, sys
+from librarian_svc.settings import load_settings
+from graphs.llm.providers import make_chat_model
+from graphs.embeddings.factory import make_embeddings
+kind, provider, preload, env = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
+for name in preload:
+    importlib.import_module(name)
+before = set(sys.modules)
+variable = "LLM_PROVIDER" if kind == "chat" else "EMBEDDING_PROVIDER"
+settings = load_settings(env | {variable: provider})
+make_chat_model(settings.llm) if kind == "chat" else make_embeddings(settings.embedding)
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def loaded_by_build(kind: str, provider: str, preload: tuple[str, ...]) -> list[str]:
+    """The modules building `provider`'s client loads, in a fresh interpreter with `preload` loaded first."""
+    argv = [sys.executable, "-c", SCRIPT, kind, provider, json.dumps(preload), json.dumps(ENV)]
+    done = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+CASES = [("chat", name, modules) for name, modules in CHAT_MODULES.items()] + [
+    ("embedding", name, modules) for name, modules in EMBEDDING_MODULES.items()
+]
+
+
+@pytest.mark.parametrize(("kind", "provider", "modules"), CASES, ids=[f"{k}-{p}" for k, p, _ in CASES])
+def test_the_listed_modules_are_what_the_build_loads(kind: str, provider: str, modules: tuple[str, ...]) -> None:
+    if provider == "vertex":
+        for name in modules:
+            __import__(name)
+        return
+    base = ("librarian_svc.settings", "graphs.llm.providers", "graphs.embeddings.factory")
+    alone = loaded_by_build(kind, provider, base)
+    assert set(modules) <= set(alone), f"listed but not loaded by the build: {set(modules) - set(alone)}"
+    after = loaded_by_build(kind, provider, base + modules)
+    assert len(after) <= LEFT_FOR_THE_WORKER, after
