@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 
 from librarian_svc.startup_gc import collector_paused
 
@@ -37,16 +38,24 @@ def provider_modules() -> tuple[str, ...]:
         settings = load_settings()
     except ConfigError:
         return ()
-    return CHAT_MODULES[settings.llm.provider] + EMBEDDING_MODULES[settings.embedding.provider]
+    return CHAT_MODULES.get(settings.llm.provider, ()) + EMBEDDING_MODULES.get(settings.embedding.provider, ())
 
 
 def preload() -> None:
-    """Import `PRELOADED` and the configured providers' SDKs with the collector paused, then freeze what they made."""
-    with collector_paused():
-        for name in PRELOADED:
-            importlib.import_module(name)
-        for name in provider_modules():
-            importlib.import_module(name)
+    """Import `PRELOADED` and the configured providers' SDKs with the collector paused, then freeze what they made.
+
+    A failure only costs speed: the fork server must come up whatever happens here (multiprocessing lets
+    an ImportError pass, and anything else would take the fork server, and the supervisor's start, down
+    with it), and each worker imports what is missing and reports a real problem itself.
+    """
+    try:
+        with collector_paused():
+            for name in PRELOADED:
+                importlib.import_module(name)
+            for name in provider_modules():
+                importlib.import_module(name)
+    except Exception as exc:  # see above: the worker reports it
+        print(f"worker preload stopped early: {exc!r}", file=sys.stderr)
     gc.freeze()
 
 

@@ -78,13 +78,28 @@ class LoopAnsweringProcess(Process):
         global START_METHOD
         try:
             self.process.start()
-        except OSError as exc:
+        except (OSError, EOFError) as exc:  # EOFError: the fork server died before it forked the worker
             if self._spawned is None:
                 raise
             log.warning("cannot start the fork server: spawning the workers instead", error=str(exc))
             START_METHOD = "spawn"
             self.process, self._spawned = self._spawned, None  # type: ignore[assignment]
             self.process.start()
+
+    def terminate(self) -> None:
+        """SIGTERM (the worker drains), keeping the health pipe open until `join`.
+
+        uvicorn's closes the pipe at once, and the worker's ping thread could read its end before the
+        drain began and take it for the supervisor's death.
+        """
+        if self.process.exitcode is None and self.process.pid is not None:
+            os.kill(self.process.pid, signal.SIGTERM)
+
+    def join(self) -> None:
+        """Wait for the worker to exit, then close the health pipe."""
+        super().join()
+        self.parent_conn.close()
+        self.child_conn.close()
 
     def target(self, sockets: list[socket] | None = None) -> None:
         """In the worker: answer pings from a thread, serve on a loop of our own making (so the thread can reach it)."""

@@ -17,8 +17,10 @@ would fail the same way.
 from __future__ import annotations
 
 import gc
+import multiprocessing.util
 import os
 import secrets
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -207,6 +209,9 @@ class Supervisor(Multiprocess):
         self.terminate_all()
         self.join_all()
         self._serving_marker.remove()
+        # multiprocessing's directory (the fork server's socket): its own clean-up runs at interpreter exit,
+        # which the service skips (`drain.exit_now`)
+        shutil.rmtree(multiprocessing.util.get_temp_dir(), ignore_errors=True)
         log.info("workers stopped", pid=os.getpid())
 
     def handle_hup(self) -> None:

@@ -35,6 +35,13 @@ BURST = 24
 """Connections opened at once: all of them on one of two workers' sockets has probability 2^-23."""
 
 
+def stopped_cleanly(service: LiveService) -> bool:
+    """SIGTERM: status 0, and no worker took the shutdown for its supervisor's death."""
+    status = service.stop()
+    gone = [line for line in log_lines(service) if line.get("message") == "the supervisor is gone: stopping"]
+    return status == 0 and not gone
+
+
 def log_lines(service: LiveService) -> list[dict[str, Any]]:
     return [json.loads(line) for line in service.logs().splitlines() if line.startswith("{")]
 
@@ -156,7 +163,7 @@ def test_each_worker_listens_on_a_socket_of_its_own_and_a_burst_of_connections_r
     assert listening_sockets(service.port) == listening
     assert {pid: sockets_held(pid) & listening for pid in own} == own
     assert served_by_burst(service) == set(own)
-    assert service.stop() == 0
+    assert stopped_cleanly(service)
 
 
 def test_the_workers_are_forked_from_a_fork_server_that_loaded_the_service(
@@ -171,7 +178,7 @@ def test_the_workers_are_forked_from_a_fork_server_that_loaded_the_service(
     loaded = Path(f"/proc/{servers[0]}/maps").read_text()
     assert "msgspec" in loaded  # the service's native modules, loaded before any fork
     assert "uvloop" in loaded
-    assert service.stop() == 0
+    assert stopped_cleanly(service)
 
 
 def test_a_worker_that_dies_is_replaced_on_its_socket(start_live_service: Callable[..., LiveService]) -> None:
@@ -193,7 +200,7 @@ def test_a_worker_that_dies_is_replaced_on_its_socket(start_live_service: Callab
     assert sockets_held(replacement) & listening == its_socket
     assert served == {replacement, *(first_two - {victim})}  # nothing lost: half of them waited for it
     assert replacement in served_by_burst(service)
-    assert service.stop() == 0
+    assert stopped_cleanly(service)
 
 
 HUNG_AFTER_S = 4
@@ -240,7 +247,7 @@ def test_a_worker_whose_event_loop_is_stuck_is_replaced_on_its_socket(
     (replacement,) = set(ready_workers(service)) - set(own)
     assert sockets_held(replacement) & listening == own[stuck]
     assert served_by_burst(service) == {replacement, *(set(own) - {stuck})}
-    assert service.stop() == 0
+    assert stopped_cleanly(service)
 
 
 def test_the_instance_is_ready_only_once_every_worker_serves(
@@ -269,7 +276,7 @@ def test_the_instance_is_ready_only_once_every_worker_serves(
     assert wait_until(became_ready, READY_TIMEOUT_S), service.logs()
     assert len(ready_workers(service)) == 2
     assert any(line.get("message") == "every worker serves: the instance is ready" for line in log_lines(service))
-    assert service.stop() == 0
+    assert stopped_cleanly(service)
 
 
 @pytest.mark.parametrize("held", ["later_workers", "every_worker"])
@@ -302,7 +309,7 @@ def test_a_worker_that_never_starts_serving_is_replaced(
     assert wait_until(became_ready, READY_TIMEOUT_S), service.logs()
     assert not set(not_serving()) & set(ready_workers(service))  # none of the replaced ones ever served
     assert len(ready_workers(service)) == 2
-    assert service.stop() == 0
+    assert stopped_cleanly(service)
 
 
 def running(pid: int) -> bool:

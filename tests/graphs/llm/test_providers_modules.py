@@ -9,16 +9,18 @@ this machine does not have: its modules are only checked to import.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import get_args
 
 import pytest
 
 from graphs.embeddings.factory import EMBEDDING_MODULES
+from graphs.llm.config import EmbeddingProviderName, LLMProviderName
 from graphs.llm.providers import CHAT_MODULES
 from tests.support.live_service import PROJECT_ROOT
-
-pytestmark = pytest.mark.slow
 
 LEFT_FOR_THE_WORKER = 100
 """Modules a build may still load with the listed ones loaded first: the HTTP client's own lazy imports
@@ -65,6 +67,38 @@ CASES = [("chat", name, modules) for name, modules in CHAT_MODULES.items()] + [
 ]
 
 
+def test_every_provider_has_its_list() -> None:
+    """A provider added without its list would be preloaded with nothing (a slower start, not an error)."""
+    assert set(CHAT_MODULES) == set(get_args(LLMProviderName))
+    assert set(EMBEDDING_MODULES) == set(get_args(EmbeddingProviderName))
+
+
+def test_a_preload_that_fails_leaves_the_fork_server_up(tmp_path: Path) -> None:
+    """Anything but an ImportError would take the fork server, and the supervisor's start, down with it."""
+    (tmp_path / "broken_sdk.py").write_text("raise KeyError('not what the preload expected')\n")
+    script = (
+        "import graphs.llm.providers as providers\n"
+        "providers.CHAT_MODULES['heuristic'] = ('broken_sdk',)\n"
+        "import librarian_svc.worker_preload\n"
+        "print('up')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{PROJECT_ROOT}{os.pathsep}{tmp_path}", "LLM_PROVIDER": "heuristic"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "up"
+    assert "worker preload stopped early" in done.stderr
+    assert "not what the preload expected" in done.stderr
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "provider", "modules"), CASES, ids=[f"{k}-{p}" for k, p, _ in CASES])
 def test_the_listed_modules_are_what_the_build_loads(kind: str, provider: str, modules: tuple[str, ...]) -> None:
     if provider == "vertex":
