@@ -116,7 +116,7 @@ class LoopAnsweringProcess(Process):
             while True:
                 self.pong()
         except (EOFError, OSError):
-            if not drain.is_draining():  # else the supervisor closed it after its SIGTERM: a shutdown under way
+            if not drain.is_draining():  # else a shutdown is under way, and this SIGTERM changes nothing
                 log.warning("the supervisor is gone: stopping", pid=os.getpid())
             os.kill(os.getpid(), signal.SIGTERM)
 

@@ -111,6 +111,10 @@ class StateCodec:
             signature = _unb64(match.group(2))
         except (binascii.Error, ValueError):
             raise _refuse("state signature is not valid base64url") from None
+        # The last character of unpadded base64 carries bits the decoder drops: two spellings of one
+        # signature would both verify. Only the one this service wrote is the token.
+        if _b64(signature) != match.group(2):
+            raise _refuse("state signature is not valid base64url")
         if not any(hmac.compare_digest(self._sign(key, signed), signature) for key in self._keys):
             raise _refuse(
                 "state signature does not match: the token was modified, or signed with a key this service "

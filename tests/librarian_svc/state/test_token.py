@@ -77,6 +77,19 @@ def test_any_changed_character_is_refused(state: DemoState, position: int, char:
         _open(codec, edited)
 
 
+def test_the_signature_is_accepted_in_one_spelling_only() -> None:
+    """Unpadded base64's last character carries bits the decoder drops: a second spelling would decode the same."""
+    codec = _codec()
+    token = codec.seal(DemoState(counter=1, notes=[], scores={}), agent="demo", schema_version=1)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet.index(token[-1])
+    same_bytes = [c for c in alphabet if c != token[-1] and alphabet.index(c) >> 2 == last >> 2]
+    assert same_bytes  # a 32-byte HMAC leaves 2 bits of its last character unused
+    for spelling in same_bytes:
+        with pytest.raises(InvalidInput, match="base64url"):
+            _open(codec, token[:-1] + spelling)
+
+
 def _resigned_with_edit(token: str, key: bytes, edit: Callable[[dict[str, Any]], None]) -> str:
     """What an attacker without the key cannot do, done with the key: proves the checks after the signature."""
     payload = token.split(".")[1]
