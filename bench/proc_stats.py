@@ -93,10 +93,11 @@ def worker_pids(supervisor: int) -> list[int]:
     return found
 
 
-def status_kib(pid: int, field: str) -> int | None:
-    """A memory figure of /proc/<pid>/status in KiB (`VmRSS`: resident now, `VmHWM`: its peak); None if absent."""
+def status_kib(pid: int, field: str, source: str = "status") -> int | None:
+    """A memory figure in KiB of /proc/<pid>/`source` (`status`: `VmRSS` resident now, `VmHWM` its peak;
+    `smaps_rollup`: `Pss`); None if absent."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+        for line in Path(f"/proc/{pid}/{source}").read_text(encoding="ascii").splitlines():
             if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
@@ -119,13 +120,7 @@ def pss_mb(pid: int) -> float | None:
     Summed over an instance's processes, it counts a page shared by forked workers once, as the memory
     limit does; resident sets count it in every process that maps it.
     """
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="ascii").splitlines():
-            if line.startswith("Pss:"):
-                return _mib(int(line.split()[1]))
-    except OSError:
-        return None
-    return None
+    return _mib(status_kib(pid, "Pss", "smaps_rollup"))
 
 
 def peak_rss_mb(pid: int) -> float | None:

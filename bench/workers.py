@@ -158,8 +158,7 @@ def memory(root: int, workers: int) -> dict[str, Any]:
     """Each process's resident set and share (PSS), and the instance's PSS in all (what the limit counts)."""
     processes = {"supervisor" if workers > 1 else "process": root}
     if workers > 1:
-        helpers = [pid for pid in children(root) if role(pid) != "worker"]
-        processes |= {role(pid): pid for pid in helpers}
+        processes |= {kind: pid for pid in children(root) if (kind := role(pid)) != "worker"}
         processes |= {f"worker_{i + 1}": pid for i, pid in enumerate(worker_pids(root))}
     pss = {name: pss_mb(pid) for name, pid in processes.items()}
     return {

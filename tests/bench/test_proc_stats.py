@@ -29,6 +29,9 @@ def test_a_live_process_and_its_child_are_read() -> None:
         assert rss is not None
         assert peak is not None
         assert 0 < rss <= peak
+        pss = proc_stats.pss_mb(me)
+        assert pss is not None
+        assert 0 < pss <= rss + 0.1  # its share of what it maps, never more than all of it
         assert proc_stats.status_kib(me, "NoSuchField") is None
         fds = proc_stats.open_fds(me)
         assert fds is not None
