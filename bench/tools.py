@@ -195,9 +195,10 @@ def ensure_wrk() -> str:
     if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
         log("wrk not found: installing it with apt-get")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        # apt-get's progress goes to stderr with the benchmark's own: stdout carries the JSON report alone
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, stdout=sys.stderr)
         install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", WRK_APT_PACKAGE]
-        subprocess.run(install, check=True, env=env)
+        subprocess.run(install, check=True, env=env, stdout=sys.stderr)
         found = shutil.which("wrk")
         if found:
             return found

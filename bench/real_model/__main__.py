@@ -46,6 +46,7 @@ SERVICE_ENV = {
     "LLM_MAX_RETRIES": "0",  # a retry after a timeout would only wait as long again
     "LLM_MAX_OUTPUT_TOKENS": "1024",
     "REQUEST_TIMEOUT_MS": "1200000",
+    "WEB_CONCURRENCY": "2",  # as cloudrun.yaml: two workers forked from the fork server, the model's SDK preloaded
 }
 STEP_TIMEOUT_MS = 1_200_000
 

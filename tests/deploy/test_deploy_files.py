@@ -327,10 +327,14 @@ def test_one_worker_per_vcpu(service: dict[str, Any], container: dict[str, Any])
 
 # What an instance is made of, in MiB, from `python -m bench.memory_admission` (README, "Memory"): 80 and 160 of the
 # heaviest accepted requests (ACE search, 1.1 MB) at once on 2 workers.
-SUPERVISOR_MB = 55
-"""The supervisor (43) and multiprocessing's resource tracker (12)."""
+SUPERVISOR_MB = 112
+"""The processes beside the workers, in PSS (`python -m bench.workers --compare-spawn`, session 21): the supervisor
+(33.5), multiprocessing's resource tracker (6.8) and the fork server the workers are forked from (71.5: the
+service's modules, imported once, whose pages the workers share)."""
 WORKER_CACHED_MB = 180
-"""A worker at rest once its bounded caches are full (`bench.soak`: 171-174)."""
+"""A spawned worker at rest once its bounded caches are full (`bench.soak`: 171-174 RSS). A worker forked from the
+fork server holds less of its own (PSS 63.5 against 121.6 MB spawned, at rest with empty caches): kept as the
+spawned figure, on the safe side."""
 WORKER_MARGIN_MB = 130
 """What a worker may hold beyond its cached heap and its budget: 47 measured at its peak (at 256 MB: 478 = 175 +
 256 + 47), plus the exempt requests, which never wait for the budget: each under 1 MB of estimate, so under 80 MB

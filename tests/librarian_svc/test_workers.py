@@ -2,8 +2,9 @@
 
 Each worker builds the app itself (the collector paused, the start-up heap frozen), answers `/ready`,
 and accepts the others' state tokens, also when no signing key is configured: the supervisor makes one
-ephemeral key for the whole instance. A worker that dies is replaced. Shutdown with several workers
-is in test_shutdown.py.
+ephemeral key for the whole instance. A worker that dies is replaced. The workers are forked from a fork
+server that imported the service and the configured model provider's SDK, and each asks the model on its
+own. Shutdown with several workers is in test_shutdown.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pytest
 
 from bench.proc_stats import children, cmdline, role, tree, worker_pids
 from librarian_svc.instance_readiness import MARKER_ENV
+from tests.fakes.fixtures import fake_llm_env
+from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.support.held_worker_service import ALLOWANCE_ENV, HOLD_ENV
 from tests.support.live_service import LiveService
 from tests.support.proc_sockets import listening_sockets, sockets_held
@@ -178,6 +181,60 @@ def test_the_workers_are_forked_from_a_fork_server_that_loaded_the_service(
     loaded = Path(f"/proc/{servers[0]}/maps").read_text()
     assert "msgspec" in loaded  # the service's native modules, loaded before any fork
     assert "uvloop" in loaded
+    assert stopped_cleanly(service)
+
+
+def model_plans_the_search(body: dict[str, Any]) -> Reply:
+    """The Librarian's model, OpenAI or Gemini shaped: no candidate yet, so two queries of its own."""
+    assert "queries_text" in request_text(body), request_text(body)[:500]
+    decision = {
+        "sufficient": False,
+        "rationale": "nothing found yet",
+        "coverage_notes": "",
+        "queries_text": ["梅雨 時期 地域"],
+        "queries_vector": ["梅雨が見られない地域はどこですか"],
+    }
+    return Reply(content=json.dumps(decision, ensure_ascii=False), usage=(400, 60))
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_every_worker_asks_the_model_with_the_sdk_its_fork_server_preloaded(
+    provider: str, llm_server: FakeLLMServer, start_live_service: Callable[..., LiveService]
+) -> None:
+    """The workers are forked after the fork server imported the configured provider's SDK (`worker_preload`).
+
+    Whatever those modules set up at import (SSL contexts, connectors, registries) is a copy in each worker:
+    each must still reach the model on its own connections. `gemini` is `cloudrun.yaml`'s provider; the
+    OpenAI family is `openai-compatible` here.
+    """
+    llm_server.responder = model_plans_the_search
+    service = start_live_service(
+        fake_llm_env(llm_server, provider, WEB_CONCURRENCY="2", LLM_TIMEOUT_MS="10000"), ready_timeout=READY_TIMEOUT_S
+    )
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    (fork_server,) = [pid for pid in children(service.process.pid) if role(pid) == "fork_server"]
+    assert "/aiohttp/" in Path(f"/proc/{fork_server}/maps").read_text()  # the SDK's transport, before any fork
+    opened = threading.Barrier(BURST)
+
+    def one_step(index: int) -> dict[str, Any]:
+        body = {"request_id": f"model-{index}", "user_query": "日本で梅雨がないのは北海道とどこか。", "subject_id": "s"}
+        with httpx.Client(timeout=30.0) as client:
+            opened.wait(timeout=15.0)
+            response = client.post(
+                f"{service.base_url}/agent/librarian/think", json=body, headers={"Connection": "close"}
+            )
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    with ThreadPoolExecutor(BURST) as pool:
+        answers = list(pool.map(one_step, range(BURST)))
+    for answer in answers:
+        assert answer["action"] == "SEARCH", answer
+        assert answer["queries_text"] == ["梅雨 時期 地域"], answer  # the model's, not the rules'
+        assert answer["usage"]["llm_calls"] == 1, answer
+    assert len(llm_server.chat_requests) == BURST
+    served_by = {line["pid"] for line in log_lines(service) if line.get("path") == "/agent/librarian/think"}
+    assert served_by == set(ready_workers(service)), "both workers must have asked the model"
     assert stopped_cleanly(service)
 
 
