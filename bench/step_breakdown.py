@@ -3,7 +3,9 @@
 The throughput benchmarks (`bench.grace_throughput`, `bench.proposal_quality_throughput`) say how fast
 a request is over HTTP; this says what it is made of, so a speed change can be aimed. Same payloads as
 those benchmarks, driven in-process (no sockets, no uvicorn), median of `--rounds` rounds of `--runs`
-requests, process CPU time per request:
+requests, process CPU time per request, with the collector set up as a serving worker sets it up
+(`prepare_collector_for_serving`: under the interpreter's default thresholds the young collections that
+the graph run's allocations trigger were counted as LangGraph's):
 
 - `app_request_us`: the whole app (middleware, routing, decode, state token, graph, response) on a raw
   ASGI call;
@@ -52,6 +54,7 @@ from librarian_svc.app import create_app
 from librarian_svc.log_setup import configure_logging
 from librarian_svc.request_runner import SERVICES_KEY, decode_strict
 from librarian_svc.services import Services
+from librarian_svc.startup_gc import prepare_collector_for_serving
 
 MODULE = "bench.step_breakdown"
 ASKS = "CPU per request in-process: whole app, graph run, our nodes alone, LangGraph's share"
@@ -202,6 +205,7 @@ def _parts(*, app_request_us: float, graph_run_us: float, nodes_us: dict[str, fl
 async def measure(runs: int, rounds: int) -> dict[str, Any]:
     app = create_app()
     async with app.lifespan():
+        prepare_collector_for_serving()  # as a worker serves: its start-up heap frozen, young collections rarer
         services: Services = app.state[SERVICES_KEY]
         return {
             "grace": await grace(app, services, runs, rounds),
