@@ -184,6 +184,48 @@ def test_the_workers_are_forked_from_a_fork_server_that_loaded_the_service(
     assert stopped_cleanly(service)
 
 
+def running(pid: int) -> bool:
+    """The process exists and has not exited (a zombie waiting for its reaper has)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def fork_servers(service: LiveService) -> list[int]:
+    return [pid for pid in children(service.process.pid) if role(pid) == "fork_server"]
+
+
+def test_a_killed_fork_server_is_replaced_and_its_workers_drain_and_exit(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    """The OOM killer may pick the fork server, and the workers' exit status goes with it (it reports them).
+
+    The supervisor then reads status 255 for each, and starts successors from a new fork server; each old
+    worker, its health pipe closed, drains and exits rather than serve on beside its successor.
+    """
+    service = start_live_service({"WEB_CONCURRENCY": "2"}, ready_timeout=READY_TIMEOUT_S)
+    assert wait_until(lambda: len(ready_workers(service)) == 2, READY_TIMEOUT_S), service.logs()
+    (fork_server,) = fork_servers(service)
+    old = set(ready_workers(service))
+    os.kill(fork_server, signal.SIGKILL)
+
+    assert wait_until(lambda: len(ready_workers(service)) == 4, READY_TIMEOUT_S), service.logs()
+    assert wait_until(lambda: not any(running(pid) for pid in old), 15.0), service.logs()
+    new = set(ready_workers(service)) - old
+    (successor,) = fork_servers(service)
+    assert successor != fork_server
+    assert set(children(successor)) == new
+    assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200
+    assert served_by_burst(service) == new
+    died = [line["pid"] for line in log_lines(service) if line.get("message") == "a worker died: starting another"]
+    assert sorted(died) == sorted(old)
+    assert service.stop() == 0
+    gone = [line["pid"] for line in log_lines(service) if line.get("message") == "the supervisor is gone: stopping"]
+    assert sorted(gone) == sorted(old)  # the old workers only, not the new ones at the shutdown
+
+
 def model_plans_the_search(body: dict[str, Any]) -> Reply:
     """The Librarian's model, OpenAI or Gemini shaped: no candidate yet, so two queries of its own."""
     assert "queries_text" in request_text(body), request_text(body)[:500]
@@ -367,15 +409,6 @@ def test_a_worker_that_never_starts_serving_is_replaced(
     assert not set(not_serving()) & set(ready_workers(service))  # none of the replaced ones ever served
     assert len(ready_workers(service)) == 2
     assert stopped_cleanly(service)
-
-
-def running(pid: int) -> bool:
-    """The process exists and has not exited (a zombie waiting for its reaper has)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
 
 
 def test_the_workers_stop_when_their_supervisor_dies_and_the_port_can_be_served_again(
