@@ -34,6 +34,11 @@ Provider = Literal["openai", "openai-compatible", "azure"]
 ClientFactory = Callable[[FakeLLMServer], openai.AsyncOpenAI]
 
 
+FAKE_STAMPS = {"id": "?", "created": 0}
+"""Masks what the fake stamps on each completion: a running id and the second it answered (two calls can
+straddle a second: CI saw `created` differ by one)."""
+
+
 def _config(provider: Provider, server: FakeLLMServer) -> LLMConfig:
     return fake_azure_config(server) if provider == "azure" else fake_openai_config(server, provider=provider)
 
@@ -143,7 +148,7 @@ async def test_post_sends_what_the_sdks_post_sends(llm_server: FakeLLMServer, op
     assert isinstance(reused_module._built[client][next(iter(reused_module._built[client]))], ReusedRequest)
     assert isinstance(ours, dict)
     assert isinstance(sdk, dict)
-    assert ours | {"id": "?"} == sdk | {"id": "?"}  # the fake numbers its completions
+    assert ours | FAKE_STAMPS == sdk | FAKE_STAMPS
     by_sdk, by_reuse = llm_server.calls
     assert (by_reuse.method, by_reuse.path, by_reuse.query, by_reuse.body) == (
         by_sdk.method,
@@ -155,7 +160,7 @@ async def test_post_sends_what_the_sdks_post_sends(llm_server: FakeLLMServer, op
 
 
 Outcome = object
-"""What a call came to: the reply's JSON (less the fake's completion id), or the exception's type and message."""
+"""What a call came to: the reply's JSON (less the fake's stamps), or the exception's type and message."""
 
 
 async def _outcome(call: Callable[[], Awaitable[object]]) -> Outcome:
@@ -163,7 +168,7 @@ async def _outcome(call: Callable[[], Awaitable[object]]) -> Outcome:
         reply = await call()
     except Exception as error:
         return type(error), str(error), classify(error).retryable
-    return {**reply, "id": "?"} if isinstance(reply, dict) else reply
+    return reply | FAKE_STAMPS if isinstance(reply, dict) else reply
 
 
 Session = Callable[[openai.AsyncOpenAI, Callable[[], Awaitable[object]]], Awaitable[list[Outcome]]]
