@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import multiprocessing.util
 import os
+import pickle
 import secrets
 import shutil
 import sys
@@ -55,6 +56,9 @@ APP_FACTORY = "librarian_svc.workers:create_worker_app"
 
 SIGNAL_TICK_S = 0.1
 """How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""
+STRAGGLER_MARGIN_S = 1.0
+"""At shutdown, how long past uvicorn's graceful-shutdown timeout the supervisor waits for a worker before
+SIGKILL: a draining worker's own watchdog (`drain`) has ended it half a second after that timeout."""
 
 _preloaded: list[Settings] = []
 
@@ -194,13 +198,11 @@ class Supervisor(Multiprocess):
         log.info("supervising workers", pid=os.getpid(), workers=self.processes_num)
         self.processes.append(self._start(0))
         if self._until_first_serves():
-            try:
-                for index in range(1, self.processes_num):
-                    self.processes.append(self._start(index))
-            except OSError as exc:  # out of descriptors, or the worker's process could not start: stop, draining
-                log.error("cannot start another worker: stopping", error=str(exc))
-                self.failure = STARTUP_FAILURE
-                self.should_exit.set()
+            for index in range(1, self.processes_num):
+                process = self._start_or_stop(index)
+                if process is None:
+                    break
+                self.processes.append(process)
         while not self.should_exit.wait(SIGNAL_TICK_S):
             self.handle_signals()
             self.keep_subprocess_alive()
@@ -213,6 +215,20 @@ class Supervisor(Multiprocess):
         # which the service skips (`drain.exit_now`)
         shutil.rmtree(multiprocessing.util.get_temp_dir(), ignore_errors=True)
         log.info("workers stopped", pid=os.getpid())
+
+    def join_all(self) -> None:
+        """Wait for the workers to exit, until the drain's deadline at the latest; SIGKILL any still running then.
+
+        A worker that was still starting when SIGTERM came only notes it (uvicorn's start-up handler) and
+        drains once it serves; one whose start hangs would otherwise keep the supervisor waiting for ever.
+        """
+        deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0) + STRAGGLER_MARGIN_S
+        for process in self.processes:
+            process.process.join(max(0.0, deadline - time.monotonic()))
+            if process.process.is_alive():
+                log.warning("a worker did not stop in time: killing it", pid=process.pid)
+                process.kill()
+            process.join()
 
     def handle_hup(self) -> None:
         """Ignored (uvicorn restarts every worker): see `_keep_workers`."""
@@ -247,6 +263,20 @@ class Supervisor(Multiprocess):
         process.start()
         return process
 
+    def _start_or_stop(self, index: int) -> Process | None:
+        """Start worker `index` (or its replacement); None, with the supervisor stopping, when it cannot be started.
+
+        Out of descriptors or memory, or a fork server that cannot fork: the error must not leave `run`, which
+        would skip draining the workers that serve and leave SIGTERM unheard (uvicorn's handlers only queue it).
+        """
+        try:
+            return self._start(index)
+        except OSError as exc:
+            log.error("cannot start another worker: stopping", error=str(exc))
+            self.failure = STARTUP_FAILURE
+            self.should_exit.set()
+            return None
+
     def _until_first_serves(self) -> bool:
         """Wait (handling signals) until the first worker serves; False when it failed to start or a signal came first.
 
@@ -269,7 +299,10 @@ class Supervisor(Multiprocess):
                 return False
             failure = health.failure(now, self.config.timeout_worker_healthcheck)
             if failure is not None:
-                process, health = self._replace_first(process, failure, now)
+                replaced = self._replace_first(process, failure, now)
+                if replaced is None:
+                    return False
+                process, health = replaced
                 continue
             if not health.pinged:
                 process.parent_conn.send(b"ping")
@@ -282,13 +315,16 @@ class Supervisor(Multiprocess):
                 time.sleep(SIGNAL_TICK_S)
         return False
 
-    def _replace_first(self, process: Process, failure: str, now: float) -> tuple[Process, WorkerHealth]:
-        """Kill the first worker, hung or not serving in time (`failure` says which), and start another."""
+    def _replace_first(self, process: Process, failure: str, now: float) -> tuple[Process, WorkerHealth] | None:
+        """Kill the first worker, hung or not serving in time (`failure` says which), and start another (or None)."""
         log.warning(failure, pid=process.pid)
         process.kill()
         process.process.join()
-        self.processes[0] = self._start(0)
-        return self.processes[0], WorkerHealth.starting(now)
+        successor = self._start_or_stop(0)
+        if successor is None:
+            return None
+        self.processes[0] = successor
+        return successor, WorkerHealth.starting(now)
 
     def keep_subprocess_alive(self) -> None:
         """Replace a dead or hung worker, unless it could not start: then stop, keeping its status.
@@ -320,7 +356,10 @@ class Supervisor(Multiprocess):
                 self.should_exit.set()
                 return
             log.warning("a worker died: starting another", pid=process.pid, exit_status=process.exitcode)
-            self.processes[index] = self._start(index)
+            successor = self._start_or_stop(index)
+            if successor is None:
+                return
+            self.processes[index] = successor
         self._mark_ready_when_all_serve()
 
     def _mark_ready_when_all_serve(self) -> None:
@@ -341,7 +380,7 @@ class Supervisor(Multiprocess):
             if not health.pinged:
                 connection.send(b"ping")
                 health.pinged = True
-        except (OSError, EOFError):  # the worker is going away: the next tick sees it dead
+        except (OSError, EOFError, pickle.UnpicklingError):  # the worker is going away: the next tick sees it dead
             pass
 
 
