@@ -56,9 +56,9 @@ APP_FACTORY = "librarian_svc.workers:create_worker_app"
 
 SIGNAL_TICK_S = 0.1
 """How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""
-STRAGGLER_MARGIN_S = 1.0
+STRAGGLER_MARGIN_S = 2 * drain.FORCED_EXIT_MARGIN_S
 """At shutdown, how long past uvicorn's graceful-shutdown timeout the supervisor waits for a worker before
-SIGKILL: a draining worker's own watchdog (`drain`) has ended it half a second after that timeout."""
+SIGKILL: twice the margin after which a draining worker's own watchdog (`drain`) has ended it."""
 
 _preloaded: list[Settings] = []
 
@@ -196,13 +196,11 @@ class Supervisor(Multiprocess):
         worker serves, not the first alone (`librarian_svc.instance_readiness`).
         """
         log.info("supervising workers", pid=os.getpid(), workers=self.processes_num)
-        self.processes.append(self._start(0))
-        if self._until_first_serves():
-            for index in range(1, self.processes_num):
-                process = self._start_or_stop(index)
-                if process is None:
-                    break
-                self.processes.append(process)
+        first = self._start_or_stop(0)
+        if first is not None:
+            self.processes.append(first)
+            if self._until_first_serves():
+                self._start_the_others()
         while not self.should_exit.wait(SIGNAL_TICK_S):
             self.handle_signals()
             self.keep_subprocess_alive()
@@ -276,6 +274,14 @@ class Supervisor(Multiprocess):
             self.failure = STARTUP_FAILURE
             self.should_exit.set()
             return None
+
+    def _start_the_others(self) -> None:
+        """Start workers 1 to `WEB_CONCURRENCY` - 1, stopping at the first that cannot be started."""
+        for index in range(1, self.processes_num):
+            process = self._start_or_stop(index)
+            if process is None:
+                return
+            self.processes.append(process)
 
     def _until_first_serves(self) -> bool:
         """Wait (handling signals) until the first worker serves; False when it failed to start or a signal came first.

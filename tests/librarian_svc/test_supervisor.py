@@ -9,7 +9,9 @@ its workers are stand-ins, so no process starts.
 
 from __future__ import annotations
 
+import multiprocessing.util
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,3 +111,13 @@ def test_shutdown_kills_a_worker_that_outlives_the_drain_instead_of_waiting_for_
     assert first_wait is not None
     assert first_wait <= (supervisor.config.timeout_graceful_shutdown or 0) + STRAGGLER_MARGIN_S
     assert "a worker did not stop in time: killing it" in capsys.readouterr().out
+
+
+def test_a_first_worker_that_cannot_be_started_stops_the_start_with_its_status(
+    supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # `run` removes multiprocessing's temporary directory as it ends: a directory of this test's, not the suite's
+    monkeypatch.setattr(multiprocessing.util, "get_temp_dir", lambda: str(tmp_path / "multiprocessing"))
+    supervisor.run()  # raised OSError before
+    assert supervisor.failure == STARTUP_FAILURE
+    assert supervisor.processes == []
