@@ -8,11 +8,10 @@ For each `WEB_CONCURRENCY` (runs alternate, so a busy machine slows both alike):
   once all are ready, and the instance's PSS in all (`/proc`, Linux);
 - shutdown: seconds from SIGTERM to exit, idle, and with a Librarian step in flight whose model
   answers only after 30 s (it must answer ERROR TIMEOUT within `SHUTDOWN_GRACE_S` and the process exit
-  before Cloud Run's 10 s).
+  before Cloud Run's 10 s);
+- replacement (several workers): seconds from killing a worker to its successor's "worker ready" line.
 
 The model is `tests.fakes.llm_server` on loopback. No target: the figures go in the README.
-
-- replacement (several workers): seconds from killing a worker to its successor's "worker ready" line.
 
 With `--compare-spawn`, each run with several workers is followed by the same with the workers spawned
 (`bench.spawn_variant`, uvicorn's way) instead of forked from the fork server, and the report gives
