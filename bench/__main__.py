@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "workers": ["bench.workers", "--runs", "2", "--compare-spawn"],
     "worker_balance": ["bench.worker_balance"],
     "stuck_worker": ["bench.stuck_worker"],
+    "fork_server_loss": ["bench.fork_server_loss"],
     "hostile": ["bench.hostile"],
     "memory_admission": ["bench.memory_admission"],
 }

@@ -8,8 +8,9 @@ wait with it. Here the thread only reads the ping; once the server has started, 
 a callback on the event loop. A loop that does not run for `WORKER_HUNG_AFTER_S` leaves the ping
 unanswered, and the supervisor (`workers.Supervisor`) kills the worker and starts another on the same
 socket. While the worker starts (building the app runs on the loop before it serves), the thread
-answers "not started yet" itself, as uvicorn's does: start-up is bounded by the supervisor's start
-allowance (`worker_health.WORKER_START_ALLOWANCE_S`), not by this limit.
+answers "not started yet" itself, as uvicorn's does, so a start that takes long is bounded by the
+supervisor's start allowance (`worker_health.WORKER_START_ALLOWANCE_S`). The thread must still answer
+within `WORKER_HUNG_AFTER_S` meanwhile, as it does unless the whole process is frozen.
 
 **Forked, not spawned.** uvicorn spawns each worker: a fresh interpreter that imports everything
 itself. Here workers are forked from a fork server (a child of the supervisor) that imported the
@@ -30,6 +31,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import multiprocessing
+import multiprocessing.forkserver
+import multiprocessing.process
 import os
 import signal
 import threading
@@ -70,21 +73,36 @@ class LoopAnsweringProcess(Process):
             self.process = fork_server.Process(target=subprocess_started, kwargs=kwargs)  # type: ignore[assignment]
 
     def start(self) -> None:
-        """Start the worker; spawn it (and every later one) if the fork server cannot start.
+        """Start the worker; spawn it if the fork server cannot fork it.
 
         The fork server listens on a Unix socket in a temporary directory: on a file system mounted
-        read-only with no writable temporary directory it cannot, and the workers start as uvicorn's do.
+        read-only with no writable temporary directory it cannot start, and this worker and every later
+        one are spawned, as uvicorn's are. A fork server that runs but fails while it forks this worker
+        (it died meanwhile: its connection is refused or closes) costs only this start: the worker is
+        spawned, and the next start brings up a new fork server.
         """
         global START_METHOD
+        if self._spawned is not None:
+            try:
+                multiprocessing.forkserver.ensure_running()
+            except OSError as exc:
+                log.warning("cannot start the fork server: spawning the workers instead", error=str(exc))
+                START_METHOD = "spawn"
+                self._spawn()
+                return
         try:
             self.process.start()
-        except (OSError, EOFError) as exc:  # EOFError: the fork server died before it forked the worker
+        except (OSError, EOFError) as exc:
             if self._spawned is None:
                 raise
-            log.warning("cannot start the fork server: spawning the workers instead", error=str(exc))
-            START_METHOD = "spawn"
-            self.process, self._spawned = self._spawned, None  # type: ignore[assignment]
-            self.process.start()
+            log.warning("the fork server failed to fork a worker: spawning this one", error=repr(exc))
+            self._spawn()
+
+    def _spawn(self) -> None:
+        """Start uvicorn's own (spawned) process in place of the forked one."""
+        assert self._spawned is not None
+        self.process, self._spawned = self._spawned, None  # type: ignore[assignment]
+        self.process.start()
 
     def terminate(self) -> None:
         """SIGTERM (the worker drains), keeping the health pipe open until `join`.
@@ -139,3 +157,29 @@ class LoopAnsweringProcess(Process):
         """
         with contextlib.suppress(OSError):
             self.child_conn.send(self.server.started)
+
+
+def start_unpolled(process: Process) -> None:
+    """Start a worker's process, and take it out of multiprocessing's own list of children.
+
+    multiprocessing polls every child it started whenever it starts another (`process._cleanup`), and
+    joins them at interpreter exit. The supervisor waits for its workers itself. A forked worker's exit
+    status can be read once only: when a replacement started on its thread (`worker_starts`) polled a
+    worker as the supervisor did, one of the two read nothing and took the worker for one whose fork
+    server had died (status 255), and a worker that could not start was replaced instead of stopping
+    the instance.
+    """
+    process.start()
+    multiprocessing.process._children.discard(process.process)  # type: ignore[attr-defined]
+
+
+def release(process: Process) -> None:
+    """Close what an exited worker's process object holds: its health pipe, its status pipe from the fork server.
+
+    The process object and its target (a method of the worker object) form a cycle, so without this
+    their descriptors stayed open until a cyclic collection: two more for each replaced worker, and a
+    crash loop kept adding them.
+    """
+    process.parent_conn.close()
+    process.child_conn.close()
+    process.process.close()

@@ -38,8 +38,10 @@ from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
 from librarian_svc.worker_health import SupervisedClock, WorkerHealth
-from librarian_svc.worker_process import LoopAnsweringProcess
+from librarian_svc.worker_orphans import LOST_STATUS, OrphanedWorkers, become_subreaper
+from librarian_svc.worker_process import LoopAnsweringProcess, release, start_unpolled
 from librarian_svc.worker_sockets import WorkerSockets
+from librarian_svc.worker_starts import WorkerStarts
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -56,6 +58,8 @@ APP_FACTORY = "librarian_svc.workers:create_worker_app"
 
 SIGNAL_TICK_S = 0.1
 """How often the supervisor looks at signals (uvicorn's 0.5 s would take a tenth of Cloud Run's 10 s)."""
+SUPERVISOR_FAILURE = 1
+"""The exit status when supervising failed unexpectedly (a bug: logged with its traceback, the workers drained)."""
 STRAGGLER_MARGIN_S = 2 * drain.FORCED_EXIT_MARGIN_S
 """At shutdown, how long past uvicorn's graceful-shutdown timeout the supervisor waits for a worker before
 SIGKILL: twice the margin after which a draining worker's own watchdog (`drain`) has ended it."""
@@ -186,6 +190,9 @@ class Supervisor(Multiprocess):
         self._sockets = sockets
         self._health: dict[int, WorkerHealth] = {}
         self._clock = SupervisedClock()
+        self._orphans = OrphanedWorkers()
+        self._starts = WorkerStarts()
+        self._stop_by: float | None = None
         self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
 
     def run(self) -> None:
@@ -203,30 +210,70 @@ class Supervisor(Multiprocess):
                 self._start_the_others()
         while not self.should_exit.wait(SIGNAL_TICK_S):
             self.handle_signals()
-            self.keep_subprocess_alive()
-        for sock in self.sockets:  # the workers stop accepting as they drain, then the last copy of each closes
-            sock.close()
-        self.terminate_all()
-        self.join_all()
+            self._tick()
+        self._stop_workers()
         self._serving_marker.remove()
         # multiprocessing's directory (the fork server's socket): its own clean-up runs at interpreter exit,
         # which the service skips (`drain.exit_now`)
         shutil.rmtree(multiprocessing.util.get_temp_dir(), ignore_errors=True)
         log.info("workers stopped", pid=os.getpid())
 
+    def _stop_workers(self) -> None:
+        """Tell every worker to drain (a replacement being started, once it has started), and wait for them."""
+        self.terminate_all()
+        for started in self._starts.finish(self._shutdown_deadline()):  # none is pickling the sockets after this
+            started.terminate()
+        for sock in self.sockets:  # the workers stop accepting as they drain, then the last copy of each closes
+            sock.close()
+        self.join_all()
+
+    def _tick(self) -> None:
+        """`keep_subprocess_alive`, and a bug in it stops the instance, draining, instead of escaping `run`."""
+        try:
+            self.keep_subprocess_alive()
+        except Exception as exc:
+            log.exception("supervising the workers failed: stopping", exc_info=exc)
+            self.failure = SUPERVISOR_FAILURE
+            self.should_exit.set()
+
+    def _shutdown_deadline(self) -> float:
+        """When the last worker must have exited: the drain's deadline and a margin, from the shutdown's start."""
+        if self._stop_by is None:
+            self._stop_by = time.monotonic() + (self.config.timeout_graceful_shutdown or 0) + STRAGGLER_MARGIN_S
+        return self._stop_by
+
+    def terminate_all(self) -> None:
+        """SIGTERM every worker that has started, and the orphans of a dead fork server.
+
+        A replacement whose start is under way (`_starts`) is told by `run` once it has started.
+        """
+        self._shutdown_deadline()
+        for index, process in enumerate(self.processes):
+            if index not in self._starts and process.pid is not None:
+                process.terminate()
+        self._orphans.tend()
+
     def join_all(self) -> None:
         """Wait for the workers to exit, until the drain's deadline at the latest; SIGKILL any still running then.
 
         A worker that was still starting when SIGTERM came only notes it (uvicorn's start-up handler) and
         drains once it serves; one whose start hangs would otherwise keep the supervisor waiting for ever.
+        The orphans of a dead fork server (one may die during the shutdown too) are waited for until the
+        same deadline (`_orphans`).
         """
-        deadline = time.monotonic() + (self.config.timeout_graceful_shutdown or 0) + STRAGGLER_MARGIN_S
+        deadline = self._shutdown_deadline()
         for process in self.processes:
+            if process.pid is None:  # its start failed, or never returned: nothing to wait for
+                continue
             process.process.join(max(0.0, deadline - time.monotonic()))
             if process.process.is_alive():
                 log.warning("a worker did not stop in time: killing it", pid=process.pid)
                 process.kill()
+            if process.exitcode == LOST_STATUS:
+                self._orphans.adopt(process)
+                continue
             process.join()
+        self._orphans.stop(deadline)
 
     def handle_hup(self) -> None:
         """Ignored (uvicorn restarts every worker): see `_keep_workers`."""
@@ -258,7 +305,7 @@ class Supervisor(Multiprocess):
         `WORKER_HUNG_AFTER_S` gets the worker replaced.
         """
         process = self.process_type(self.config, self._sockets.for_worker(index))
-        process.start()
+        start_unpolled(process)
         return process
 
     def _start_or_stop(self, index: int) -> Process | None:
@@ -270,10 +317,14 @@ class Supervisor(Multiprocess):
         try:
             return self._start(index)
         except OSError as exc:
-            log.error("cannot start another worker: stopping", error=str(exc))
-            self.failure = STARTUP_FAILURE
-            self.should_exit.set()
+            self._cannot_start(exc)
             return None
+
+    def _cannot_start(self, exc: BaseException) -> None:
+        """Stop the instance (draining the workers that serve): a worker's process cannot be started."""
+        log.error("cannot start another worker: stopping", error=str(exc) or repr(exc))
+        self.failure = STARTUP_FAILURE
+        self.should_exit.set()
 
     def _start_the_others(self) -> None:
         """Start workers 1 to `WEB_CONCURRENCY` - 1, stopping at the first that cannot be started."""
@@ -297,11 +348,7 @@ class Supervisor(Multiprocess):
             self.handle_signals()
             now = self._clock.tick()
             if not process.process.is_alive():
-                process.process.join()
-                status = process.exitcode
-                self.failure = status if status in (CONFIG_ERROR_STATUS, STARTUP_FAILURE) else STARTUP_FAILURE
-                log.error("the first worker could not start: stopping", pid=process.pid, exit_status=status)
-                self.should_exit.set()
+                self._first_exited(process)
                 return False
             failure = health.failure(now, self.config.timeout_worker_healthcheck)
             if failure is not None:
@@ -321,23 +368,40 @@ class Supervisor(Multiprocess):
                 time.sleep(SIGNAL_TICK_S)
         return False
 
+    def _first_exited(self, process: Process) -> None:
+        """The first worker exited before it served: stop the start, with its status if it says why."""
+        process.process.join()
+        status = process.exitcode
+        if status == LOST_STATUS:  # its fork server died: it may still run, orphaned
+            self._orphans.adopt(process)
+        self.failure = status if status in (CONFIG_ERROR_STATUS, STARTUP_FAILURE) else STARTUP_FAILURE
+        log.error("the first worker could not start: stopping", pid=process.pid, exit_status=status)
+        self.should_exit.set()
+
     def _replace_first(self, process: Process, failure: str, now: float) -> tuple[Process, WorkerHealth] | None:
         """Kill the first worker, hung or not serving in time (`failure` says which), and start another (or None)."""
         log.warning(failure, pid=process.pid)
         process.kill()
         process.process.join()
+        lost = process.exitcode == LOST_STATUS
+        if lost:
+            self._orphans.adopt(process)
         successor = self._start_or_stop(0)
         if successor is None:
             return None
         self.processes[0] = successor
+        if not lost:
+            release(process)
         return successor, WorkerHealth.starting(now)
 
     def keep_subprocess_alive(self) -> None:
         """Replace a dead or hung worker, unless it could not start: then stop, keeping its status.
 
         Never blocks: each tick reads the answers that came and sends one ping per worker that has
-        none outstanding. (uvicorn waits up to 5 s for each answer, and meanwhile does not look at
-        signals: a worker still importing under load delayed the SIGTERM relay by those 5 s.) A
+        none outstanding (uvicorn waits up to 5 s for each answer, and meanwhile does not look at
+        signals: a worker still importing under load delayed the SIGTERM relay by those 5 s), and a
+        replacement's process starts on a thread (`worker_starts`: a fork server that died is started
+        again by that start, which waits for its imports). A
         worker is replaced when it has not answered for `timeout_worker_healthcheck` seconds
         (`WORKER_HUNG_AFTER_S`) or does not serve within `WORKER_START_ALLOWANCE_S` of its start
         (`worker_health`), counted on the supervisor's own clock.
@@ -345,7 +409,12 @@ class Supervisor(Multiprocess):
         if self.should_exit.is_set():
             return
         now = self._clock.tick()
+        self._orphans.tend()
         for index, process in enumerate(self.processes):
+            if index in self._starts:
+                if not self._settle_start(index, now):
+                    return
+                continue
             health = self._health.setdefault(id(process), WorkerHealth.starting(now))
             if process.process.is_alive():
                 self._exchange_pings(process, health, now)
@@ -353,20 +422,51 @@ class Supervisor(Multiprocess):
                 if failure is None:
                     continue
                 log.warning(failure, pid=process.pid)
-            process.kill()
-            process.process.join()
             self._health.pop(id(process), None)
-            if process.exitcode in (CONFIG_ERROR_STATUS, STARTUP_FAILURE):
-                log.error("a worker could not start: stopping", pid=process.pid, exit_status=process.exitcode)
-                self.failure = process.exitcode
-                self.should_exit.set()
+            if not self._replace(index, process, now):
                 return
-            log.warning("a worker died: starting another", pid=process.pid, exit_status=process.exitcode)
-            successor = self._start_or_stop(index)
-            if successor is None:
-                return
-            self.processes[index] = successor
         self._mark_ready_when_all_serve()
+
+    def _replace(self, index: int, process: Process, now: float) -> bool:
+        """Kill worker `index` (dead or hung) and start its successor; False when the supervisor stops instead.
+
+        A worker whose status was lost with its fork server may still run: it is handed to `_orphans`, which
+        tells it to drain and reaps it (multiprocessing would not signal it).
+        """
+        if process.exitcode is None:  # hung
+            process.process.kill()
+        process.process.join()
+        lost = process.exitcode == LOST_STATUS
+        if process.exitcode in (CONFIG_ERROR_STATUS, STARTUP_FAILURE):
+            log.error("a worker could not start: stopping", pid=process.pid, exit_status=process.exitcode)
+            self.failure = process.exitcode
+            self.should_exit.set()
+            return False
+        log.warning("a worker died: starting another", pid=process.pid, exit_status=process.exitcode)
+        if lost:
+            self._orphans.adopt(process)
+        try:
+            successor = self.process_type(self.config, self._sockets.for_worker(index))
+            self._starts.begin(index, successor, now)
+        except (
+            OSError,
+            RuntimeError,
+        ) as exc:  # out of descriptors, memory or threads; the dead one stays, joined at shutdown
+            self._cannot_start(exc)
+            return False
+        self.processes[index] = successor
+        if not lost:
+            release(process)
+        return True
+
+    def _settle_start(self, index: int, now: float) -> bool:
+        """Look at worker `index`'s start under way; False when it failed (the supervisor then stops)."""
+        try:
+            self._starts.settled(index, now)
+        except BaseException as exc:  # the start's own error (out of descriptors or memory), or TimeoutError
+            self._cannot_start(exc)
+            return False
+        return True
 
     def _mark_ready_when_all_serve(self) -> None:
         """Once every worker has said it serves, tell the workers (their `/ready` turns 200)."""
@@ -405,6 +505,8 @@ def supervise(config: uvicorn.Config) -> int:
     log.info(
         "listening", host=config.host, port=sockets.bound[0].getsockname()[1], socket_per_worker=sockets.per_worker
     )
+    if not become_subreaper():
+        log.info("not the reaper of orphaned workers: one whose fork server dies stops when its health pipe closes")
     supervisor = Supervisor(config, sockets)
     supervisor.run()
     return supervisor.failure or 0

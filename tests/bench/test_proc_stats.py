@@ -66,6 +66,8 @@ def test_the_machine_busy_time_grows_by_at_least_our_own_cpu() -> None:
     assert after_machine is not None
     assert before_own is not None
     assert after_own is not None
-    # Other processes only add to the machine's figure; two clock ticks of slack for the sampling.
-    assert after_machine - before_machine >= (after_own - before_own) - 0.02
+    # Other processes only add to the machine's figure. The two are sampled differently (the machine's in
+    # clock ticks, a process's from the scheduler's own clock), and on a VM they disagree by a few per cent:
+    # a CI run measured 0.43 s of the machine for 0.45 s of ours. Slack of a tenth and two ticks.
+    assert after_machine - before_machine >= 0.9 * (after_own - before_own) - 0.02
     assert after_own - before_own > 0.05

@@ -10,6 +10,8 @@ its workers are stand-ins, so no process starts.
 from __future__ import annotations
 
 import multiprocessing.util
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,18 +21,23 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
 from librarian_svc.instance_readiness import MARKER_ENV
+from librarian_svc.worker_orphans import LOST_STATUS
 from librarian_svc.worker_sockets import WorkerSockets
-from librarian_svc.workers import STRAGGLER_MARGIN_S, Supervisor
+from librarian_svc.workers import STRAGGLER_MARGIN_S, SUPERVISOR_FAILURE, Supervisor
 
 
 class _DeadWorker:
     """What the supervisor reads of a worker that died (here: killed by a signal)."""
 
     def __init__(self) -> None:
-        self.pid = 4_000_000
-        self.exitcode = -9
+        self.pid: int | None = 4_000_000
+        self.exitcode: int | None = -9
         self.process = self
+        self.parent_conn = self.child_conn = self
         self.killed = False
+        self.terminated = 0
+        self.closed = 0
+        """How many of its three holders of descriptors were closed: the process object and the health pipe's ends."""
 
     def is_alive(self) -> bool:
         return False
@@ -40,6 +47,26 @@ class _DeadWorker:
 
     def kill(self) -> None:
         self.killed = True
+
+    def close(self) -> None:
+        self.closed += 1
+
+    def terminate(self) -> None:
+        self.terminated += 1
+
+
+class _Starts(_DeadWorker):
+    """A worker that starts (and would serve)."""
+
+    def __init__(self, *_: Any) -> None:
+        super().__init__()
+        self.exitcode = None
+
+    def start(self) -> None:
+        pass
+
+    def is_alive(self) -> bool:
+        return True
 
 
 class _CannotStart:
@@ -84,12 +111,130 @@ def test_a_first_worker_that_cannot_be_replaced_stops_the_start(supervisor: Supe
     assert supervisor.failure == STARTUP_FAILURE
 
 
+def test_a_replaced_worker_closes_its_descriptors_at_once(supervisor: Supervisor) -> None:
+    """The process object and its target form a cycle: left to the collector, each replacement kept two open."""
+    dead = _DeadWorker()
+    supervisor.process_type = _Starts  # type: ignore[assignment]
+    supervisor.processes = [dead]  # type: ignore[list-item]
+    supervisor.keep_subprocess_alive()
+    successor: object = supervisor.processes[0]
+    assert isinstance(successor, _Starts)
+    assert dead.closed == 3
+
+
+def test_a_worker_whose_status_was_lost_with_its_fork_server_is_adopted_not_killed(supervisor: Supervisor) -> None:
+    lost = _DeadWorker()
+    lost.exitcode = LOST_STATUS
+    supervisor.process_type = _Starts  # type: ignore[assignment]
+    supervisor.processes = [lost]  # type: ignore[list-item]
+    supervisor.keep_subprocess_alive()
+    successor: object = supervisor.processes[0]
+    assert isinstance(successor, _Starts)
+    assert not lost.killed  # multiprocessing would not signal it anyway: its status is known
+    assert lost.closed == 0  # its health pipe stays open until it is told to drain (`worker_orphans`)
+    assert len(supervisor._orphans) == 1
+
+
+class _SlowToStart(_Starts):
+    """A replacement whose start waits (a fork server that died is importing again), until released."""
+
+    def __init__(self, *_: Any) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def start(self) -> None:
+        self.release.wait(timeout=30)
+
+    def is_alive(self) -> bool:
+        return self.terminated == 0
+
+
+def test_a_replacement_slow_to_start_holds_neither_the_supervisor_nor_its_shutdown(supervisor: Supervisor) -> None:
+    supervisor.process_type = _SlowToStart  # type: ignore[assignment]
+    supervisor.processes = [_DeadWorker()]  # type: ignore[list-item]
+    began = time.monotonic()
+    supervisor.keep_subprocess_alive()
+    supervisor.keep_subprocess_alive()
+    assert time.monotonic() - began < 1.0  # the start waits on its thread
+    successor: object = supervisor.processes[0]
+    assert isinstance(successor, _SlowToStart)
+    assert not successor.killed
+    supervisor.terminate_all()  # SIGTERM while it starts: not signalled yet (it may not exist yet)
+    assert successor.terminated == 0
+    successor.release.set()
+    supervisor._stop_workers()  # told to drain once started, then joined
+    assert successor.terminated == 1
+    assert not successor.killed
+
+
+class _FailsToStart(_Starts):
+    """A replacement whose process cannot be started (the fork fails: out of memory)."""
+
+    def start(self) -> None:
+        self.pid = None  # as multiprocessing's process has no pid until its start succeeds
+        raise OSError(12, "Cannot allocate memory")
+
+
+def test_a_replacement_whose_start_fails_on_its_thread_stops_the_supervisor(
+    supervisor: Supervisor, capsys: pytest.CaptureFixture[str]
+) -> None:
+    supervisor.process_type = _FailsToStart  # type: ignore[assignment]
+    supervisor.processes = [_DeadWorker()]  # type: ignore[list-item]
+    deadline = time.monotonic() + 5.0
+    while not supervisor.should_exit.is_set() and time.monotonic() < deadline:
+        supervisor.keep_subprocess_alive()
+        time.sleep(0.01)
+    assert supervisor.failure == STARTUP_FAILURE
+    assert "cannot start another worker: stopping" in capsys.readouterr().out
+    supervisor.terminate_all()
+    supervisor.join_all()  # a process that never started is neither signalled nor waited for
+    failed: object = supervisor.processes[0]
+    assert isinstance(failed, _FailsToStart)
+    assert failed.terminated == 0
+
+
+def test_a_replacement_for_which_no_thread_can_be_started_stops_the_supervisor(
+    supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Out of memory or of the cgroup's pids, a thread fails as a fork would: stop, draining, as for a fork."""
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    dead = _DeadWorker()
+    supervisor.process_type = _Starts  # type: ignore[assignment]
+    supervisor.processes = [dead]  # type: ignore[list-item]
+    supervisor.keep_subprocess_alive()
+    assert supervisor.should_exit.is_set()
+    assert supervisor.failure == STARTUP_FAILURE
+    kept: object = supervisor.processes[0]
+    assert kept is dead
+    assert 0 not in supervisor._starts
+    assert "cannot start another worker: stopping" in capsys.readouterr().out
+
+
+def test_a_bug_in_a_tick_stops_the_instance_draining_instead_of_leaving_run(
+    supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def bug() -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(supervisor, "keep_subprocess_alive", bug)
+    supervisor._tick()
+    assert supervisor.should_exit.is_set()
+    assert supervisor.failure == SUPERVISOR_FAILURE
+    out = capsys.readouterr().out
+    assert "supervising the workers failed: stopping" in out
+    assert "KeyError" in out  # with its traceback
+
+
 class _Straggler(_DeadWorker):
     """A worker that does not exit when told to drain (its start hangs), until SIGKILL."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.exitcode = None  # type: ignore[assignment]
+        self.exitcode = None
         self.waited: list[float | None] = []
 
     def is_alive(self) -> bool:

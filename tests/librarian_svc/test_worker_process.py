@@ -8,15 +8,19 @@ for less than the limit is not) is in test_workers.py.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import multiprocessing.forkserver
+import os
 import threading
 from collections.abc import Iterator
 from multiprocessing.context import ForkServerProcess, SpawnProcess
 
 import pytest
 import uvicorn
+from uvicorn.supervisors.multiprocess import Process
 
 from librarian_svc import worker_process
-from librarian_svc.worker_process import LoopAnsweringProcess
+from librarian_svc.worker_process import LoopAnsweringProcess, start_unpolled
 
 ANSWER_WAIT_S = 2.0
 """Ample for an answer that is due at once; the tests that expect none wait much less."""
@@ -110,30 +114,89 @@ def test_a_closed_loop_leaves_the_ping_unanswered(process: LoopAnsweringProcess)
     assert not process.parent_conn.poll(0.3)
 
 
-def test_workers_start_from_the_fork_server_and_are_spawned_when_it_cannot_start(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """No writable temporary directory for the fork server's socket (a read-only file system): spawn, as uvicorn."""
+CONFIG = uvicorn.Config("librarian_svc.workers:create_worker_app", factory=True, workers=2)
+
+
+def forked_worker_whose_fork_server_fails(
+    monkeypatch: pytest.MonkeyPatch, error: BaseException, *, starting_it: bool
+) -> tuple[LoopAnsweringProcess, SpawnProcess, list[object]]:
+    """A worker to be forked whose fork server fails with `error`, `starting_it` or forking the worker.
+
+    Returns the worker, its spawned fallback, and what was started.
+    """
     monkeypatch.setattr(worker_process, "START_METHOD", "forkserver")
-    config = uvicorn.Config("librarian_svc.workers:create_worker_app", factory=True, workers=2)
-    process = LoopAnsweringProcess(config, [])
+    process = LoopAnsweringProcess(CONFIG, [])
     forked: object = process.process  # uvicorn annotates it a SpawnProcess
     spawned = process._spawned
     assert isinstance(forked, ForkServerProcess)
     assert isinstance(spawned, SpawnProcess)
 
-    def no_fork_server() -> None:
-        raise FileNotFoundError("No usable temporary directory found")
+    def fails() -> None:
+        raise error
 
     started: list[object] = []
-    monkeypatch.setattr(forked, "start", no_fork_server)
+    monkeypatch.setattr(multiprocessing.forkserver, "ensure_running", fails if starting_it else lambda: None)
+    monkeypatch.setattr(forked, "start", lambda: None if starting_it else fails())
     monkeypatch.setattr(spawned, "start", lambda: started.append(spawned))
+    return process, spawned, started
+
+
+def test_workers_start_from_the_fork_server_and_are_spawned_when_it_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No writable temporary directory for the fork server's socket (a read-only file system): spawn, as uvicorn."""
+    no_tmp = FileNotFoundError("No usable temporary directory found")
+    process, spawned, started = forked_worker_whose_fork_server_fails(monkeypatch, no_tmp, starting_it=True)
     process.start()
     assert started == [spawned]
     assert process.process is spawned
     assert worker_process.START_METHOD == "spawn"  # and every later worker
-    assert LoopAnsweringProcess(config, [])._spawned is None
+    assert LoopAnsweringProcess(CONFIG, [])._spawned is None
 
-    monkeypatch.setattr(spawned, "start", no_fork_server)
+    def fails() -> None:
+        raise no_tmp
+
+    monkeypatch.setattr(spawned, "start", fails)
     with pytest.raises(FileNotFoundError):  # already spawned: nothing to fall back to
         process.start()
+
+
+@pytest.mark.parametrize(
+    "error",
+    [EOFError(), ConnectionRefusedError(111, "Connection refused"), BrokenPipeError(32, "Broken pipe")],
+    ids=["closed", "refused", "broken_pipe"],
+)
+def test_a_fork_server_that_dies_while_forking_costs_only_that_start(
+    monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    """It died after it was found running: this worker is spawned, the next is forked from a new fork server."""
+    process, spawned, started = forked_worker_whose_fork_server_fails(monkeypatch, error, starting_it=False)
+    process.start()
+    assert started == [spawned]
+    assert process.process is spawned
+    assert worker_process.START_METHOD == "forkserver"
+    next_process: object = LoopAnsweringProcess(CONFIG, []).process
+    assert isinstance(next_process, ForkServerProcess)
+
+
+def test_a_started_worker_is_left_out_of_multiprocessing_s_children() -> None:
+    """Else starting another polls it (racing the supervisor for a status that can be read once) and exit joins it."""
+    stand_in = _Exits()
+    start_unpolled(stand_in.as_process())
+    assert stand_in.process not in multiprocessing.active_children()
+    stand_in.process.join(10)
+    assert stand_in.process.exitcode == 2
+
+
+class _Exits:
+    """What the supervisor holds of a worker: a multiprocessing process (here forked, exiting with status 2)."""
+
+    def __init__(self) -> None:
+        self.process = multiprocessing.get_context("fork").Process(target=os._exit, args=(2,))
+
+    def start(self) -> None:
+        self.process.start()
+
+    def as_process(self) -> Process:
+        process: object = self
+        return process  # type: ignore[return-value]
