@@ -63,8 +63,14 @@ def ranked_hits(question_index: int = 0, snippet_chars: int = 300) -> tuple[str,
     return question, hits
 
 
-def build_payload(base_url: str, question_index: int, snippet_chars: int) -> tuple[bytes, str]:
-    """Walk to the first SEARCH on the running server, then build the request that answers it."""
+def build_payload(
+    base_url: str, question_index: int, snippet_chars: int, *, this_contract: bool = True
+) -> tuple[bytes, str]:
+    """Walk to the first SEARCH on the running server, then build the request that answers it.
+
+    `this_contract=False` for a server of an earlier tree (`bench.versus_tree`), whose state the request
+    carries back as that server gave it, in that tree's contract.
+    """
     question, hits = ranked_hits(question_index, snippet_chars)
     first = httpx.post(f"{base_url}{STEP_PATH}", json={"request_id": "bench-grace-0", "query": question}, timeout=30)
     search = first.json()
@@ -77,7 +83,8 @@ def build_payload(base_url: str, question_index: int, snippet_chars: int) -> tup
             "tool_result": {"step_id": search["step_id"], "hits": hits},
         }
     )
-    msgspec.json.decode(body, type=GraceRequest)  # the contract accepts it, for both servers
+    if this_contract:
+        msgspec.json.decode(body, type=GraceRequest)  # the contract accepts it, for both servers
     return body, question
 
 

@@ -94,8 +94,8 @@ def bodies() -> dict[str, tuple[str, Body, dict[str, Any]]]:
     def librarian(_server: Server) -> bytes:
         return librarian_throughput.build_payload()[0]
 
-    def grace(server: Server) -> bytes:
-        return grace_throughput.build_payload(server.url(""), 0, 300)[0]
+    def grace(server: Server) -> bytes:  # the state is the server's own, in its tree's contract
+        return grace_throughput.build_payload(server.url(""), 0, 300, this_contract=server.name == "this")[0]
 
     run_bodies = cache(proposals.payloads)  # one dashboard for the three proposal endpoints
 

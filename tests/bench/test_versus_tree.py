@@ -64,3 +64,23 @@ def test_a_request_the_base_cannot_take_leaves_the_endpoint_out() -> None:
     assert left_out.startswith("no request of this tree's contract could be built")
     silent = base_target("validate", closed, "/x", lambda _server: b"{}", {"ok": True})
     assert isinstance(silent, str), "a base that does not answer is left out, not a crash"
+
+
+def test_the_grace_body_for_the_base_carries_its_own_state_in_its_own_contract(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14's tree answered GRACE's first call with its state as a JSON object, where this tree signs a token:
+    the base's body carries that object back as it came, and only this tree's body is held to this contract."""
+    older_state = {"session_id": "s-1", "turn": 1, "plan": {"steps": []}}
+
+    def first_call(url: str, **_: object) -> httpx.Response:
+        answer = {"action": "SEARCH", "step_id": "s1", "state": older_state}
+        return httpx.Response(200, json=answer, request=httpx.Request("POST", url))
+
+    monkeypatch.setattr(httpx, "post", first_call)
+    base = Server("base", ("true",), free_port())
+    this = Server("this", ("true",), free_port())
+    _, body_for, _ = bodies()["grace"]
+    sent = msgspec.json.decode(body_for(base))
+    assert sent["state"] == older_state
+    assert sent["tool_result"]["step_id"] == "s1"
+    with pytest.raises(msgspec.ValidationError):  # this tree's contract: the state is a token
+        body_for(this)
