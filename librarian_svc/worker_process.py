@@ -174,12 +174,17 @@ def start_unpolled(process: Process) -> None:
 
 
 def release(process: Process) -> None:
-    """Close what an exited worker's process object holds: its health pipe, its status pipe from the fork server.
+    """Close the descriptors an exited worker's process object holds: its health pipe, its status pipe.
 
     The process object and its target (a method of the worker object) form a cycle, so without this
     their descriptors stayed open until a cyclic collection: two more for each replaced worker, and a
-    crash loop kept adding them.
+    crash loop kept adding them. Only the descriptors are closed (multiprocessing's `Popen.close`), not the
+    process object (`BaseProcess.close`): its pid and exit status stay readable, so a released worker
+    that the shutdown still looks at (one lost with its fork server, left in its place) reads as exited.
+    Idempotent.
     """
     process.parent_conn.close()
     process.child_conn.close()
-    process.process.close()
+    popen = process.process._popen  # type: ignore[attr-defined]  # BaseProcess keeps no public handle on it
+    if popen is not None and popen.poll() is not None:
+        popen.close()

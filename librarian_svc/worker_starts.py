@@ -32,6 +32,8 @@ class _Start:
     """When it began (supervised clock time)."""
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    running: bool = False
+    """It has its turn (the others wait for theirs)."""
     started: bool = False
     """The process was started (not skipped by a shutdown, and no error)."""
     abandoned: bool = False
@@ -82,14 +84,15 @@ class WorkerStarts:
         return True
 
     def finish(self, deadline: float) -> list[Process]:
-        """At shutdown: begin no start still waiting its turn; wait for those under way until `deadline` (monotonic).
+        """At shutdown: begin no start still waiting its turn; wait for the one under way until `deadline`.
 
-        The processes that started. (A start that returns after `deadline` leaves a worker that stops when
-        the supervisor exits: its health pipe then closes.)
+        `deadline` is monotonic. The processes that started. The one under way is waited for because it may
+        be pickling the listening sockets, which the supervisor closes next. (A start that returns after
+        `deadline` leaves a worker that stops when the supervisor exits: its health pipe then closes.)
         """
-        self._stopping.set()
+        self._stopping.set()  # before reading `running`: a start either saw this, or is running and waited for
         for start in self._starts.values():
-            if not start.abandoned:
+            if start.running and not start.abandoned:
                 start.done.wait(max(0.0, deadline - time.monotonic()))
         started = [start.process for start in self._starts.values() if start.started]
         self._starts.clear()
@@ -98,6 +101,7 @@ class WorkerStarts:
     def _run(self, start: _Start) -> None:
         try:
             with self._one_at_a_time:
+                start.running = True
                 if self._stopping.is_set():  # its sockets are being closed: pickling them would fail
                     return
                 start_unpolled(start.process)

@@ -193,6 +193,8 @@ class Supervisor(Multiprocess):
         self._orphans = OrphanedWorkers()
         self._starts = WorkerStarts()
         self._stop_by: float | None = None
+        self._told: set[int] = set()
+        """The workers (by `id`) sent SIGTERM at shutdown."""
         self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
 
     def run(self) -> None:
@@ -222,7 +224,7 @@ class Supervisor(Multiprocess):
         """Tell every worker to drain (a replacement being started, once it has started), and wait for them."""
         self.terminate_all()
         for started in self._starts.finish(self._shutdown_deadline()):  # none is pickling the sockets after this
-            started.terminate()
+            self._tell(started)
         for sock in self.sockets:  # the workers stop accepting as they drain, then the last copy of each closes
             sock.close()
         self.join_all()
@@ -249,9 +251,19 @@ class Supervisor(Multiprocess):
         """
         self._shutdown_deadline()
         for index, process in enumerate(self.processes):
-            if index not in self._starts and process.pid is not None:
-                process.terminate()
+            if index in self._starts or process.pid is None:
+                continue
+            if process.exitcode == LOST_STATUS:  # its fork server died since the last tick: it may run on, orphaned
+                self._orphans.adopt(process)
+            else:
+                self._tell(process)
         self._orphans.tend()
+
+    def _tell(self, process: Process) -> None:
+        """SIGTERM `process` (it drains), once."""
+        if id(process) not in self._told:
+            self._told.add(id(process))
+            process.terminate()
 
     def join_all(self) -> None:
         """Wait for the workers to exit, until the drain's deadline at the latest; SIGKILL any still running then.
@@ -265,6 +277,8 @@ class Supervisor(Multiprocess):
         for process in self.processes:
             if process.pid is None:  # its start failed, or never returned: nothing to wait for
                 continue
+            if process.exitcode is None:  # a start given up on that has returned since: it was never told
+                self._tell(process)
             process.process.join(max(0.0, deadline - time.monotonic()))
             if process.process.is_alive():
                 log.warning("a worker did not stop in time: killing it", pid=process.pid)
@@ -273,6 +287,7 @@ class Supervisor(Multiprocess):
                 self._orphans.adopt(process)
                 continue
             process.join()
+            self._orphans.tend()  # orphans found meanwhile are told now, not after every join
         self._orphans.stop(deadline)
 
     def handle_hup(self) -> None:
@@ -341,15 +356,19 @@ class Supervisor(Multiprocess):
         still importing, and the worker then answers every queued ping in turn, so the parent read
         stale "not started" answers for seconds after the worker served. A first worker that stops
         answering or does not serve within `WORKER_START_ALLOWANCE_S` is replaced, as any other
-        (`worker_health`); one that exits stops the start with its status.
+        (`worker_health`), and so is one whose status was lost with its fork server; one that exits
+        stops the start with its status.
         """
         process, health = self.processes[0], WorkerHealth.starting(self._clock.tick())
         while not self.should_exit.is_set():
             self.handle_signals()
             now = self._clock.tick()
             if not process.process.is_alive():
-                self._first_exited(process)
-                return False
+                successor = self._first_exited(process)
+                if successor is None:
+                    return False
+                process, health = successor, WorkerHealth.starting(now)
+                continue
             failure = health.failure(now, self.config.timeout_worker_healthcheck)
             if failure is not None:
                 replaced = self._replace_first(process, failure, now)
@@ -368,15 +387,25 @@ class Supervisor(Multiprocess):
                 time.sleep(SIGNAL_TICK_S)
         return False
 
-    def _first_exited(self, process: Process) -> None:
-        """The first worker exited before it served: stop the start, with its status if it says why."""
+    def _first_exited(self, process: Process) -> Process | None:
+        """The first worker exited before it served: stop the start, with its status if it says why (None).
+
+        A worker whose status was lost with its fork server did nothing wrong, and may run on, orphaned: it
+        is handed to `_orphans` and another first worker is started (the successor), as later workers are.
+        """
         process.process.join()
         status = process.exitcode
-        if status == LOST_STATUS:  # its fork server died: it may still run, orphaned
+        if status == LOST_STATUS:
+            log.warning("a worker died: starting another", pid=process.pid, exit_status=status)
             self._orphans.adopt(process)
+            successor = self._start_or_stop(0)
+            if successor is not None:
+                self.processes[0] = successor
+            return successor
         self.failure = status if status in (CONFIG_ERROR_STATUS, STARTUP_FAILURE) else STARTUP_FAILURE
         log.error("the first worker could not start: stopping", pid=process.pid, exit_status=status)
         self.should_exit.set()
+        return None
 
     def _replace_first(self, process: Process, failure: str, now: float) -> tuple[Process, WorkerHealth] | None:
         """Kill the first worker, hung or not serving in time (`failure` says which), and start another (or None)."""

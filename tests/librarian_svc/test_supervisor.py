@@ -33,11 +33,12 @@ class _DeadWorker:
         self.pid: int | None = 4_000_000
         self.exitcode: int | None = -9
         self.process = self
+        self._popen = self  # multiprocessing's handle on the process, which `release` closes
         self.parent_conn = self.child_conn = self
         self.killed = False
         self.terminated = 0
         self.closed = 0
-        """How many of its three holders of descriptors were closed: the process object and the health pipe's ends."""
+        """How many of its three holders of descriptors were closed: the status pipe and the health pipe's ends."""
 
     def is_alive(self) -> bool:
         return False
@@ -50,6 +51,9 @@ class _DeadWorker:
 
     def close(self) -> None:
         self.closed += 1
+
+    def poll(self) -> int | None:
+        return self.exitcode
 
     def terminate(self) -> None:
         self.terminated += 1
@@ -227,6 +231,53 @@ def test_a_bug_in_a_tick_stops_the_instance_draining_instead_of_leaving_run(
     out = capsys.readouterr().out
     assert "supervising the workers failed: stopping" in out
     assert "KeyError" in out  # with its traceback
+
+
+@pytest.mark.parametrize(("status", "replaced"), [(LOST_STATUS, True), (2, False), (-9, False)])
+def test_a_first_worker_lost_with_its_fork_server_is_replaced_and_any_other_exit_stops_the_start(
+    supervisor: Supervisor, status: int, replaced: bool
+) -> None:
+    first = _DeadWorker()
+    first.exitcode = status
+    supervisor.process_type = _Starts  # type: ignore[assignment]
+    supervisor.processes = [first]  # type: ignore[list-item]
+    successor: object = supervisor._first_exited(first)  # type: ignore[arg-type]
+    assert (successor is not None) == replaced
+    assert supervisor.should_exit.is_set() != replaced
+    if replaced:
+        assert supervisor.processes[0] is successor
+        assert len(supervisor._orphans) == 1
+    else:
+        assert supervisor.failure == (2 if status == 2 else STARTUP_FAILURE)
+
+
+def test_at_shutdown_each_worker_is_told_once_and_one_lost_since_the_last_tick_is_adopted(
+    supervisor: Supervisor,
+) -> None:
+    serving, lost = _Straggler(), _DeadWorker()
+    lost.exitcode = LOST_STATUS
+    supervisor.processes = [serving, lost]  # type: ignore[list-item]
+    supervisor.terminate_all()
+    assert serving.terminated == 1
+    assert lost.terminated == 0
+    assert len(supervisor._orphans) == 1
+    serving.killed = True  # it exits: the join returns
+    serving.exitcode = -15
+    supervisor.join_all()
+    assert serving.terminated == 1  # not told twice (uvicorn ends a worker at once on a second SIGINT)
+
+
+def test_a_worker_whose_start_returned_after_the_shutdown_began_is_told_before_it_is_waited_for(
+    supervisor: Supervisor,
+) -> None:
+    late = _Straggler()
+    late.pid = None  # its start has not returned when the workers are told
+    supervisor.processes = [late]  # type: ignore[list-item]
+    supervisor.terminate_all()
+    assert late.terminated == 0
+    late.pid = 4_000_001  # it has started since
+    supervisor.join_all()
+    assert late.terminated == 1
 
 
 class _Straggler(_DeadWorker):

@@ -26,11 +26,17 @@ SLEEPER = "import signal, sys, time; {setup}; print('ready', flush=True); time.s
 
 
 class _Closable:
+    """A pipe's end, or the process object whose status pipe (`_popen`) `release` closes."""
+
     def __init__(self) -> None:
         self.closed = False
+        self._popen = self
 
     def close(self) -> None:
         self.closed = True
+
+    def poll(self) -> int:
+        return LOST_STATUS
 
 
 class _LostWorker:

@@ -20,7 +20,7 @@ import uvicorn
 from uvicorn.supervisors.multiprocess import Process
 
 from librarian_svc import worker_process
-from librarian_svc.worker_process import LoopAnsweringProcess, start_unpolled
+from librarian_svc.worker_process import LoopAnsweringProcess, release, start_unpolled
 
 ANSWER_WAIT_S = 2.0
 """Ample for an answer that is due at once; the tests that expect none wait much less."""
@@ -188,11 +188,30 @@ def test_a_started_worker_is_left_out_of_multiprocessing_s_children() -> None:
     assert stand_in.process.exitcode == 2
 
 
+def test_a_released_worker_has_its_descriptors_closed_and_still_reads_as_exited() -> None:
+    """The shutdown may still look at a worker released earlier (one lost with its fork server, left in its place)."""
+    stand_in = _Exits()
+    start_unpolled(stand_in.as_process())
+    stand_in.process.join(10)
+    sentinel = stand_in.process.sentinel
+    release(stand_in.as_process())
+    release(stand_in.as_process())  # idempotent
+    with pytest.raises(OSError):  # the status pipe is closed
+        os.fstat(sentinel)
+    assert stand_in.parent_conn.closed
+    assert stand_in.child_conn.closed
+    assert stand_in.process.exitcode == 2
+    assert stand_in.process.pid is not None
+    assert not stand_in.process.is_alive()
+    stand_in.process.join(1)
+
+
 class _Exits:
     """What the supervisor holds of a worker: a multiprocessing process (here forked, exiting with status 2)."""
 
     def __init__(self) -> None:
         self.process = multiprocessing.get_context("fork").Process(target=os._exit, args=(2,))
+        self.parent_conn, self.child_conn = multiprocessing.Pipe()
 
     def start(self) -> None:
         self.process.start()

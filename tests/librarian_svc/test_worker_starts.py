@@ -25,9 +25,11 @@ class _Blocked:
         self.release = threading.Event()
         self.error = error
         self.started = False
+        self.entered = threading.Event()
         self.returned = threading.Event()
 
     def start(self) -> None:
+        self.entered.set()
         try:
             self.release.wait(timeout=30)
             if self.error is not None:
@@ -114,7 +116,7 @@ def test_at_shutdown_a_start_still_waiting_its_turn_is_not_begun(blocked: list[_
     starts, hung, waiting = WorkerStarts(), _Blocked(), _Blocked()
     blocked.extend([hung, waiting])
     starts.begin(0, as_process(hung), now=0.0)
-    time.sleep(0.1)  # the hung one holds the turn
+    assert hung.entered.wait(5.0)  # the hung one holds the turn
     starts.begin(1, as_process(waiting), now=0.0)
     waiting.release.set()
     finished = starts.finish(deadline=time.monotonic() + 0.5)

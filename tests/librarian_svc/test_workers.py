@@ -331,7 +331,7 @@ def test_replacing_workers_leaves_the_supervisor_no_more_descriptors_than_before
     supervisor = service.process.pid
     before = descriptors(supervisor)
     for replaced in range(1, 7):
-        os.kill(max(ready_workers(service)), signal.SIGKILL)
+        os.kill(max(pid for pid in ready_workers(service) if running(pid)), signal.SIGKILL)
         assert wait_until(partial(workers_ready, service, 2 + replaced), READY_TIMEOUT_S), service.logs()
     assert wait_until(lambda: descriptors(supervisor) == before, 5.0), (before, descriptors(supervisor))
     assert stopped_cleanly(service)
