@@ -41,14 +41,17 @@ def one_run(variant: str, port: int, after_s: float) -> None:
     """In the run's process: be the supervisor, kill the fork server once ready, SIGTERM self; print the figures."""
     from librarian_svc import workers
     from librarian_svc.__main__ import main
-    from librarian_svc.worker_starts import WorkerStarts, _Start
+    from librarian_svc.worker_starts import WorkerStarts
 
     if variant == "inline":
+        begin = WorkerStarts.begin
 
         def begin_inline(self: WorkerStarts, index: int, process: Any, now: float) -> None:
-            start = _Start(process, now)
-            self._starts[index] = start
-            self._run(start)
+            """The service's start, waited for in the tick that began it, as the supervisor did before."""
+            begin(self, index, process, now)
+            for thread in threading.enumerate():
+                if thread.name == f"worker-start-{index}":
+                    thread.join()
 
         WorkerStarts.begin = begin_inline  # type: ignore[method-assign]
 

@@ -319,9 +319,27 @@ class Supervisor(Multiprocess):
         The worker answers health pings from its event loop (`worker_process`), so a loop stuck for
         `WORKER_HUNG_AFTER_S` gets the worker replaced.
         """
-        process = self.process_type(self.config, self._sockets.for_worker(index))
+        process = self._new_worker(index)
         start_unpolled(process)
         return process
+
+    def _new_worker(self, index: int) -> Process:
+        """Worker `index`'s process object (not started), on its own listening socket."""
+        return self.process_type(self.config, self._sockets.for_worker(index))
+
+    def _retire(self, process: Process) -> None:
+        """Kill `process` if it still runs (hung), wait for it, then hand it to `_orphans` or close its descriptors.
+
+        A worker whose status was lost with its fork server may still run, orphaned: `_orphans` tells it to
+        drain and reaps it (multiprocessing would not signal it). Any other is done with: `release`.
+        """
+        if process.exitcode is None:
+            process.process.kill()
+        process.process.join()
+        if process.exitcode == LOST_STATUS:
+            self._orphans.adopt(process)
+        else:
+            release(process)
 
     def _start_or_stop(self, index: int) -> Process | None:
         """Start worker `index` (or its replacement); None, with the supervisor stopping, when it cannot be started.
@@ -393,11 +411,10 @@ class Supervisor(Multiprocess):
         A worker whose status was lost with its fork server did nothing wrong, and may run on, orphaned: it
         is handed to `_orphans` and another first worker is started (the successor), as later workers are.
         """
-        process.process.join()
+        self._retire(process)
         status = process.exitcode
         if status == LOST_STATUS:
             log.warning("a worker died: starting another", pid=process.pid, exit_status=status)
-            self._orphans.adopt(process)
             successor = self._start_or_stop(0)
             if successor is not None:
                 self.processes[0] = successor
@@ -410,17 +427,11 @@ class Supervisor(Multiprocess):
     def _replace_first(self, process: Process, failure: str, now: float) -> tuple[Process, WorkerHealth] | None:
         """Kill the first worker, hung or not serving in time (`failure` says which), and start another (or None)."""
         log.warning(failure, pid=process.pid)
-        process.kill()
-        process.process.join()
-        lost = process.exitcode == LOST_STATUS
-        if lost:
-            self._orphans.adopt(process)
+        self._retire(process)
         successor = self._start_or_stop(0)
         if successor is None:
             return None
         self.processes[0] = successor
-        if not lost:
-            release(process)
         return successor, WorkerHealth.starting(now)
 
     def keep_subprocess_alive(self) -> None:
@@ -457,35 +468,21 @@ class Supervisor(Multiprocess):
         self._mark_ready_when_all_serve()
 
     def _replace(self, index: int, process: Process, now: float) -> bool:
-        """Kill worker `index` (dead or hung) and start its successor; False when the supervisor stops instead.
-
-        A worker whose status was lost with its fork server may still run: it is handed to `_orphans`, which
-        tells it to drain and reaps it (multiprocessing would not signal it).
-        """
-        if process.exitcode is None:  # hung
-            process.process.kill()
-        process.process.join()
-        lost = process.exitcode == LOST_STATUS
+        """Retire worker `index` (dead or hung) and start its successor; False when the supervisor stops instead."""
+        self._retire(process)
         if process.exitcode in (CONFIG_ERROR_STATUS, STARTUP_FAILURE):
             log.error("a worker could not start: stopping", pid=process.pid, exit_status=process.exitcode)
             self.failure = process.exitcode
             self.should_exit.set()
             return False
         log.warning("a worker died: starting another", pid=process.pid, exit_status=process.exitcode)
-        if lost:
-            self._orphans.adopt(process)
         try:
-            successor = self.process_type(self.config, self._sockets.for_worker(index))
+            successor = self._new_worker(index)
             self._starts.begin(index, successor, now)
-        except (
-            OSError,
-            RuntimeError,
-        ) as exc:  # out of descriptors, memory or threads; the dead one stays, joined at shutdown
+        except (OSError, RuntimeError) as exc:  # out of descriptors, memory or threads: the dead one stays in place
             self._cannot_start(exc)
             return False
         self.processes[index] = successor
-        if not lost:
-            release(process)
         return True
 
     def _settle_start(self, index: int, now: float) -> bool:

@@ -107,10 +107,11 @@ def test_a_dead_worker_that_cannot_be_replaced_stops_the_supervisor_instead_of_r
 
 
 def test_a_first_worker_that_cannot_be_replaced_stops_the_start(supervisor: Supervisor) -> None:
-    dead = _DeadWorker()
-    supervisor.processes = [dead]  # type: ignore[list-item]
-    assert supervisor._replace_first(dead, "a worker stopped answering: replacing it", 0.0) is None  # type: ignore[arg-type]
-    assert dead.killed
+    hung = _DeadWorker()
+    hung.exitcode = None  # it runs, and has stopped answering
+    supervisor.processes = [hung]  # type: ignore[list-item]
+    assert supervisor._replace_first(hung, "a worker stopped answering: replacing it", 0.0) is None  # type: ignore[arg-type]
+    assert hung.killed
     assert supervisor.should_exit.is_set()
     assert supervisor.failure == STARTUP_FAILURE
 
