@@ -15,7 +15,10 @@ does (an older contract) is reported with the base's answer and left out.
 `speedup_<endpoint>` = this tree's requests/s ÷ the base's. `cpu_per_request_ratio_<endpoint>` = the base server's
 CPU per request ÷ this tree's (each server's process and children, read from /proc around every measured round;
 the median round of each): the same question asked of what a request costs the server, which the load generator
-and other work on a shared machine move less than they move requests/s. Issue 14 was filed against `f0c2b57`.
+and other work on a shared machine move less than they move requests/s. `paired_speedup_<endpoint>` = the median
+of the rounds' own ratios (`round_speedups`: each round's this ÷ the base round run just before it): this VM's
+speed drifts between spells within a run (the base's rounds of one GRACE run: 145, 196, 150 req/s), and a ratio
+of medians can divide by a round from another spell. Issue 14 was filed against `f0c2b57`.
 
     python -m bench.versus_tree --base f0c2b57 [--only librarian advisor] [--repeat 2] [--duration 8]
 """
@@ -44,6 +47,8 @@ from bench.wrk_compare import (
     arguments,
     first_response,
     measure,
+    median_ratio,
+    paired_ratios,
     report,
     running,
     wrk_report,
@@ -163,6 +168,9 @@ def run(base_revision: str, only: list[str], settings: WrkSettings, repeat: int)
                     "bytes": {"base": len(then_target.body), "this": len(this_target.body)},
                 }
                 results[f"speedup_{name}"] = ratio(now["requests_per_s"], then["requests_per_s"])
+                rounds = paired_ratios(then["all_runs_requests_per_s"], now["all_runs_requests_per_s"])
+                results[name]["round_speedups"] = rounds
+                results[f"paired_speedup_{name}"] = median_ratio(rounds)
                 if "server_cpu_ms_per_request" in now and "server_cpu_ms_per_request" in then:
                     cpu_ratio = ratio(then["server_cpu_ms_per_request"], now["server_cpu_ms_per_request"])
                     results[f"cpu_per_request_ratio_{name}"] = cpu_ratio

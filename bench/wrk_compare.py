@@ -202,6 +202,23 @@ def summarize(runs: Sequence[WrkResult]) -> dict[str, Any]:
     }
 
 
+def paired_ratios(base_runs: Sequence[float], subject_runs: Sequence[float]) -> list[float | None]:
+    """Each round's subject figure ÷ the base's in the same round (`measure_alternating` runs them back to back).
+
+    A ratio of the two medians can take its numerator and denominator from rounds far apart; on a VM whose
+    speed drifts between spells, the rounds run one after the other are the fairest pairs.
+    """
+    if len(base_runs) != len(subject_runs):
+        raise ValueError(f"{len(base_runs)} base rounds against {len(subject_runs)}: rounds pair one to one")
+    return [ratio(subject, base) for base, subject in zip(base_runs, subject_runs, strict=True)]
+
+
+def median_ratio(ratios: Sequence[float | None]) -> float | None:
+    """The median of the rounds' ratios (None when a round had no baseline)."""
+    known = [r for r in ratios if r is not None]
+    return round(statistics.median(known), 3) if known and len(known) == len(ratios) else None
+
+
 def _server_cpu(runs: Sequence[WrkResult]) -> dict[str, Any]:
     """The server's median CPU per request over the rounds, and every round's, when the rounds measured it."""
     figures = [r.server_cpu_ms_per_request for r in runs if r.server_cpu_ms_per_request is not None]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import msgspec
 import pytest
 
-from bench.tools import free_port, server_process
+import bench.versus_tree as versus_tree
+from bench.tools import WrkSettings, free_port, server_process
 from bench.versus_tree import ENDPOINTS, base_target, bodies, extracted, git, tree_service
-from bench.wrk_compare import Server, Target
+from bench.wrk_compare import Comparison, Server, Target
 
 pytestmark = pytest.mark.slow  # starts a service from an extracted tree
 
@@ -84,3 +87,37 @@ def test_the_grace_body_for_the_base_carries_its_own_state_in_its_own_contract(m
     assert sent["tool_result"]["step_id"] == "s1"
     with pytest.raises(msgspec.ValidationError):  # this tree's contract: the state is a token
         body_for(this)
+
+
+def test_the_report_pairs_each_round_with_the_base_round_beside_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`paired_speedup_<endpoint>` is the median of the rounds' own ratios, next to the ratio of the medians."""
+
+    @contextmanager
+    def fake_extracted(revision: str) -> Iterator[tuple[Path, str]]:
+        yield tmp_path, "0" * 40
+
+    @contextmanager
+    def fake_running(servers: list[Server]) -> Iterator[dict[str, int]]:
+        yield {server.name: 1 for server in servers}
+
+    def fake_measure(targets: list[Target], settings: object, repeat: int) -> Comparison:
+        base, this = (target.name for target in targets)
+        medians = {
+            base: {"requests_per_s": 149.9, "all_runs_requests_per_s": [145.4, 195.9, 149.9]},
+            this: {"requests_per_s": 389.4, "all_runs_requests_per_s": [389.4, 420.5, 350.9]},
+        }
+        return Comparison({}, medians)
+
+    monkeypatch.setattr(versus_tree, "extracted", fake_extracted)
+    monkeypatch.setattr(versus_tree, "running", fake_running)
+    monkeypatch.setattr(versus_tree, "measure", fake_measure)
+    monkeypatch.setattr(
+        versus_tree, "base_target", lambda name, base, path, body_for, expect, pid: Target(f"{name}_base", "u", b"{}")
+    )
+    monkeypatch.setattr(versus_tree, "bodies", lambda: {"validate": ("/x", lambda _server: b"{}", {"ok": True})})
+    report = versus_tree.run("HEAD", ["validate"], WrkSettings(), 3)
+    assert report["speedup_validate"] == 2.598
+    assert report["validate"]["round_speedups"] == [2.678, 2.147, 2.341]
+    assert report["paired_speedup_validate"] == 2.341

@@ -86,3 +86,25 @@ def test_running_yields_each_server_process_by_name(monkeypatch: pytest.MonkeyPa
         command = cmdline(pids["plain"])
         assert command is not None
         assert b"http.server" in command
+
+
+@pytest.mark.parametrize(
+    ("base", "subject", "rounds", "median"),
+    [
+        # One GRACE run of session 24: the base's middle round ran in a faster spell than its other two.
+        ([145.4, 195.9, 149.9], [389.4, 420.5, 350.9], [2.678, 2.147, 2.341], 2.341),
+        ([100.0, 200.0], [200.0, 300.0], [2.0, 1.5], 1.75),
+        ([0.0, 100.0], [50.0, 100.0], [None, 1.0], None),
+    ],
+    ids=["drift between rounds", "even rounds", "a round without a baseline"],
+)
+def test_each_round_is_compared_with_the_base_round_run_beside_it(
+    base: list[float], subject: list[float], rounds: list[float | None], median: float | None
+) -> None:
+    assert wrk_compare.paired_ratios(base, subject) == rounds
+    assert wrk_compare.median_ratio(rounds) == median
+
+
+def test_rounds_that_do_not_pair_are_refused() -> None:
+    with pytest.raises(ValueError, match="pair one to one"):
+        wrk_compare.paired_ratios([1.0, 2.0], [1.0])
