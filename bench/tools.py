@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from bench.proc_stats import tree_cpu_seconds
+from tests.support.live_service import environment_without_service_settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
@@ -124,10 +125,7 @@ def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
     Bytecode may be written (and is, by the first run), as the image compiles it at build time.
     """
-    prefixes = ("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_", "EMBEDDING_", "GRACE_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
-    env.pop("STATE_SIGNING_KEY", None)
-    env.pop("STATE_SIGNING_KEYS", None)
+    env = environment_without_service_settings()
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env |= {
         "PYTHONPATH": str(PROJECT_ROOT),

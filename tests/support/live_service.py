@@ -16,7 +16,37 @@ from pathlib import Path
 
 import httpx
 
+from librarian_svc.settings import ENV_DEFAULTS
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+CALLER_ONLY_PREFIXES = (
+    "LLM_",
+    "OPENAI_",
+    "GOOGLE_",
+    "AZURE_",
+    "GEMINI_",
+    "EMBEDDING_",
+    "GRACE_",
+    "LANGSMITH_",
+    "LANGCHAIN_",
+)
+"""Provider keys and tracing switches: a service under test gets them only from its test or benchmark."""
+
+
+def environment_without_service_settings() -> dict[str, str]:
+    """This process's environment minus everything the service reads as configuration.
+
+    A service under test runs with its documented defaults plus what its test or benchmark passes, never with
+    what the shell that started the run happened to export: `LOG_LEVEL=warning python -m bench.X` once left
+    `bench.librarian_concurrency`'s service without its access line, which a deployed service writes for
+    every request, so its CPU a step was measured low.
+    """
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ENV_DEFAULTS and not name.startswith(CALLER_ONLY_PREFIXES)
+    }
 
 
 def free_port() -> int:
@@ -66,11 +96,8 @@ def start_service(
     `wait_for="/health"` returns as soon as one worker serves, before the instance is ready; None at once.
     """
     port = port or free_port()
-    clean = {
-        k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_"))
-    }
     full_env = {
-        **clean,
+        **environment_without_service_settings(),
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "LOG_FORMAT": "json",
