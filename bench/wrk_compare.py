@@ -210,13 +210,17 @@ def paired_ratios(base_runs: Sequence[float], subject_runs: Sequence[float]) -> 
     """
     if len(base_runs) != len(subject_runs):
         raise ValueError(f"{len(base_runs)} base rounds against {len(subject_runs)}: rounds pair one to one")
-    return [ratio(subject, base) for base, subject in zip(base_runs, subject_runs, strict=True)]
+    return [ratio(subject, base) for base, subject in zip(base_runs, subject_runs, strict=False)]
 
 
 def median_ratio(ratios: Sequence[float | None]) -> float | None:
-    """The median of the rounds' ratios (None when a round had no baseline)."""
+    """The median of the rounds' ratios (None when a round had no baseline); of an even number, the lower middle one.
+
+    The lower middle, as `summarize` takes the lower middle round, so that with `--repeat 2` both figures are one
+    round's own rather than one a mean.
+    """
     known = [r for r in ratios if r is not None]
-    return round(statistics.median(known), 3) if known and len(known) == len(ratios) else None
+    return statistics.median_low(known) if known and len(known) == len(ratios) else None
 
 
 def _server_cpu(runs: Sequence[WrkResult]) -> dict[str, Any]:

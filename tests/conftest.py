@@ -25,8 +25,13 @@ from librarian_svc.settings import load_settings  # noqa: E402
 from tests.support.jsquad import JsquadSet, load_jsquad  # noqa: E402
 from tests.support.live_service import LiveService, start_service  # noqa: E402
 from tests.support.shared_data import JSQUAD_VALID, require_shared  # noqa: E402
+from tests.support.state_tokens import TEST_STATE_KEY  # noqa: E402
 
 AppFactory = Callable[..., Litestar]
+
+LIVE_SERVICE_ENV = {"STATE_SIGNING_KEYS": TEST_STATE_KEY}
+"""What every live service of the suite runs with unless its test says otherwise: `start_service` passes on none
+of the service's settings from this process's environment, so the suite's signing key is handed over here."""
 
 # In-process apps log through structlog's default console renderer, whose rich tracebacks print every frame's
 # locals: about 10 s per unhandled error on a loaded machine. Plain tracebacks, as the service itself logs.
@@ -63,8 +68,8 @@ def fixture_client(app: Litestar) -> Iterator[TestClient[Litestar]]:
 
 @pytest.fixture(name="live_service", scope="session")
 def fixture_live_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    """The real server in a subprocess (embedded engine), shared by the session."""
-    service = start_service(log_dir=tmp_path_factory.mktemp("live"))
+    """The real server in a subprocess (embedded engine), shared by the session, signing with the suite's key."""
+    service = start_service(LIVE_SERVICE_ENV, log_dir=tmp_path_factory.mktemp("live"))
     yield service
     service.stop()
 
@@ -84,7 +89,7 @@ def fixture_start_live_service(tmp_path: Path) -> Iterator[Callable[..., LiveSer
         port: int | None = None,
     ) -> LiveService:
         service = start_service(
-            env,
+            {**LIVE_SERVICE_ENV, **(env or {})},
             log_dir=tmp_path,
             port=port,
             ready_timeout=ready_timeout,

@@ -16,9 +16,10 @@ from bench.tools import WrkSettings, free_port, server_process
 from bench.versus_tree import ENDPOINTS, base_target, bodies, extracted, git, tree_service
 from bench.wrk_compare import Comparison, Server, Target
 
-pytestmark = pytest.mark.slow  # starts a service from an extracted tree
+SLOW = pytest.mark.slow  # extracts a tree, starts a service from it, or builds the benchmark's bodies
 
 
+@SLOW
 def test_the_base_tree_is_extracted_whole_at_its_commit() -> None:
     with extracted("HEAD") as (root, commit):
         assert commit == git("rev-parse", "HEAD").strip()
@@ -30,6 +31,7 @@ def test_the_base_tree_is_extracted_whole_at_its_commit() -> None:
     assert not root.exists()
 
 
+@SLOW
 def test_every_endpoint_has_a_body_and_a_path() -> None:
     specs = bodies()
     assert set(specs) == set(ENDPOINTS)
@@ -38,6 +40,7 @@ def test_every_endpoint_has_a_body_and_a_path() -> None:
         assert expect
 
 
+@SLOW
 def test_the_base_service_runs_its_own_tree_and_a_refused_body_is_left_out() -> None:
     with extracted("HEAD") as (root, _):
         server = tree_service("base", root)
@@ -56,6 +59,7 @@ def test_the_base_service_runs_its_own_tree_and_a_refused_body_is_left_out() -> 
             assert "400" in refused or "422" in refused
 
 
+@SLOW
 def test_a_request_the_base_cannot_take_leaves_the_endpoint_out() -> None:
     def older_contract(_server: Server) -> bytes:
         # What building GRACE's body raises against a base whose state was a JSON object, not a token.
@@ -69,6 +73,7 @@ def test_a_request_the_base_cannot_take_leaves_the_endpoint_out() -> None:
     assert isinstance(silent, str), "a base that does not answer is left out, not a crash"
 
 
+@SLOW
 def test_the_grace_body_for_the_base_carries_its_own_state_in_its_own_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 14's tree answered GRACE's first call with its state as a JSON object, where this tree signs a token:
     the base's body carries that object back as it came, and only this tree's body is held to this contract."""

@@ -38,7 +38,8 @@ def environment_without_service_settings() -> dict[str, str]:
     """This process's environment minus everything the service reads as configuration.
 
     A service under test runs with its documented defaults plus what its test or benchmark passes, never with
-    what the shell that started the run happened to export: `LOG_LEVEL=warning python -m bench.X` once left
+    what the shell that started the run happened to export (`bench.tools.child_env` alone passes `WEB_CONCURRENCY`
+    back on, on purpose): `LOG_LEVEL=warning python -m bench.X` once left
     `bench.librarian_concurrency`'s service without its access line, which a deployed service writes for
     every request, so its CPU a step was measured low.
     """

@@ -42,6 +42,7 @@ def test_a_benchmark_server_logs_as_deployed_whatever_the_shell_exports() -> Non
     assert env["PORT"] == "9"
     assert "REQUEST_TIMEOUT_MS" not in env
     assert "LANGSMITH_TRACING" not in env
+    assert "STATE_SIGNING_KEYS" not in env
 
 
 @pytest.mark.usefixtures("caller_environment")
@@ -62,4 +63,3 @@ def test_a_live_service_gets_only_what_its_test_passes(monkeypatch: pytest.Monke
     assert env["UNRELATED_TO_THE_SERVICE"] == "kept"
     for name in set(CALLER) - {"UNRELATED_TO_THE_SERVICE"}:
         assert name not in env, name
-    assert started["stdout"] is not subprocess.PIPE
