@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 
-# The suite never talks to a real provider: start from the embedded engine unless a test says otherwise.
+from tests.support.live_service import CALLER_ONLY_PREFIXES  # reads no environment when imported
+
+# The suite never talks to a real provider, nor traces: start from the embedded engine unless a test says otherwise.
 for _name in list(os.environ):
-    if _name.startswith(("LLM_", "OPENAI_", "GOOGLE_", "AZURE_", "GEMINI_", "EMBEDDING_", "GRACE_")):
+    if _name.startswith(CALLER_ONLY_PREFIXES):
         del os.environ[_name]
 os.environ["LLM_PROVIDER"] = "heuristic"
 os.environ.pop("STATE_SIGNING_KEY", None)
