@@ -1,4 +1,8 @@
-"""The collector is paused only while the process starts: on again before serving, also after a failed start."""
+"""The collector is paused only while the process starts: on again before serving, also after a failed start.
+
+And while serving, requests in flight together do not set it off: their live objects are what the young
+generation's count measures, and collecting them finds nothing.
+"""
 
 from __future__ import annotations
 
@@ -88,3 +92,56 @@ def test_the_service_serves_with_the_collector_on_and_the_start_up_heap_frozen()
     # The app, its dependencies and the compiled graphs: far more than the few thousand objects of a bare interpreter.
     assert state["frozen"] > 50_000
     assert tuple(state["threshold"]) == SERVING_THRESHOLDS
+
+
+def test_eight_librarian_steps_in_flight_together_make_no_young_collection() -> None:
+    """Eight three-round (161 KB) think steps at once, in a fresh interpreter set up as a serving worker.
+
+    At the previous threshold (10,000) this made a young collection every few batches, as 8 connections
+    over HTTP did every 7-9 steps: each walked the steps' live objects and freed nothing (`startup_gc`).
+    """
+    script = textwrap.dedent(
+        """
+        import asyncio, gc, json
+        import uvloop
+        from bench.librarian_throughput import THINK_PATH, build_payload
+        from bench.step_breakdown import asgi_post
+        from librarian_svc.app import create_app
+        from librarian_svc.startup_gc import prepare_collector_for_serving
+
+        body, _ = build_payload()
+        young = []
+
+        def count(phase, info):
+            if phase == "start" and info["generation"] == 0:
+                young.append(1)
+
+        gc.callbacks.append(count)
+
+        async def main():
+            app = create_app()
+            await asgi_post(app, THINK_PATH, body)
+            prepare_collector_for_serving()
+            young.clear()
+            answers = []
+            for _ in range(4):
+                answers += await asyncio.gather(*[asgi_post(app, THINK_PATH, body) for _ in range(8)])
+            actions = sorted({json.loads(answer)["action"] for _, answer in answers})
+            print(json.dumps({"statuses": sorted({status for status, _ in answers}), "actions": actions,
+                              "young_collections": len(young)}))
+
+        uvloop.run(main())
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=PROJECT_ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "LLM_PROVIDER": "heuristic"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"statuses": [200], "actions": ["COMPLETE"], "young_collections": 0}
