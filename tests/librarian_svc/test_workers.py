@@ -26,6 +26,7 @@ import pytest
 
 from bench.proc_stats import children, cmdline, role, tree, worker_pids
 from librarian_svc.instance_readiness import MARKER_ENV
+from librarian_svc.startup_gc import SERVING_THRESHOLDS
 from tests.fakes.fixtures import fake_llm_env
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.support.held_worker_service import ALLOWANCE_ENV, HOLD_ENV
@@ -94,7 +95,7 @@ def test_two_workers_each_build_with_the_collector_paused_and_share_state_tokens
         assert worker["gc_enabled"] is True
         assert worker["gc_collections_during_start_up"] == 0
         assert worker["gc_frozen"] > 50_000  # the app and its graphs, not a bare interpreter
-        assert worker["gc_threshold"] == [10_000, 10, 10]
+        assert worker["gc_threshold"] == list(SERVING_THRESHOLDS)
 
     url = f"{service.base_url}/agent/grace/step"
     first = fresh_connection_post(url, {"request_id": "workers-0", "query": "富士山の標高は?"}).json()
