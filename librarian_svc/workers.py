@@ -35,6 +35,7 @@ from uvicorn.supervisors.multiprocess import Process
 from librarian_svc import drain
 from librarian_svc.http_protocol import ReadTimeoutProtocol
 from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
+from librarian_svc.malloc_thresholds import fix_malloc_thresholds
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
 from librarian_svc.worker_health import SupervisedClock, WorkerHealth
@@ -102,6 +103,7 @@ def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = 
         configure(settings.request_read_timeout_s, max_connections)
         drain.install_signal_handlers(settings.shutdown_grace_s)
         prepare_collector_for_serving()
+        malloc_thresholds_fixed = fix_malloc_thresholds()
     log.info(
         "worker ready",
         pid=os.getpid(),
@@ -109,6 +111,7 @@ def create_worker_app(extra_route_handlers: Sequence[ControllerRouterHandler] = 
         gc_enabled=gc.isenabled(),
         gc_frozen=gc.get_freeze_count(),
         gc_threshold=list(gc.get_threshold()),
+        malloc_thresholds_fixed=malloc_thresholds_fixed,
         descriptor_limit=descriptor_limit,
         max_connections=max_connections,
         gc_collections_during_start_up=collections_so_far() - collections,

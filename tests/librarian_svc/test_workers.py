@@ -96,6 +96,7 @@ def test_two_workers_each_build_with_the_collector_paused_and_share_state_tokens
         assert worker["gc_collections_during_start_up"] == 0
         assert worker["gc_frozen"] > 50_000  # the app and its graphs, not a bare interpreter
         assert worker["gc_threshold"] == list(SERVING_THRESHOLDS)
+        assert worker["malloc_thresholds_fixed"] is True
 
     url = f"{service.base_url}/agent/grace/step"
     first = fresh_connection_post(url, {"request_id": "workers-0", "query": "富士山の標高は?"}).json()
