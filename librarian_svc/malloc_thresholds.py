@@ -37,10 +37,14 @@ TRIM_THRESHOLD_BYTES = 64 * 1024 * 1024
 MMAP_THRESHOLD_BYTES = 1024 * 1024
 
 
-def _mallopt() -> Callable[[int, int], int] | None:
-    """The C library's `mallopt` (glibc), or None where there is none (musl has no such knobs; macOS)."""
+def libc_function(name: str) -> Callable[..., int] | None:
+    """A function of the C library by name (`mallopt`, `malloc_trim`: glibc's), or None where it has none (musl, macOS).
+
+    Looked up among the symbols the process already has (`CDLL(None)`), not with `find_library`, which
+    may run `ldconfig` in a subprocess at import time, during the cold start.
+    """
     try:
-        found: Callable[[int, int], int] | None = getattr(ctypes.CDLL(None), "mallopt", None)
+        found: Callable[..., int] | None = getattr(ctypes.CDLL(None), name, None)
     except OSError:
         return None
     return found
@@ -48,7 +52,7 @@ def _mallopt() -> Callable[[int, int], int] | None:
 
 def fix_malloc_thresholds(mallopt: Callable[[int, int], int] | None = None) -> bool:
     """Set both thresholds (glibc); True when both were accepted, False where there is no `mallopt` or it refused."""
-    setter = mallopt if mallopt is not None else _mallopt()
+    setter = mallopt if mallopt is not None else libc_function("mallopt")
     if setter is None:
         return False
     trim_set = setter(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1

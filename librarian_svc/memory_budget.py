@@ -39,7 +39,6 @@ every one.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import math
 from collections import deque
 from collections.abc import Callable
@@ -51,6 +50,7 @@ from litestar.types import ASGIApp, Receive, Scope, Send
 
 from contracts.common import ErrorResponse, ErrorType
 from librarian_svc import drain
+from librarian_svc.malloc_thresholds import libc_function
 from librarian_svc.request_context import current_request_id
 
 log = structlog.get_logger(__name__)
@@ -70,20 +70,8 @@ RETRY_AFTER_S = 2
 """What a 503 from the door suggests: about the time the heaviest accepted request holds its memory."""
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
-    """The C library's `malloc_trim` (glibc), or None where there is none (musl, macOS).
-
-    Looked up among the symbols the process already has (`CDLL(None)`), not with `find_library`, which
-    may run `ldconfig` in a subprocess at import time, during the cold start.
-    """
-    try:
-        trim: Callable[[int], int] | None = getattr(ctypes.CDLL(None), "malloc_trim", None)
-    except OSError:
-        return None
-    return trim
-
-
-MALLOC_TRIM = _malloc_trim()
+MALLOC_TRIM = libc_function("malloc_trim")
+"""glibc's `malloc_trim`, or None where the C library has none."""
 
 _WAIT_KEY = "librarian_admission_wait_s"
 _WAITING_KEY = "librarian_admission_waiting"

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from librarian_svc.startup_gc import SERVING_THRESHOLDS, collector_paused
+from tests.support.fresh_interpreter import last_json_line
 from tests.support.live_service import PROJECT_ROOT
 
 
@@ -133,15 +134,7 @@ def test_eight_librarian_steps_in_flight_together_make_no_young_collection() -> 
         uvloop.run(main())
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=PROJECT_ROOT,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "LLM_PROVIDER": "heuristic"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    report = last_json_line(
+        script, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "LLM_PROVIDER": "heuristic"}
     )
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report == {"statuses": [200], "actions": ["COMPLETE"], "young_collections": 0}

@@ -20,6 +20,7 @@ import pytest
 from graphs.embeddings.factory import EMBEDDING_MODULES
 from graphs.llm.config import EmbeddingProviderName, LLMProviderName
 from graphs.llm.providers import CHAT_MODULES
+from tests.support.fresh_interpreter import last_json_line
 from tests.support.live_service import PROJECT_ROOT
 
 LEFT_FOR_THE_WORKER = 100
@@ -56,10 +57,7 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 
 def loaded_by_build(kind: str, provider: str, preload: tuple[str, ...]) -> list[str]:
     """The modules building `provider`'s client loads, in a fresh interpreter with `preload` loaded first."""
-    argv = [sys.executable, "-c", SCRIPT, kind, provider, json.dumps(preload), json.dumps(ENV)]
-    done = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    return list(json.loads(done.stdout.splitlines()[-1]))
+    return list(last_json_line(SCRIPT, kind, provider, json.dumps(preload), json.dumps(ENV), env=None))
 
 
 CASES = [("chat", name, modules) for name, modules in CHAT_MODULES.items()] + [

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,6 +36,7 @@ from graphs.llm.structured_output import native_json_kwargs
 from tests.fakes.chat_model import ScriptedChatModel
 from tests.fakes.fixtures import ChatModelFactory, fake_azure_config, fake_gemini_config, fake_openai_config
 from tests.fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+from tests.support.fresh_interpreter import last_json_line
 from tests.support.live_service import PROJECT_ROOT
 
 MESSAGES: list[BaseMessage] = [SystemMessage("答えは JSON で。"), HumanMessage("東京タワーの高さは?")]
@@ -300,11 +298,7 @@ def test_a_tracer_switched_on_by_the_environment_keeps_the_library_path(tracing:
             "LANGSMITH_ENDPOINT": "http://127.0.0.1:9",
         }
     )
-    done = subprocess.run(
-        [sys.executable, "-c", TRACED_PROCESS], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) is expected
+    assert last_json_line(TRACED_PROCESS, env=env, timeout=60) is expected
 
 
 async def test_a_runnable_that_is_not_a_chat_model_is_invoked(no_global_cache: None) -> None:
