@@ -80,6 +80,11 @@ class LoopAnsweringProcess(Process):
         one are spawned, as uvicorn's are. A fork server that runs but fails while it forks this worker
         (it died meanwhile: its connection is refused or closes) costs only this start: the worker is
         spawned, and the next start brings up a new fork server.
+
+        Not covered: a fork server that dies after forking this worker but before it reports the pid. The
+        forked worker runs on, unknown to the supervisor, beside the spawned one (the same socket and health
+        pipe) until the supervisor's end of the pipe closes; it then drains and stays a zombie until the
+        supervisor exits (README, Workers).
         """
         global START_METHOD
         if self._spawned is not None:
