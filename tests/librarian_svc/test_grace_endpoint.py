@@ -19,7 +19,7 @@ from tests.graphs.grace.helpers import (
     hit,
 )
 from tests.support.asgi import asgi_client
-from tests.support.state_tokens import read_token
+from tests.support.state_tokens import read_token, with_state_opened
 
 
 @pytest.fixture(name="walker")
@@ -348,16 +348,6 @@ def test_feedback_on_a_question_is_ignored(walker: Walker) -> None:
     assert "thresholds_adjusted" not in event_types(after)
 
 
-def _with_state_opened(answer: dict[str, Any]) -> dict[str, Any]:
-    """The answer with its state token's contents in place of the token, less when it was issued.
-
-    The token records the second it was signed (`iat`, and `exp` from it), so two identical sessions that straddle
-    a second boundary get different tokens for the same state.
-    """
-    contents = read_token(answer["state"])["raw"]
-    return {**answer, "state": {key: value for key, value in contents.items() if key not in ("iat", "exp")}}
-
-
 def test_a_session_is_deterministic(client: TestClient[Litestar]) -> None:
     runs = []
     for _ in range(2):
@@ -365,7 +355,7 @@ def test_a_session_is_deterministic(client: TestClient[Litestar]) -> None:
         walker.start("東京タワーとスカイツリーの高さの違いは？")
         walker.search(STRONG_TOWER_HITS)
         runs.append(walker.search(MIDDLING_TOWER_HITS))
-    assert _with_state_opened(runs[0]) == _with_state_opened(runs[1])
+    assert with_state_opened(runs[0]) == with_state_opened(runs[1])
 
 
 def test_step_ids_in_responses_come_from_the_plan(walker: Walker) -> None:
