@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +19,8 @@ from tests.fakes.fixtures import (  # noqa: F401 - fixtures, until tests/conftes
     llm_server_fixture,
 )
 from tests.fakes.llm_server import FakeLLMServer, Reply
+from tests.support.fresh_interpreter import last_json_line
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 SDK_MODULES = ("openai", "langchain_openai", "google.genai", "langchain_google_genai")
 
 
@@ -143,10 +139,7 @@ def test_provider_sdks_are_imported_only_when_their_provider_is_built() -> None:
         print(json.dumps(snapshots))
         """
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=True, timeout=60
-    )
-    heuristic, gemini, openai = (set(snapshot) for snapshot in json.loads(result.stdout))
+    heuristic, gemini, openai = (set(snapshot) for snapshot in last_json_line(script, env=None, timeout=60))
     assert not heuristic & set(SDK_MODULES)
     gemini_arm = {"google.genai", "langchain_google_genai"}
     gemini_arm |= {"graphs.llm.gemini_chat", "graphs.llm.gemini_request", "graphs.llm.gemini_reply"}
