@@ -16,8 +16,10 @@ from typing import Any
 from tests.support.live_service import PROJECT_ROOT
 
 
-def last_json_line(script: str, *args: str, env: Mapping[str, str] | None, timeout: float = 120) -> Any:
-    """The JSON value of the script's last line of output; the test fails with its stderr if it exits non-zero.
+def last_json_line(
+    script: str, *args: str, env: Mapping[str, str] | None, timeout: float = 120, exit_status: int = 0
+) -> Any:
+    """The JSON value of the script's last line of output; the test fails with its stderr on another exit status.
 
     `env=None` inherits this process's environment; otherwise the script gets `env` alone.
     """
@@ -30,5 +32,5 @@ def last_json_line(script: str, *args: str, env: Mapping[str, str] | None, timeo
         timeout=timeout,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == exit_status, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
