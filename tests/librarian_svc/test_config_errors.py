@@ -20,6 +20,7 @@ import pytest
 
 from graphs.llm.config import URL_SUFFIXES, URL_VARIABLES, ConfigError, check_url
 from librarian_svc.settings import load_settings
+from tests.support.fresh_interpreter import run_script
 from tests.support.live_service import PROJECT_ROOT, free_port
 
 PREFIX = "librarian-svc: configuration error: "
@@ -197,10 +198,7 @@ def test_the_source_copy_starts_when_nothing_is_broken(tmp_path: Path) -> None:
     """The harness itself: a copied tree with nothing broken gets past every check (so the cases above are real)."""
     cwd, env = broken_tree(Breakage("source"), tmp_path)
     script = "from librarian_svc.app import create_app; create_app(); print('built')"
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=45, check=False
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_script(script, env=env, timeout=45, cwd=cwd)
     assert result.stdout.strip().endswith("built")
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -20,7 +17,9 @@ from reference_orchestrator.loop import LoopResult, run_question
 from tests.conftest import AppFactory
 from tests.graphs.librarian.helpers import TOWER_HIT
 from tests.support.asgi import asgi_client
+from tests.support.fresh_interpreter import run_script
 from tests.support.jsquad import JsquadSet
+from tests.support.live_service import PROJECT_ROOT
 from tests.support.state_tokens import TEST_STATE_KEY, Envelope, edit_token, read_token
 
 THINK = "/agent/librarian/think"
@@ -241,18 +240,12 @@ def test_no_database_driver_in_the_service() -> None:
     check is on what the image installs (the runtime lock) and on what the app imports.
     """
     drivers = {"psycopg", "psycopg2", "psycopg2-binary", "asyncpg", "pg8000", "psycopg-binary", "sqlalchemy"}
-    lock = (Path(__file__).resolve().parents[2] / "requirements-runtime.lock").read_text()
+    lock = (PROJECT_ROOT / "requirements-runtime.lock").read_text()
     assert "\nlitestar==" in lock  # the right file, and it lists pins one per line
     assert not any(f"\n{name}==" in lock for name in drivers)
     modules = {"psycopg", "psycopg2", "asyncpg", "pg8000", "sqlalchemy"}
     probe = "import sys, librarian_svc.app; print(' '.join(sorted({m.split('.')[0] for m in sys.modules})))"
-    imported = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=Path(__file__).resolve().parents[2],
-    ).stdout.split()
+    imported = run_script(probe, env=None).stdout.split()
     assert "litestar" in imported
     assert not modules & set(imported)
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.live_service import PROJECT_ROOT
+from tests.support.fresh_interpreter import run_script
 
 SCRIPT = """
 import warnings
@@ -19,9 +17,7 @@ warnings.warn("a library is unhappy", RuntimeWarning)
 
 
 def test_library_warnings_become_json_log_records() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60, check=True
-    )
+    done = run_script(SCRIPT, env=None, timeout=60)
     assert done.stderr == ""
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(records) == 1
@@ -42,9 +38,7 @@ for name in ("httpx", "httpx2", "httpcore", "httpcore2", "openai"):
 
 def test_http_client_info_lines_are_silenced_but_warnings_kept() -> None:
     """The OpenAI SDK's client (httpx2) logs a line per model call: formatting it cost 0.5 ms of a think step."""
-    done = subprocess.run(
-        [sys.executable, "-c", CLIENT_SCRIPT], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60, check=True
-    )
+    done = run_script(CLIENT_SCRIPT, env=None, timeout=60)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["message"] for r in records] == ["retrying"] * 5
     assert {r["logger"] for r in records} == {"httpx", "httpx2", "httpcore", "httpcore2", "openai"}
@@ -64,14 +58,7 @@ structlog.get_logger("ours").info("below the level")
 @pytest.mark.parametrize("log_format", ["json", "console"])
 def test_a_caller_can_keep_stdout_for_itself(log_format: str) -> None:
     """A benchmark prints its JSON report on stdout: the service's log lines go to the stream it names."""
-    done = subprocess.run(
-        [sys.executable, "-c", STDERR_SCRIPT.format(log_format=log_format)],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    done = run_script(STDERR_SCRIPT.format(log_format=log_format), env=None, timeout=60)
     assert done.stdout == ""
     lines = done.stderr.splitlines()
     assert len(lines) == 2

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,8 +16,9 @@ from graphs.embeddings.cache import CachedEmbeddings
 from graphs.embeddings.factory import describe, make_embeddings
 from graphs.embeddings.hashing import HashingEmbeddings
 from graphs.llm.config import EmbeddingConfig
+from tests.support.fresh_interpreter import run_script
+from tests.support.live_service import PROJECT_ROOT
 
-REPO = Path(__file__).parents[3]
 FAKE_DIM = 4
 
 
@@ -142,14 +140,7 @@ def test_hashing_does_not_import_provider_sdks() -> None:
         "print(sorted(m for m in ('langchain_openai', 'langchain_google_genai', 'openai', 'google.genai')"
         " if m in sys.modules))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = run_script(code, env={"PYTHONPATH": str(PROJECT_ROOT)}).stdout
     assert out.strip() == "[]"
 
 

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.embeddings.hashing import HashingEmbeddings
+from tests.support.fresh_interpreter import run_script
 from tests.support.jsquad import JsquadSet
+from tests.support.live_service import PROJECT_ROOT
 
-REPO = Path(__file__).parents[3]
 # Pinned: the cache key promises "hashing-char-ngram-v1" vectors never change; a feature or hash change must bump
 # the model name, and this test is the reminder.
 PINNED_TEXT = "東京タワー tower"
@@ -64,14 +62,7 @@ def test_vectors_are_identical_in_another_process() -> None:
         "from graphs.embeddings.hashing import HashingEmbeddings;"
         f"print(HashingEmbeddings(dim=64).embed_query({PINNED_TEXT!r}))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        env={"PYTHONHASHSEED": "4242", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = run_script(code, env={"PYTHONHASHSEED": "4242", "PYTHONPATH": str(PROJECT_ROOT)}).stdout
     assert out.strip() == str(HashingEmbeddings(dim=64).embed_query(PINNED_TEXT))
 
 

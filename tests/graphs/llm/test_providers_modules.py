@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import get_args
 
@@ -20,7 +18,7 @@ import pytest
 from graphs.embeddings.factory import EMBEDDING_MODULES
 from graphs.llm.config import EmbeddingProviderName, LLMProviderName
 from graphs.llm.providers import CHAT_MODULES
-from tests.support.fresh_interpreter import last_json_line
+from tests.support.fresh_interpreter import last_json_line, run_script
 from tests.support.live_service import PROJECT_ROOT
 
 LEFT_FOR_THE_WORKER = 100
@@ -81,16 +79,7 @@ def test_a_preload_that_fails_leaves_the_fork_server_up(tmp_path: Path) -> None:
         "print('up')\n"
     )
     env = {**os.environ, "PYTHONPATH": f"{PROJECT_ROOT}{os.pathsep}{tmp_path}", "LLM_PROVIDER": "heuristic"}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_script(script, env=env)
     assert done.stdout.strip() == "up"
     assert "worker preload stopped early" in done.stderr
     assert "not what the preload expected" in done.stderr

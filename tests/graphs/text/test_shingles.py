@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphs.text.shingles import estimate_jaccard, jaccard, minhash_signature, shingles
+from tests.support.fresh_interpreter import run_script
+from tests.support.live_service import PROJECT_ROOT
 
-REPO = Path(__file__).parents[3]
 # Pinned so that a change to the hash family (which would make signatures from old and new replicas disagree)
 # fails here instead of silently degrading de-duplication.
 HELLO_WORLD_SIGNATURE_HEAD = [492988002, 500899479, 467827995, 161273401]
@@ -127,12 +125,5 @@ def test_signatures_are_pinned_and_identical_in_another_process() -> None:
         "print(sorted(shingles('hello world')) == sorted(shingles('HELLO  WORLD')),"
         " minhash_signature(shingles('hello world'))[:4].tolist())"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        env={"PYTHONHASHSEED": "12345", "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = run_script(code, env={"PYTHONHASHSEED": "12345", "PYTHONPATH": str(PROJECT_ROOT)}).stdout
     assert out.strip() == f"True {HELLO_WORLD_SIGNATURE_HEAD}"
