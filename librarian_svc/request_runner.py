@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
+from urllib.parse import parse_qsl
 
 import msgspec
 import structlog
@@ -32,6 +33,7 @@ from graphs.errors import InvalidInput
 from graphs.llm.errors import ModelFailure, ModelTimeout
 from graphs.llm.validation import collect_errors
 from librarian_svc import drain
+from librarian_svc.json_duplicate_keys import duplicate_key_paths
 from librarian_svc.memory_budget import scope_wait_s
 from librarian_svc.request_context import adopt_request_id, current_request_id
 from librarian_svc.services import Services
@@ -120,8 +122,17 @@ def _refuse(status: int, message: str, details: list[ErrorDetail] | None = None)
     return InvalidInput(message, details or [ErrorDetail(path="$", message=message)], status_code=status)
 
 
+def check_identity_encoding(request: Request[Any, Any, Any]) -> None:
+    """Bodies are taken as sent: a compressed one (`Content-Encoding: gzip`, `br`, …) is 415, not read as JSON."""
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        return
+    raise _refuse(415, f"Content-Encoding {encoding!r} is not supported; send the body uncompressed")
+
+
 def check_content_type(request: Request[Any, Any, Any]) -> None:
     """JSON bodies only: `application/json` or any `+json` type (415 otherwise, a missing header included)."""
+    check_identity_encoding(request)
     raw = request.headers.get("content-type", "")
     media_type = raw.split(";", 1)[0].strip().lower()
     if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
@@ -130,8 +141,20 @@ def check_content_type(request: Request[Any, Any, Any]) -> None:
     raise _refuse(415, f"request body must be JSON (Content-Type: application/json); got {shown}")
 
 
+def check_no_query(request: Request[Any, Any, Any]) -> None:
+    """A JSON operation takes all its input from the body: a query parameter would be ignored, so it is a 422."""
+    if not request.scope["query_string"]:
+        return
+    query = request.scope["query_string"].decode("latin-1")
+    names = list(dict.fromkeys(name for name, _ in parse_qsl(query, keep_blank_values=True))) or [query]
+    message = "query parameters are not accepted: this operation takes its input from the JSON body"
+    details = [ErrorDetail(path=f"?{name}", message=message) for name in names]
+    raise _refuse(422, f"{', '.join(f'?{name}' for name in names)}: {message}", details)
+
+
 def check_text_type(request: Request[Any, Any, Any]) -> None:
     """`text/plain` bodies only, in UTF-8 (415 otherwise, a missing header or another charset included)."""
+    check_identity_encoding(request)
     raw = request.headers.get("content-type", "")
     media_type, _, parameters = raw.partition(";")
     charset = next(
@@ -184,6 +207,7 @@ async def read_request(request: Request[Any, Any, Any], spec: AgentSpec[Any, Any
     match spec.body:
         case "json":
             check_content_type(request)
+            check_no_query(request)
             body = await request.body()
             if len(body) > OFF_LOOP_DECODE_BYTES:  # megabytes of JSON would hold the event loop for a while
                 return await asyncio.to_thread(decode_strict, body, spec.request_type)
@@ -201,11 +225,14 @@ answered meanwhile (a 5 MB dashboard takes a tenth of a second or more to decode
 
 
 def decode_strict(body: bytes, request_type: type[Any]) -> Any:
-    """The body as `request_type`, with no coercion and no unknown fields; every violation reported at once."""
+    """The body as `request_type`, with no coercion, no unknown fields and no key given twice.
+
+    Every violation is reported at once.
+    """
     if not body.strip():
         raise _refuse(400, "request body is empty; expected a JSON object")
     try:
-        return _decoder(request_type).decode(body)
+        value = _decoder(request_type).decode(body)
     except msgspec.ValidationError as exc:
         first = str(exc)
     except msgspec.DecodeError as exc:
@@ -214,6 +241,9 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
         raise _refuse(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
     except RecursionError:
         raise _refuse(400, "request body is nested too deeply") from None
+    else:
+        refuse_repeated_keys(body)
+        return value
     try:  # a typed decode stops at the first problem: walk the whole value to report every one
         value = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:  # a schema error came first, but the JSON is broken further on
@@ -221,6 +251,20 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     problems = collect_errors(value, request_type) or [f"$: {first}"]
     details = [ErrorDetail(path=path, message=message) for path, _, message in (p.partition(": ") for p in problems)]
     raise _refuse(422, "; ".join(problems), details)
+
+
+def refuse_repeated_keys(body: bytes) -> None:
+    """422 at the path of every key that a decoded JSON body gives twice in one object (`json_duplicate_keys`)."""
+    try:
+        repeated = duplicate_key_paths(body.decode("utf-8"))
+    except RecursionError:
+        raise _refuse(400, "request body is nested too deeply") from None
+    except ValueError as exc:  # the scan's parser disagreeing with msgspec's: still not JSON we take
+        raise _refuse(400, f"request body is not valid JSON: {exc}") from None
+    if repeated:
+        message = "key given more than once in its object (which value was meant is ambiguous)"
+        details = [ErrorDetail(path=path, message=message) for path in repeated]
+        raise _refuse(422, "; ".join(f"{path}: {message}" for path in repeated), details)
 
 
 async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:

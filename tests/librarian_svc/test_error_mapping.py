@@ -8,6 +8,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from librarian_svc.request_runner import SPEC_KEY
 from tests.conftest import AppFactory
 
 THINK = "/agent/librarian/think"
@@ -111,3 +112,85 @@ def test_an_internal_bug_is_a_bare_500_without_details(make_app: AppFactory, mon
     assert body["error_type"] == "OTHER"
     assert body["message"] == "internal error"
     assert "secret" not in response.text
+
+
+def _json_routes(app: Litestar) -> list[str]:
+    """Every operation whose request is a JSON body."""
+    return sorted(
+        route.path
+        for route in app.routes
+        for handler in getattr(route, "route_handlers", [])
+        if SPEC_KEY in handler.opt and handler.opt[SPEC_KEY].body == "json"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "paths"),
+    [
+        pytest.param(
+            b'{"request_id": "r", "user_query": "A", "user_query": "B", "subject_id": "s"}',
+            ["$.user_query"],
+            id="top-level",
+        ),
+        pytest.param(
+            b'{"request_id": "r", "user_query": "q", "subject_id": "s", '
+            b'"constraints": {"max_loops": 1, "max_loops": 2}}',
+            ["$.constraints.max_loops"],
+            id="nested",
+        ),
+        pytest.param(
+            b'{"request_id": "r", "user_query": "q", "subject_id": "s", "search_history": [{"results": '
+            b'[{"document_id": "d1", "snippet": "s", "document_id": "d2"}]}]}',
+            ["$.search_history[0].results[0].document_id"],
+            id="in-a-hit",
+        ),
+        pytest.param(
+            b'{"request_id": "r", "request_\\u0069d": "r2", "user_query": "q", "subject_id": "s"}',
+            ["$.request_id"],
+            id="escaped-spelling",
+        ),
+    ],
+)
+def test_a_key_given_twice_is_422_at_its_path(client: TestClient[Litestar], content: bytes, paths: list[str]) -> None:
+    response = client.post(THINK, content=content, headers={"content-type": "application/json"})
+    body = response.json()
+    assert_error_body(body, status=422, response_status=response.status_code)
+    assert [d["path"] for d in body["details"]] == paths
+    assert "more than once" in body["message"]
+
+
+def test_every_json_operation_refuses_a_repeated_key(app: Litestar, client: TestClient[Litestar]) -> None:
+    routes = _json_routes(app)
+    assert len(routes) >= 9
+    for route in routes:
+        response = client.post(route, content=b'{"x": 1, "x": 2}', headers={"content-type": "application/json"})
+        body = response.json()
+        # `x` is unknown everywhere: the strict decode answers first, and the repeat never gets through either way
+        assert_error_body(body, status=422, response_status=response.status_code)
+
+
+def test_every_json_operation_refuses_query_parameters(app: Litestar, client: TestClient[Litestar]) -> None:
+    for route in _json_routes(app):
+        response = client.post(
+            f"{route}?max_loops=1&debug", content=b"{}", headers={"content-type": "application/json"}
+        )
+        body = response.json()
+        assert_error_body(body, status=422, response_status=response.status_code)
+        assert [d["path"] for d in body["details"]] == ["?max_loops", "?debug"], route
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate", "GZIP"])
+def test_a_compressed_body_is_415(client: TestClient[Litestar], encoding: str) -> None:
+    response = client.post(
+        THINK,
+        content=b'{"request_id": "r", "user_query": "q", "subject_id": "s"}',
+        headers={"content-type": "application/json", "content-encoding": encoding},
+    )
+    assert_error_body(response.json(), status=415, response_status=response.status_code)
+    assert encoding.lower() in response.json()["message"]
+
+
+def test_identity_encoding_and_a_bare_question_mark_are_accepted(client: TestClient[Litestar]) -> None:
+    response = client.post(f"{THINK}?", json=VALID, headers={"content-encoding": "identity"})
+    assert response.status_code == 200, response.text
+    assert response.json()["action"] == "SEARCH"
