@@ -32,9 +32,11 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+import msgspec
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from contracts.common import ErrorDetail, ErrorResponse
 from librarian_svc.memory_budget import admitted_at, unavailable, waiting_for_admission
 
 log = structlog.get_logger(__name__)
@@ -47,11 +49,6 @@ _idle: OrderedDict[ReadTimeoutProtocol, None] = OrderedDict()
 _counts = {"evicted": 0, "refused": 0}
 REFUSAL_LOG_EVERY = 100
 """Under a flood, one log line per this many closed or refused connections (and the first)."""
-
-TIMEOUT_408 = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"content-length: 33\r\nconnection: close\r\n\r\nrequest not received in good time"
-)
 
 
 def configure(read_timeout_s: float, max_connections: int = 1000) -> None:
@@ -87,6 +84,12 @@ def connection_cap(configured: int, descriptor_limit: int) -> int:
     return max(1, min(configured, descriptor_limit - DESCRIPTORS_SPARE))
 
 
+def _closing_response(status: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> bytes:
+    """A whole HTTP/1.1 response, written on the socket below the app, after which the connection closes."""
+    head = b"".join(name + b": " + value + b"\r\n" for name, value in [*headers, (b"connection", b"close")])
+    return b"HTTP/1.1 " + status + b"\r\n" + head + b"\r\n" + body
+
+
 def _refusal(retry_after_s: int) -> bytes:
     headers, body = unavailable(
         uuid.uuid4().hex,
@@ -95,11 +98,35 @@ def _refusal(retry_after_s: int) -> bytes:
         "has a request in flight; send the request again after Retry-After",
         retry_after_s,
     )
-    head = b"".join(name + b": " + value + b"\r\n" for name, value in [*headers, (b"connection", b"close")])
-    return b"HTTP/1.1 503 Service Unavailable\r\n" + head + b"\r\n" + body
+    return _closing_response(b"503 Service Unavailable", headers, body)
 
 
 REFUSED_503 = _refusal(1)
+
+
+def invalid_request(status: bytes, message: str, default_headers: list[tuple[bytes, bytes]] | None = None) -> bytes:
+    """The ERROR body (INVALID_INPUT) for a request the protocol refuses before the app sees it: 400 or 408.
+
+    uvicorn answers those in plain text; a client that parses every 4xx as the ERROR body (the Go
+    client does) would fail on it.
+    """
+    body = msgspec.json.encode(
+        ErrorResponse(
+            request_id=uuid.uuid4().hex,
+            error_type="INVALID_INPUT",
+            message=message,
+            details=[ErrorDetail(path="$", message=message)],
+        )
+    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    return _closing_response(status, [*(default_headers or []), *headers], body)
+
+
+NOT_HTTP = (
+    "the request is not valid HTTP/1.1 (its request line, a header, Content-Length or the chunked "
+    "encoding); the connection is closed"
+)
+NOT_IN_TIME = "request not received in good time (REQUEST_READ_TIMEOUT_S); the connection is closed"
 
 
 def _count(kind: str, **fields: Any) -> None:
@@ -169,6 +196,15 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._close_window()
         super().connection_lost(exc)
 
+    def send_400_response(self, msg: str) -> None:
+        """A request httptools cannot parse (two Content-Lengths, a bad chunk size, …): the ERROR body, then close.
+
+        `msg` is uvicorn's own text ("Invalid HTTP request received."), which uvicorn has already logged.
+        """
+        response = invalid_request(b"400 Bad Request", NOT_HTTP, list(self.server_state.default_headers))
+        self.transport.write(response)
+        self.transport.close()
+
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
 
@@ -209,5 +245,5 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             client=f"{self.client[0]}:{self.client[1]}" if self.client else None,
         )
         if head_missing and self._bytes_in_window:
-            self.transport.write(TIMEOUT_408)
+            self.transport.write(invalid_request(b"408 Request Timeout", NOT_IN_TIME))
         self.transport.close()

@@ -87,6 +87,9 @@ def test_a_request_head_sent_a_byte_at_a_time_is_cut_off_with_408(service: LiveS
         total = time.monotonic() - started
     assert total <= READ_TIMEOUT_S + SLACK_S, total
     assert received.startswith(b"HTTP/1.1 408 "), received
+    payload = json.loads(received.partition(b"\r\n\r\n")[2])
+    assert (payload["action"], payload["error_type"]) == ("ERROR", "INVALID_INPUT")
+    assert "REQUEST_READ_TIMEOUT_S" in payload["message"]
 
 
 def test_a_stalled_body_is_cut_off_and_logged_as_a_disconnect(service: LiveService) -> None:

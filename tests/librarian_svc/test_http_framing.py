@@ -1,0 +1,53 @@
+"""Requests httptools cannot parse get the ERROR body with their 400, like every other 4xx, then the connection closes.
+
+uvicorn answers them in plain text ("Invalid HTTP request received."), which a client that reads every
+4xx as the ERROR body, the Go client among them, cannot parse. Raw sockets, against the real process.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.live_service import LiveService
+from tests.support.raw_http import HEALTH, connect, read_response
+
+pytestmark = pytest.mark.live
+
+POST = b"POST /agent/grace/step HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+BODY = b'{"query": "q"}'
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        pytest.param(
+            POST + b"Content-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n" + BODY, id="length-and-chunked"
+        ),
+        pytest.param(POST + b"Content-Length: 14\r\nContent-Length: 15\r\n\r\n" + BODY, id="two-lengths"),
+        pytest.param(POST + b"Content-Length: -14\r\n\r\n" + BODY, id="negative-length"),
+        pytest.param(POST + b"Content-Length: 99999999999999999999\r\n\r\n" + BODY, id="twenty-digit-length"),
+        pytest.param(POST + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n" + BODY + b"\r\n0\r\n\r\n", id="bad-chunk-size"),
+        pytest.param(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Bad: a\x7fb\r\n\r\n", id="control-byte-in-a-header"),
+    ],
+)
+def test_unparseable_http_gets_the_error_body(live_service: LiveService, request_bytes: bytes) -> None:
+    with connect(live_service) as sock:
+        sock.sendall(request_bytes)
+        response = read_response(sock)
+        assert sock.recv(1) == b""  # closed after the answer
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert b"content-type: application/json" in head.lower()
+    payload = json.loads(body)
+    assert payload["action"] == "ERROR"
+    assert payload["error_type"] == "INVALID_INPUT"
+    assert "not valid HTTP/1.1" in payload["message"]
+    assert payload["details"] == [{"path": "$", "message": payload["message"]}]
+
+
+def test_the_service_still_answers_afterwards(live_service: LiveService) -> None:
+    with connect(live_service) as sock:
+        sock.sendall(HEALTH)
+        assert read_response(sock).startswith(b"HTTP/1.1 200 ")
