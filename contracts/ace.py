@@ -26,6 +26,8 @@ MAX_BULLETS = ACE.bullets
 MAX_CONTENT_CHARS = ACE.bullet_chars
 MAX_TEXT_CHARS = ACE.text_chars
 MAX_USED_BULLETS = ACE.used_bullets
+MAX_BULLET_NUMBER = 10**12
+"""The largest id number a playbook may issue (`metadata.last_bullet_number`); past it no bullet can be added."""
 
 _PRINTABLE = r"[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?"
 """No control characters anywhere, and no whitespace at either end (`"general "` is not `"general"`)."""
@@ -117,7 +119,7 @@ class PlaybookMetadata(WireStruct):
 
     created_at: datetime.datetime = msgspec.field(default_factory=_utc_now)
     updated_at: datetime.datetime = msgspec.field(default_factory=_utc_now)
-    last_bullet_number: Annotated[int, msgspec.Meta(ge=0, le=10**12)] = 0
+    last_bullet_number: Annotated[int, msgspec.Meta(ge=0, le=MAX_BULLET_NUMBER)] = 0
     section_titles: Annotated[dict[SectionName, SectionTitle], msgspec.Meta(max_length=200)] = msgspec.field(
         default_factory=dict
     )

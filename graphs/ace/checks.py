@@ -100,19 +100,13 @@ def delta_problems(
 ) -> list[ErrorDetail]:
     """Why a caller's deltas cannot be applied to `playbook`, with JSON paths (empty when they can)."""
     problems: list[ErrorDetail] = []
-    existing = {b.id for b in playbook.bullets}
+    existing = {b.id: (b.section, b.content) for b in playbook.bullets}
+    """Each bullet's section and its content as the deltas before have left it."""
     deleted: set[str] = set()
     for i, delta in enumerate(deltas):
         where = f"{path}[{i}]"
         if delta.type == "ADD":
-            if not rules.allows(delta.section):
-                problems.append(
-                    ErrorDetail(
-                        path=f"{where}.section", message=f"unknown section {delta.section!r} for {rules.dataset!r}"
-                    )
-                )
-            if not delta.content.strip():
-                problems.append(ErrorDetail(path=f"{where}.content", message="ADD needs content"))
+            problems += _add_problems(delta, rules, where)
             continue
         if delta.bullet_id is None:
             problems.append(ErrorDetail(path=f"{where}.bullet_id", message=f"{delta.type} needs a bullet_id"))
@@ -124,10 +118,44 @@ def delta_problems(
             problems.append(
                 ErrorDetail(path=f"{where}.bullet_id", message=f"bullet {delta.bullet_id!r} is deleted earlier")
             )
+        else:
+            problems += _target_problems(delta, *existing[delta.bullet_id], where)
+            if delta.type == "UPDATE":
+                existing[delta.bullet_id] = (existing[delta.bullet_id][0], delta.content)
+            else:
+                deleted.add(delta.bullet_id)
         if delta.type == "UPDATE" and not delta.content.strip():
             problems.append(ErrorDetail(path=f"{where}.content", message="UPDATE needs content"))
-        if delta.type == "DELETE" and delta.bullet_id is not None:
-            deleted.add(delta.bullet_id)
+    return problems
+
+
+def _add_problems(delta: DeltaContextItem, rules: SectionRules, where: str) -> list[ErrorDetail]:
+    problems: list[ErrorDetail] = []
+    if not rules.allows(delta.section):
+        problems.append(
+            ErrorDetail(path=f"{where}.section", message=f"unknown section {delta.section!r} for {rules.dataset!r}")
+        )
+    if not delta.content.strip():
+        problems.append(ErrorDetail(path=f"{where}.content", message="ADD needs content"))
+    return problems
+
+
+def _target_problems(delta: DeltaContextItem, section: str, content: str, where: str) -> list[ErrorDetail]:
+    """An UPDATE or DELETE must say what it acts on as the playbook has it, or it is refused, never rewritten.
+
+    Its `section` is the bullet's (a bullet does not move between sections); a DELETE's `content`, when
+    given, is the bullet's current content (a confirmation: a DELETE meant for other content is stale).
+    """
+    problems: list[ErrorDetail] = []
+    if delta.section != section:
+        message = f"bullet {delta.bullet_id!r} is in section {section!r}, not {delta.section!r}"
+        problems.append(ErrorDetail(path=f"{where}.section", message=message))
+    if delta.type == "DELETE" and delta.content.strip() and delta.content.strip() != content.strip():
+        message = (
+            f"DELETE content does not match bullet {delta.bullet_id!r}'s content "
+            "(leave it empty, or send the bullet's content)"
+        )
+        problems.append(ErrorDetail(path=f"{where}.content", message=message))
     return problems
 
 
@@ -151,9 +179,20 @@ def check_generate(request: AceGenerateRequest, prior: None, context: AgentConte
 
 
 def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext) -> None:
-    """The sizes of the playbook and the trajectory; the playbook's ids and sections fit the dataset."""
+    """The sizes; one dataset (the request's, when given, is the trajectory's); the playbook fits it."""
     request_limits.check_playbook(request.playbook)
     request_limits.check_trajectory(request.trajectory)
+    if request.dataset is not None and request.dataset != request.trajectory.dataset:
+        mine, theirs = request.dataset, request.trajectory.dataset
+        message = (
+            f"dataset {mine!r} differs from trajectory.dataset {theirs!r} ('default' when omitted): "
+            "send the same dataset in both, or leave out dataset"
+        )
+        details = [
+            ErrorDetail(path="$.dataset", message=f"{mine!r} differs from trajectory.dataset {theirs!r}"),
+            ErrorDetail(path="$.trajectory.dataset", message=f"{theirs!r} differs from dataset {mine!r}"),
+        ]
+        raise InvalidInput(message, details)
     check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
 
 

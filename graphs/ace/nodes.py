@@ -42,6 +42,7 @@ from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
 from graphs.ace.generator.heuristic import generate_extractive
 from graphs.ace.generator.llm import generate_with_llm
 from graphs.ace.heuristic_text import stem
+from graphs.ace.playbook.ids import COUNTER_PATH
 from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.playbook.store import PlaybookCorrupt, PlaybookStore
 from graphs.ace.reflector.heuristic import reflect_by_rules
@@ -340,18 +341,21 @@ async def _merge(
         source=f"{state['request_id']}: {query[:200]}",
         counters_changed=counters_changed,
         reserved_ids=_request_ids(state),
+        counter_path="$.dataset" if isinstance(state.get("request"), WorkflowRequest) else COUNTER_PATH,
         budget=runtime.context,
     )
 
 
 def _request_ids(state: AceGraphState) -> list[str]:
-    """Every bullet id the request names besides its playbook's: none of them may be issued to a new bullet."""
+    """The used ids of the request's trajectory: none of them may be issued to a new bullet.
+
+    The caller's deltas add nothing here: an UPDATE or DELETE names a bullet of the playbook (checked), and
+    the contract says an ADD's `bullet_id` is ignored, so it must not move the counter either.
+    """
     request = state.get("request")
     named: list[str] = []
-    if isinstance(request, AceCurateRequest):
-        if request.trajectory is not None:
-            named += request.trajectory.used_bullet_ids
-        named += [d.bullet_id for d in request.deltas if d.bullet_id is not None]
+    if isinstance(request, AceCurateRequest) and request.trajectory is not None:
+        named += request.trajectory.used_bullet_ids
     trajectory = state.get("trajectory")
     if trajectory is not None:
         named += trajectory.used_bullet_ids

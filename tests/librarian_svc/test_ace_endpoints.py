@@ -14,6 +14,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.ace import MAX_BULLET_NUMBER
 from contracts.limits import ACE
 from graphs.ace.playbook.store import PlaybookStore
 from tests.graphs.ace.helpers import JAPANESE_PLAYBOOK, as_json, real_playbook
@@ -236,6 +237,7 @@ def test_curate_enforces_a_size_budget(client: TestClient[Litestar]) -> None:
 # --- bad input ---------------------------------------------------------------------------------------------
 
 REFLECTION = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "appworld"}
+ADD = {"type": "ADD", "section": "general", "content": "Count the results before answering."}
 DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
 
 
@@ -287,6 +289,71 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
             400,
             "$.deltas[0].bullet_id",
             id="delta-names-a-missing-bullet",
+        ),
+        pytest.param(
+            CURATE,
+            {
+                "reflection": REFLECTION,
+                "playbook": APPWORLD,
+                "deltas": [{"type": "UPDATE", "section": "others", "bullet_id": "shr-00001", "content": "x"}],
+            },
+            400,
+            "$.deltas[0].section",
+            id="update-names-another-section",
+        ),
+        pytest.param(
+            CURATE,
+            {
+                "reflection": REFLECTION,
+                "playbook": APPWORLD,
+                "deltas": [{"type": "DELETE", "section": "others", "bullet_id": "shr-00001"}],
+            },
+            400,
+            "$.deltas[0].section",
+            id="delete-names-another-section",
+        ),
+        pytest.param(
+            CURATE,
+            {
+                "reflection": REFLECTION,
+                "playbook": APPWORLD,
+                "deltas": [
+                    {
+                        "type": "DELETE",
+                        "section": "strategies_and_hard_rules",
+                        "bullet_id": "shr-00001",
+                        "content": "whatever",
+                    }
+                ],
+            },
+            400,
+            "$.deltas[0].content",
+            id="delete-names-other-content",
+        ),
+        pytest.param(
+            CURATE,
+            {
+                "reflection": {**REFLECTION, "trajectory_dataset": "default"},
+                "playbook": {**MIXED, "metadata": {"last_bullet_number": MAX_BULLET_NUMBER}},
+                "deltas": [ADD],
+            },
+            422,
+            "$.playbook.metadata.last_bullet_number",
+            id="no-bullet-id-left",
+        ),
+        pytest.param(
+            REFLECT,
+            {"trajectory": {"query": "q", "dataset": "default"}, "playbook": {}, "dataset": "appworld"},
+            400,
+            "$.trajectory.dataset",
+            id="reflect-datasets-differ",
+        ),
+        pytest.param(
+            REFLECT,
+            {"trajectory": {"query": "q"}, "playbook": {}, "dataset": "appworld"},
+            400,
+            "$.dataset",
+            id="reflect-dataset-against-the-trajectorys-default",
         ),
         pytest.param(
             CURATE,
@@ -420,3 +487,45 @@ def test_curate_keeps_the_playbook_within_the_contract(client: TestClient[Litest
     answer = post(client, CURATE, {"reflection": reflection, "playbook": full, "deltas": deltas})
     assert len(answer["playbook"]["bullets"]) == ACE.bullets  # the default budget is the contract's cap
     assert answer["pruned_bullet_ids"] == ["general-00000"]  # equal confidence: the oldest untouched goes
+
+
+@pytest.mark.parametrize(
+    ("mark", "delta", "expected"),
+    [
+        pytest.param(MAX_BULLET_NUMBER - 1, ADD, MAX_BULLET_NUMBER, id="the-last-id"),
+        pytest.param(4, {**ADD, "bullet_id": "x-999999999999"}, 5, id="an-adds-given-id-is-ignored"),
+    ],
+)
+def test_curate_issues_ids_within_the_contract(
+    client: TestClient[Litestar], mark: int, delta: dict[str, Any], expected: int
+) -> None:
+    reflection = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "default"}
+    body = {"reflection": reflection, "playbook": {**MIXED, "metadata": {"last_bullet_number": mark}}}
+    answer = post(client, CURATE, {**body, "deltas": [delta]})
+    assert answer["playbook"]["metadata"]["last_bullet_number"] == expected
+    assert [d["bullet_id"] for d in answer["deltas"]] == [f"general-{expected:05d}"]
+    post(client, CURATE, {"reflection": reflection, "playbook": answer["playbook"]})  # the service takes it back
+
+
+def test_a_full_stored_playbook_refuses_new_ids_and_stays_readable(
+    store_client: tuple[TestClient[Litestar], PlaybookStore],
+) -> None:
+    client, store = store_client
+    text = "## GENERAL\n[gen-999999999999] Always paginate.\n"
+    assert client.put("/playbooks/hw", content=text, headers={"content-type": "text/plain"}).status_code == 200
+    runs = [
+        {"query": q, "dataset": "hw", "ground_truth": truth, "save": True, "request_id": f"r-{i}"}
+        for i, (q, truth) in enumerate(
+            [("How many songs?", "At most 77"), ("Which API lists my playlists?", "Call show_playlist_library")]
+        )
+    ]
+    post(client, WORKFLOW, runs[0])
+    before = store.path_for("hw").read_bytes()
+    assert store.load("hw").metadata.last_bullet_number == MAX_BULLET_NUMBER
+    answer = post(client, WORKFLOW, runs[1], 422)
+    assert (answer["error_type"], answer["request_id"]) == ("INVALID_INPUT", "r-1")
+    assert answer["details"][0]["path"] == "$.dataset"
+    assert "'hw' has no bullet id left" in answer["message"]
+    assert store.path_for("hw").read_bytes() == before  # nothing written
+    assert client.get("/playbooks/hw").status_code == 200
+    post(client, WORKFLOW, {**runs[1], "save": False}, 422)  # a dry run could not issue the id either

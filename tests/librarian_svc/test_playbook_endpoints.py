@@ -7,6 +7,7 @@ that is not stored is a 404; and every refusal leaves the stored playbook as it 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.ace import MAX_BULLET_NUMBER
 from graphs.ace.playbook.store import PlaybookStore
 from tests.conftest import AppFactory
 from tests.graphs.ace.helpers import ONLINE, read_text
@@ -203,3 +205,17 @@ def test_the_list_is_empty_before_anything_is_stored(store_client: tuple[TestCli
     answer = client.get("/playbooks").json()
     assert (answer["action"], answer["datasets"]) == ("PLAYBOOKS", [])
     assert client.get("/playbooks?x=1").status_code == 422
+
+
+def test_a_corrupt_stored_playbook_is_repaired_by_a_replacing_put(
+    store_client: tuple[TestClient[Litestar], PlaybookStore],
+) -> None:
+    client, store = store_client
+    store.data_dir.mkdir(parents=True, exist_ok=True)
+    past = {"metadata": {"last_bullet_number": MAX_BULLET_NUMBER + 1}, "bullets": []}
+    store.path_for("hw").write_text(json.dumps(past), encoding="utf-8")
+    assert client.get("/playbooks/hw").status_code == 500
+    stored = client.put("/playbooks/hw", content=SMALL, headers=TEXT)
+    assert stored.status_code == 200, stored.text
+    assert (stored.json()["replaced"], stored.json()["last_bullet_number"]) == (True, MAX_BULLET_NUMBER)
+    assert non_blank(client.get("/playbooks/hw").text) == non_blank(SMALL)

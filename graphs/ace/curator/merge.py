@@ -51,7 +51,7 @@ import structlog
 from langchain_core.embeddings import Embeddings
 
 from contracts.ace import Bullet, BulletEvaluation, DeltaContextItem, Playbook
-from graphs.ace.playbook.ids import IdAllocator
+from graphs.ace.playbook.ids import COUNTER_PATH, IdAllocator
 from graphs.ace.playbook.sections import SectionRules
 from graphs.ace.search.index import cosines, embed_chunked
 from graphs.chunked import Pacer
@@ -149,7 +149,7 @@ class _SectionVectors:
 class _Merger:
     """One merge's working set: bullets by id with their order, the section indexes, and what was applied."""
 
-    def __init__(self, playbook: Playbook, rules: SectionRules, source: str) -> None:
+    def __init__(self, playbook: Playbook, rules: SectionRules, source: str, counter_path: str) -> None:
         self.by_id: dict[str, Bullet] = {b.id: b for b in playbook.bullets}
         self.order: dict[str, tuple[int, ...]] = {b.id: (i,) for i, b in enumerate(playbook.bullets)}
         """Sort keys giving the playbook order: an ADD sorts right after its section's last bullet."""
@@ -168,7 +168,7 @@ class _Merger:
         """The stripped content of every ADD and UPDATE → its vector."""
         self.identical: dict[str, dict[str, list[str]]] = {}
         """Per section with ADDs: normalised content → the ids that hold it."""
-        self.allocator = IdAllocator(playbook)
+        self.allocator = IdAllocator(playbook, dataset=rules.dataset, path=counter_path)
         self.rules = rules
         self.source = source
         self.touched: set[str] = set()
@@ -415,6 +415,7 @@ async def merge(
     counters_changed: bool = False,
     now: datetime.datetime | None = None,
     reserved_ids: Iterable[str] = (),
+    counter_path: str = COUNTER_PATH,
     budget: Budget = UNBOUNDED,
 ) -> MergeOutcome:
     """Apply `deltas` to `playbook` (counters already applied) as the module docstring describes.
@@ -429,12 +430,14 @@ async def merge(
         source: Recorded as `source_trajectory` of added bullets.
         counters_changed: Whether `apply_evaluations` changed anything (then `updated_at` moves too).
         now: The time to record as `updated_at` (default: the current time).
-        reserved_ids: Ids named elsewhere in the request (a trajectory's used ids, the caller's deltas): never
-            issued to a new bullet, whatever the playbook's metadata says, and their numbers raise the mark.
+        reserved_ids: Ids named elsewhere in the request (a trajectory's used ids): never issued to a new
+            bullet, whatever the playbook's metadata says, and their numbers raise the mark.
+        counter_path: The JSON path named when an ADD finds no id left (`BulletIdsExhausted`, raised before
+            anything is returned or saved).
         budget: What bounds the merge's work (the request's `AgentContext`): its checkpoint is awaited between
             chunks, yielding to the event loop and raising `DeadlineExceeded` once the deadline has passed.
     """
-    merger = _Merger(playbook, rules, source)
+    merger = _Merger(playbook, rules, source, counter_path)
     merger.allocator.reserve(reserved_ids)
     await merger.prepare(deltas, embeddings, dedup_threshold, budget)
     for index, delta in enumerate(deltas):

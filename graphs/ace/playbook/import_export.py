@@ -13,7 +13,9 @@ refuses too, with the same message:
   cannot pass for an empty playbook.
 
 Storing replaces the playbook under the store's lock: the stored id high-water mark is kept (ids of
-bullets the new text dropped are never issued again) and so is the stored `created_at`.
+bullets the new text dropped are never issued again) and so is the stored `created_at`. A stored file
+that is corrupt does not block its replacement (the import is how it is repaired): what can still be read
+of its mark is kept, and its `created_at` is lost.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def _line_of(path: str, lines: list[int]) -> int | str:
 
 def store_replacing(store: PlaybookStore, dataset: str, imported: Playbook) -> Playbook:
     """Save `imported` as the dataset's playbook (command line: waits for the lock); return what was written."""
-    previous = store.load(dataset) if store.exists(dataset) else None
+    previous = store.load_replaceable(dataset) if store.exists(dataset) else None
     return store.save(dataset, _keeping_history(imported, previous))
 
 
@@ -90,7 +92,7 @@ async def astore_replacing(
         existed = store.exists(dataset)  # under the lock: nobody can store or remove it meanwhile
         return _keeping_history(imported, fresh if existed else None), existed
 
-    return await store.update(dataset, replace, deadline=deadline)
+    return await store.update(dataset, replace, deadline=deadline, replacing=True)
 
 
 def _keeping_history(imported: Playbook, previous: Playbook | None) -> Playbook:

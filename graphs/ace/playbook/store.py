@@ -36,7 +36,7 @@ from typing import TypeVar
 import msgspec
 import structlog
 
-from contracts.ace import Playbook, PlaybookMetadata
+from contracts.ace import MAX_BULLET_NUMBER, Playbook, PlaybookMetadata
 from graphs.ace.playbook.ids import high_water, id_number
 
 log = structlog.get_logger(__name__)
@@ -55,10 +55,14 @@ class _IdOnly(msgspec.Struct):
     id: str
 
 
-class _Marks(msgspec.Struct):
-    """Just what the high-water mark needs, read without building every bullet."""
+class _MarkOnly(msgspec.Struct):
+    last_bullet_number: int = 0
 
-    metadata: PlaybookMetadata = msgspec.field(default_factory=PlaybookMetadata)
+
+class _Marks(msgspec.Struct):
+    """Just what the high-water mark needs, read without building every bullet (nor the contract's bounds)."""
+
+    metadata: _MarkOnly = msgspec.field(default_factory=_MarkOnly)
     bullets: list[_IdOnly] = msgspec.field(default_factory=list)
 
 
@@ -138,6 +142,21 @@ class PlaybookStore:
             raise self._corrupt(dataset, path, f"duplicate bullet ids {duplicates[:5]}")
         return playbook
 
+    def load_replaceable(self, dataset: str) -> Playbook:
+        """`load`, for a caller about to replace the whole playbook: a corrupt file is no obstacle.
+
+        A corrupt file gives an empty playbook carrying what can still be read of its high-water mark
+        (at most `MAX_BULLET_NUMBER`), so an import can repair it without ids being issued again.
+
+        Raises:
+            InvalidDatasetName: See `path_for`.
+        """
+        try:
+            return self.load(dataset)
+        except PlaybookCorrupt:
+            log.warning("ace: replacing a corrupt stored playbook", dataset=dataset)
+            return Playbook(metadata=PlaybookMetadata(last_bullet_number=_stored_mark(self.path_for(dataset))))
+
     def save(self, dataset: str, playbook: Playbook) -> Playbook:
         """Replace the stored playbook with `playbook` under the lock (waiting for it); return what was written.
 
@@ -152,7 +171,12 @@ class PlaybookStore:
             return self._write(dataset, playbook, _stored_mark(self.path_for(dataset)))
 
     async def update(
-        self, dataset: str, change: Callable[[Playbook], Awaitable[tuple[Playbook, T]]], *, deadline: float | None
+        self,
+        dataset: str,
+        change: Callable[[Playbook], Awaitable[tuple[Playbook, T]]],
+        *,
+        deadline: float | None,
+        replacing: bool = False,
     ) -> tuple[Playbook, T]:
         """Read-modify-write `dataset` under its lock: `change` gets the stored playbook as it is now.
 
@@ -165,6 +189,8 @@ class PlaybookStore:
             change: Gets the fresh playbook; returns the playbook to write and anything for the caller.
             deadline: `time.monotonic()` by which the lock must be held and the change made; None waits
                 up to LOCK_WAIT_UNBOUNDED_S.
+            replacing: `change` replaces the whole playbook, so a corrupt file is read as `load_replaceable`
+                reads it instead of raising `PlaybookCorrupt`.
 
         Returns:
             What was written, and what `change` returned with it.
@@ -176,7 +202,7 @@ class PlaybookStore:
         limit = deadline if deadline is not None else time.monotonic() + LOCK_WAIT_UNBOUNDED_S
         handle = await self._acquire(dataset, limit)
         try:
-            fresh = await asyncio.to_thread(self.load, dataset)
+            fresh = await asyncio.to_thread(self.load_replaceable if replacing else self.load, dataset)
             playbook, extra = await change(fresh)
             if time.monotonic() >= limit:
                 raise PlaybookLockTimeout(f"the deadline passed before playbook {dataset!r} could be saved")
@@ -270,13 +296,17 @@ def _check_ids(dataset: str, playbook: Playbook) -> None:
 
 
 def _stored_mark(path: Path) -> int:
-    """The high-water mark of the file at `path` (0 when it is missing or unreadable: it is being replaced)."""
+    """The high-water mark of the file at `path`, at most `MAX_BULLET_NUMBER` (0 when missing or unreadable).
+
+    The contract's bounds are not applied on reading, so a file that is corrupt only because its mark went
+    past the maximum still keeps every id it issued from being issued again once it is replaced.
+    """
     try:
         marks = _marks_decoder.decode(path.read_bytes())
     except (OSError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         return 0
     numbers = [n for b in marks.bullets if (n := id_number(b.id)) is not None]
-    return max([marks.metadata.last_bullet_number, *numbers])
+    return min(max([marks.metadata.last_bullet_number, *numbers]), MAX_BULLET_NUMBER)
 
 
 def _duplicate_ids(playbook: Playbook) -> list[str]:

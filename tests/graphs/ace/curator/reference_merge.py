@@ -254,7 +254,7 @@ async def merge(
         source: Recorded as `source_trajectory` of added bullets.
         counters_changed: Whether `apply_evaluations` changed anything (then `updated_at` moves too).
         now: The time to record as `updated_at` (default: the current time).
-        reserved_ids: Ids named elsewhere in the request (a trajectory's used ids, the caller's deltas): never
+        reserved_ids: Ids named elsewhere in the request (a trajectory's used ids): never
             issued to a new bullet, whatever the playbook's metadata says, and their numbers raise the mark.
     """
     merger = _Merger(playbook, rules, source)

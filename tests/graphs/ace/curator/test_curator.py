@@ -10,11 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contracts.ace import BulletEvaluation, DeltaContextItem, Insight, Playbook, PlaybookMetadata, ReflectionResult
+from contracts.ace import (
+    MAX_BULLET_NUMBER,
+    BulletEvaluation,
+    DeltaContextItem,
+    Insight,
+    Playbook,
+    PlaybookMetadata,
+    ReflectionResult,
+)
 from graphs.ace.checks import delta_problems
 from graphs.ace.curator.heuristic import propose_deltas
 from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
-from graphs.ace.playbook.ids import IdAllocator, high_water, id_number
+from graphs.ace.playbook.ids import BulletIdsExhausted, IdAllocator, high_water, id_number
 from graphs.ace.playbook.sections import SectionRules, section_rules, slug_prefix
 from graphs.ace.search.hybrid import HybridSearch
 from graphs.ace.search.index import IndexCache
@@ -30,6 +38,8 @@ PERMISSIVE = SectionRules(dataset="default", definitions=(), permissive=True)
 SECTIONS = load_sections(PROJECT_ROOT / "config")
 APPWORLD = section_rules(SECTIONS, "appworld")
 NOW = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+SHR = "strategies_and_hard_rules"
+SHR_00001 = "Make sure to end code blocks with ``` followed by a newline(\\n)."
 
 
 def run_merge(
@@ -211,7 +221,22 @@ def test_updated_at_moves_only_when_something_changed() -> None:
             "no bullet",
         ),
         (DeltaContextItem(type="DELETE", section="s"), "$.deltas[0].bullet_id", "needs a bullet_id"),
-        (DeltaContextItem(type="UPDATE", section="s", bullet_id="shr-00001"), "$.deltas[0].content", "needs content"),
+        (DeltaContextItem(type="UPDATE", section=SHR, bullet_id="shr-00001"), "$.deltas[0].content", "needs content"),
+        (
+            DeltaContextItem(type="UPDATE", section="others", bullet_id="shr-00001", content="x"),
+            "$.deltas[0].section",
+            "is in section 'strategies_and_hard_rules', not 'others'",
+        ),
+        (
+            DeltaContextItem(type="DELETE", section="nonsense", bullet_id="shr-00001"),
+            "$.deltas[0].section",
+            "is in section 'strategies_and_hard_rules', not 'nonsense'",
+        ),
+        (
+            DeltaContextItem(type="DELETE", section=SHR, bullet_id="shr-00001", content="whatever"),
+            "$.deltas[0].content",
+            "DELETE content does not match bullet 'shr-00001'",
+        ),
         (DeltaContextItem(type="ADD", section="nowhere", content="x"), "$.deltas[0].section", "unknown section"),
         (DeltaContextItem(type="ADD", section="others", content="  "), "$.deltas[0].content", "needs content"),
     ],
@@ -224,10 +249,25 @@ def test_a_callers_invalid_deltas_are_named(delta: DeltaContextItem, path: str, 
 
 def test_updating_a_bullet_deleted_earlier_is_a_problem() -> None:
     deltas = [
-        DeltaContextItem(type="DELETE", section="s", bullet_id="shr-00001"),
-        DeltaContextItem(type="UPDATE", section="s", bullet_id="shr-00001", content="x"),
+        DeltaContextItem(type="DELETE", section=SHR, bullet_id="shr-00001"),
+        DeltaContextItem(type="UPDATE", section=SHR, bullet_id="shr-00001", content="x"),
     ]
     assert [p.path for p in delta_problems(deltas, real_playbook(), APPWORLD)] == ["$.deltas[1].bullet_id"]
+
+
+@pytest.mark.parametrize(
+    "deltas",
+    [
+        [DeltaContextItem(type="DELETE", section=SHR, bullet_id="shr-00001", content=f"  {SHR_00001}\n")],
+        [
+            DeltaContextItem(type="UPDATE", section=SHR, bullet_id="shr-00001", content="End code blocks with ```."),
+            DeltaContextItem(type="DELETE", section=SHR, bullet_id="shr-00001", content="End code blocks with ```."),
+        ],
+    ],
+    ids=["its-content", "its-content-after-an-update"],
+)
+def test_a_delete_may_confirm_the_content_it_removes(deltas: list[DeltaContextItem]) -> None:
+    assert delta_problems(deltas, real_playbook(), APPWORLD) == []
 
 
 def reflection(*lessons: str, evaluations: list[BulletEvaluation] | None = None) -> ReflectionResult:
@@ -286,6 +326,32 @@ def test_the_heuristic_deletes_a_persistently_harmful_bullet() -> None:
 def test_sections_without_a_configured_prefix_get_a_slug(section: str, prefix: str) -> None:
     assert slug_prefix(section).startswith(prefix)
     assert slug_prefix(section) == slug_prefix(section)
+
+
+@pytest.mark.parametrize(
+    ("mark", "issued"),
+    [(MAX_BULLET_NUMBER - 2, 2), (MAX_BULLET_NUMBER - 1, 1), (MAX_BULLET_NUMBER, 0)],
+)
+def test_the_allocator_stops_at_the_contracts_maximum(mark: int, issued: int) -> None:
+    allocator = IdAllocator(Playbook(metadata=PlaybookMetadata(last_bullet_number=mark)), dataset="hw")
+    issued_ids = [allocator.issue("general") for _ in range(issued)]
+    assert issued_ids[-1:] == ([f"general-{MAX_BULLET_NUMBER}"] if issued else [])
+    with pytest.raises(BulletIdsExhausted) as refused:
+        allocator.issue("general")
+    assert allocator.last == MAX_BULLET_NUMBER
+    assert refused.value.status_code == 422
+    assert [d.path for d in refused.value.details] == ["$.playbook.metadata.last_bullet_number"]
+    assert "'hw' has no bullet id left" in refused.value.message
+
+
+def test_a_full_playbook_refuses_an_add_and_returns_nothing() -> None:
+    full = playbook(bullet("general-00001", "Always paginate."))
+    full.metadata.last_bullet_number = MAX_BULLET_NUMBER
+    add = DeltaContextItem(type="ADD", section="general", content="Count the results before answering.")
+    with pytest.raises(BulletIdsExhausted):
+        run_merge(full, [add])
+    update = DeltaContextItem(type="UPDATE", section="general", bullet_id="general-00001", content="Paginate.")
+    assert run_merge(full, [update]).playbook.metadata.last_bullet_number == MAX_BULLET_NUMBER  # no id needed
 
 
 def test_the_allocator_skips_taken_ids() -> None:

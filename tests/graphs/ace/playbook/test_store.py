@@ -11,8 +11,9 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 
-from contracts.ace import Playbook
+from contracts.ace import MAX_BULLET_NUMBER, Playbook
 from graphs.ace.playbook.ids import high_water
+from graphs.ace.playbook.import_export import store_replacing
 from graphs.ace.playbook.store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
 from tests.graphs.ace.helpers import bullet, playbook, real_playbook
 from tests.graphs.ace.strategies import playbooks
@@ -122,3 +123,30 @@ def test_save_is_write_then_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(os, "replace", replace)
     store.save("ds", playbook(bullet("a-00001", "x")))
     assert events == ["fsync", "replace", "fsync"]  # data, rename, directory
+
+
+PAST_THE_MAXIMUM = {
+    "metadata": {"last_bullet_number": MAX_BULLET_NUMBER + 1},
+    "bullets": [{"id": "general-1000000000001", "section": "general", "content": "Always paginate."}],
+}
+
+
+@pytest.mark.parametrize(
+    ("content", "mark"),
+    [
+        (json.dumps(PAST_THE_MAXIMUM).encode(), MAX_BULLET_NUMBER),
+        (b'{"metadata": {"last_bullet_number": 42}, "bullets": [{"id": "gen-00077"}]}', 77),
+        (b"not json", 3),
+    ],
+    ids=["mark-past-the-maximum", "bullet-breaks-the-contract", "not-json"],
+)
+def test_a_corrupt_file_can_be_replaced_and_keeps_what_is_left_of_its_mark(
+    tmp_path: Path, content: bytes, mark: int
+) -> None:
+    store = PlaybookStore(tmp_path)
+    store.path_for("hw").write_bytes(content)
+    with pytest.raises(PlaybookCorrupt):
+        store.load("hw")
+    saved = store_replacing(store, "hw", playbook(bullet("gen-00003", "Read the task twice.")))
+    assert saved.metadata.last_bullet_number == mark
+    assert store.load("hw") == saved
