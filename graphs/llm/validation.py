@@ -76,7 +76,8 @@ def _cached_type_info(tp: Any) -> mi.Type:
 # --- messages -------------------------------------------------------------------------------------
 
 
-def _child(path: str, key: object) -> str:
+def child_path(path: str, key: object) -> str:
+    """The JSON path of `key` under `path`: `$.a.b` for an identifier, else `$.a["b c"]` or `$.a[0]`."""
     if isinstance(key, str) and _IDENTIFIER.fullmatch(key):
         return f"{path}.{key}"
     return f"{path}[{json.dumps(key, ensure_ascii=False) if isinstance(key, str) else key}]"
@@ -278,7 +279,7 @@ def _check_dict(value: object, info: mi.DictType, path: str, errors: list[str]) 
         return
     _check_length(value, info, path, "entries", errors)
     for key, item in value.items():
-        child = _child(path, key)
+        child = child_path(path, key)
         _check(key, info.key_type, f"{child} (key)", errors)
         _check(item, info.value_type, child, errors)
 
@@ -300,12 +301,12 @@ def _check_struct(value: object, info: mi.StructType, path: str, errors: list[st
         errors.append(_kind_error(value, info, path))
         return
     if info.tag_field is not None and info.tag_field in value and not _same(value[info.tag_field], info.tag):
-        errors.append(f"{_child(path, info.tag_field)}: must be {_one_of([info.tag])}")
+        errors.append(f"{child_path(path, info.tag_field)}: must be {_one_of([info.tag])}")
         return
     _check_object_fields(value, info, info.fields, path, errors)
     if info.forbid_unknown_fields:
         known = {field.encode_name for field in info.fields} | {info.tag_field}
-        errors.extend(f"{_child(path, key)}: unknown field" for key in value if key not in known)
+        errors.extend(f"{child_path(path, key)}: unknown field" for key in value if key not in known)
 
 
 def _check_object_fields(
@@ -315,7 +316,7 @@ def _check_object_fields(
         errors.append(_kind_error(value, info, path))
         return
     for field in fields:
-        child = _child(path, field.encode_name)
+        child = child_path(path, field.encode_name)
         if field.encode_name in value:
             _check(value[field.encode_name], field.type, child, errors)
         elif field.required:
@@ -374,7 +375,7 @@ def _accepted_kinds(info: mi.Type) -> list[str]:
 def _check_tagged(value: dict[Any, Any], structs: list[mi.StructType], path: str, errors: list[str]) -> None:
     tag_field = structs[0].tag_field
     assert tag_field is not None, "msgspec only allows several structs in a union when they are tagged"
-    child = _child(path, tag_field)
+    child = child_path(path, tag_field)
     if tag_field not in value:
         errors.append(f"{child}: required field missing")
         return
