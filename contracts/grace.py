@@ -202,9 +202,7 @@ class GraceRequest(WireStruct):
     state: StateToken | None = None
     tool_result: ToolResult | None = None
     user_response: InterventionResponse | None = None
-    collections: Annotated[list[SearchCollection], msgspec.Meta(max_length=MAX_COLLECTIONS)] = msgspec.field(
-        default_factory=list
-    )
+    collections: Annotated[list[SearchCollection], msgspec.Meta(min_length=1, max_length=MAX_COLLECTIONS)] | None = None
     plan_steps: Annotated[list[PlanStep], msgspec.Meta(min_length=1, max_length=MAX_PLAN_STEPS)] | None = None
     confirm_plan: bool = False
     constraints: GraceConstraints = msgspec.field(default_factory=GraceConstraints)

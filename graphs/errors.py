@@ -19,6 +19,23 @@ class InvalidInput(Exception):
         self.status_code = status_code
 
 
+MAX_DETAILS = 20
+"""Problems listed in one error body; the message says how many there were in all."""
+
+
+def raise_if_problems(problems: list[ErrorDetail], what: str, *, status_code: int = 400) -> None:
+    """Raise `InvalidInput` naming the first problems, when there are any.
+
+    Raises:
+        InvalidInput: `<what>: <n> problem(s): <the first three>`, the first `MAX_DETAILS` as details.
+    """
+    if problems:
+        shown = problems[:MAX_DETAILS]
+        more = f" (and {len(problems) - len(shown)} more)" if len(problems) > len(shown) else ""
+        summary = "; ".join(f"{d.path}: {d.message}" for d in shown[:3])
+        raise InvalidInput(f"{what}: {len(problems)} problem(s){more}: {summary}", shown, status_code=status_code)
+
+
 class DeadlineExceeded(TimeoutError):
     """The request's budget ran out inside CPU work (raised by `AgentContext.check_deadline`).
 

@@ -24,10 +24,7 @@ from graphs import request_limits
 from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
 from graphs.ace.playbook.store import PlaybookStore
 from graphs.context import AgentContext
-from graphs.errors import InvalidInput
-
-MAX_DETAILS = 20
-"""Problems listed in one error body; the message says how many there were in all."""
+from graphs.errors import InvalidInput, raise_if_problems
 
 
 def playbook_problems(playbook: Playbook, rules: SectionRules, path: str = "$.playbook") -> list[ErrorDetail]:
@@ -51,15 +48,6 @@ def playbook_problems(playbook: Playbook, rules: SectionRules, path: str = "$.pl
 
 def _unknown_section(section: str, rules: SectionRules) -> str:
     return f"unknown section {section!r} for dataset {rules.dataset!r}; allowed: {', '.join(rules.names)}"
-
-
-def raise_if_problems(problems: list[ErrorDetail], what: str) -> None:
-    """Raise `InvalidInput` naming the first problems, when there are any."""
-    if problems:
-        shown = problems[:MAX_DETAILS]
-        more = f" (and {len(problems) - len(shown)} more)" if len(problems) > len(shown) else ""
-        summary = "; ".join(f"{d.path}: {d.message}" for d in shown[:3])
-        raise InvalidInput(f"{what}: {len(problems)} problem(s){more}: {summary}", shown)
 
 
 def check_playbook(playbook: Playbook, rules: SectionRules, path: str = "$.playbook") -> None:

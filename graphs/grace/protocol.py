@@ -49,7 +49,7 @@ def _check_first(request: GraceRequest, config: GraceConfig) -> None:
         raise _refuse("$.tool_result", "nothing was asked yet: send tool_result only to answer a SEARCH")
     if request.user_response is not None:
         raise _refuse("$.user_response", "nothing was asked yet: send user_response only to answer an ASK_USER")
-    names = [c.name for c in request.collections]
+    names = [c.name for c in request.collections or []]
     for i, name in enumerate(names):
         if name in names[:i]:
             raise _refuse(f"$.collections[{i}].name", f"collection {name!r} is listed twice")
@@ -134,10 +134,17 @@ def _check_pending(state: GraceState) -> None:
 def _check_continuation(request: GraceRequest, prior: GraceState) -> None:
     if request.query is not None and normalize(request.query) != normalize(prior.query):
         raise _refuse("$.query", "this state belongs to another question")
-    if request.collections and list(request.collections) != prior.collections:
+    if request.collections is not None and list(request.collections) != prior.collections:
         raise _refuse("$.collections", "collections are fixed by the first call")
-    if request.plan_steps is not None:
-        raise _refuse("$.plan_steps", "plan_steps is accepted on the first call only")
+    # What only a first call takes, sent at all (confirm_plan: false is its default, the same as leaving it out).
+    late = {"plan_steps": request.plan_steps is not None, "confirm_plan": request.confirm_plan}
+    if any(late.values()):
+        details = [
+            ErrorDetail(path=f"$.{name}", message=f"{name} is accepted on the first call only")
+            for name, sent in late.items()
+            if sent
+        ]
+        raise InvalidInput("; ".join(d.message for d in details), details)
     pending = prior.pending
     assert pending is not None  # check_state guarantees it
     if pending.kind == "SEARCH":

@@ -2,7 +2,8 @@
 
 Seed 004 §7: `dashboard` is `GET /api/dashboard`'s `{trays}`, each tray an array of nodes, and the
 server extracts `validNodeIds` from it. Trays may come keyed by name (`{"todo": [...]}`) or as a
-plain array of arrays; a node's tray name stands in for its status when the node has none.
+plain array of arrays; a node's tray name stands in for its status when the node has none. A node id
+names one node: a dashboard listing an id twice is refused (`check_dashboard`), never read as one of them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import msgspec
 from contracts.common import ErrorDetail
 from contracts.limits import PROPOSAL
 from contracts.proposal_quality import Dashboard, DashboardNode
-from graphs.errors import InvalidInput
+from graphs.errors import InvalidInput, raise_if_problems
+from graphs.llm.validation import child_path
 
 MAX_BOARD_NODES = PROPOSAL.nodes_total
 """Nodes in one dashboard at most (after flattening); a bigger board is INVALID_INPUT."""
@@ -42,14 +44,14 @@ class BoardNode(msgspec.Struct, frozen=True, gc=False):
 
 @dataclass(frozen=True, slots=True)
 class Board:
-    """The dashboard's nodes in tray order, each id once (the first listing wins)."""
+    """The dashboard's nodes in tray order, each id once (a request's dashboard passed `check_dashboard`)."""
 
     nodes: tuple[BoardNode, ...]
     by_id: dict[str, BoardNode]
 
     @classmethod
     def of(cls, nodes: list[BoardNode]) -> Board:
-        """A board of these nodes, dropping repeated ids (the first listing wins)."""
+        """A board of these nodes; a repeated id (which no request's dashboard has) keeps its first listing."""
         by_id: dict[str, BoardNode] = {}
         for node in nodes:
             by_id.setdefault(node.id, node)
@@ -89,6 +91,12 @@ def _named_trays(dashboard: Dashboard) -> Iterable[tuple[str, list[DashboardNode
     return trays.items() if isinstance(trays, dict) else ((f"トレイ{i + 1}", tray) for i, tray in enumerate(trays))
 
 
+def _keyed_trays(dashboard: Dashboard) -> Iterable[tuple[str | int, list[DashboardNode]]]:
+    """Each tray with its key in `trays`: its name, or its position in the array."""
+    trays = dashboard.trays
+    return trays.items() if isinstance(trays, dict) else enumerate(trays)
+
+
 def check_board_size(dashboard: Dashboard, *, path: str = "$.dashboard") -> None:
     """Refuse a dashboard of more than `MAX_BOARD_NODES` nodes, without flattening it.
 
@@ -99,6 +107,28 @@ def check_board_size(dashboard: Dashboard, *, path: str = "$.dashboard") -> None
     if sum(map(len, trays.values() if isinstance(trays, dict) else trays)) > MAX_BOARD_NODES:
         message = f"the dashboard has more than {MAX_BOARD_NODES:,} nodes (proposal nodes_total)"
         raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=413)
+
+
+def check_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> None:
+    """The checks every operation makes on a dashboard: its size (`check_board_size`), then each id once.
+
+    Raises:
+        InvalidInput: 413 over the node total; 422 for each listing of an id already listed, at that
+            listing's `id` with the first listing's path in the message.
+    """
+    check_board_size(dashboard, path=path)
+    ids = [node.id for _, tray in _keyed_trays(dashboard) for node in tray]
+    if len(set(ids)) == len(ids):  # the common case, without building a path per node
+        return
+    first: dict[str, str] = {}
+    problems: list[ErrorDetail] = []
+    for key, tray in _keyed_trays(dashboard):
+        for index, node in enumerate(tray):
+            where = f"{child_path(f'{path}.trays', key)}[{index}].id"
+            seen = first.setdefault(node.id, where)
+            if seen is not where:  # an earlier listing has this id
+                problems.append(ErrorDetail(path=where, message=f"node id {node.id!r} is already listed at {seen}"))
+    raise_if_problems(problems, "a node id is listed twice on the dashboard", status_code=422)
 
 
 def has_node(dashboard: Dashboard, node_id: str) -> bool:

@@ -1,7 +1,8 @@
 """Proposal quality's operations as the request runner serves them: Organizer and Advisor runs, and validate.
 
-The checks a schema cannot express (a focus node that is on the dashboard, exactly one source of valid
-ids, the report's overall size and depth) are each operation's `check`, raised as `InvalidInput`.
+The checks a schema cannot express (a dashboard's size and unique node ids, a focus node that is on the
+dashboard, exactly one source of valid ids, the report's overall size and depth) are each operation's
+`check`, raised as `InvalidInput`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 from graphs.invoke import run_to_output
-from graphs.proposal_quality.board import board_from_dashboard, check_board_size, has_node
+from graphs.proposal_quality.board import board_from_dashboard, check_dashboard, has_node
 from graphs.proposal_quality.state import ProposalRun
 from graphs.proposal_quality.validator import validate_report
 
@@ -34,26 +35,28 @@ MAX_REPORT_DEPTH = PROPOSAL.report_depth
 
 
 def check_run(request: ProposalRunRequest, prior: None, context: AgentContext) -> None:
-    """The focus node, when given, is on the dashboard (the dashboard's own size is the board's check).
+    """The dashboard passes `check_dashboard`; the focus node, when given, is on it.
 
     Raises:
-        InvalidInput: 422 at `$.focusNodeId`, or the dashboard is too big.
+        InvalidInput: 422 at `$.focusNodeId`, or the dashboard's (too big, an id listed twice).
     """
-    check_board_size(request.dashboard)
+    check_dashboard(request.dashboard)
     if request.focus_node_id is not None and not has_node(request.dashboard, request.focus_node_id):
         message = "focusNodeId is not a node of the dashboard"
         raise InvalidInput(message, [ErrorDetail(path="$.focusNodeId", message=message)], status_code=422)
 
 
 def check_validate(request: ProposalValidateRequest, prior: None, context: AgentContext) -> None:
-    """Exactly one of `validNodeIds` and `dashboard`; a report neither too big nor too deep.
+    """Exactly one of `validNodeIds` and `dashboard` (checked by `check_dashboard`); a report not too big or deep.
 
     Raises:
-        InvalidInput: 422 at `$.validNodeIds`, or 413 at `$.report`.
+        InvalidInput: 422 at `$.validNodeIds`, the dashboard's, or 413 at `$.report`.
     """
     if (request.valid_node_ids is None) == (request.dashboard is None):
         message = "give exactly one of validNodeIds or dashboard"
         raise InvalidInput(message, [ErrorDetail(path="$.validNodeIds", message=message)], status_code=422)
+    if request.dashboard is not None:
+        check_dashboard(request.dashboard)
     check_report_size(request.report)
 
 

@@ -106,6 +106,23 @@ def with_state(search: Body, **fields: Any) -> Body:
             "first call",
             id="plan-on-a-later-call",
         ),
+        pytest.param(
+            lambda s: with_state(s, confirm_plan=True, tool_result={"step_id": s["step_id"], "hits": []}),
+            "$.confirm_plan",
+            "confirm_plan is accepted on the first call only",
+            id="confirm-plan-on-a-later-call",
+        ),
+        pytest.param(
+            lambda s: with_state(
+                s,
+                confirm_plan=True,
+                plan_steps=[{"step_id": 1, "action": "reasoning"}],
+                tool_result={"step_id": s["step_id"], "hits": []},
+            ),
+            "$.confirm_plan",
+            "plan_steps is accepted on the first call only; confirm_plan",
+            id="plan-and-confirm-plan-on-a-later-call",
+        ),
     ],
 )
 def test_a_request_that_does_not_answer_the_pending_search_is_refused(
@@ -114,6 +131,21 @@ def test_a_request_that_does_not_answer_the_pending_search_is_refused(
     refused(client.post(STEP, json=make(pending_search)), 400, path, words)
     # the state is untouched: the correct answer still goes through
     assert client.post(STEP, json=good_answer(pending_search)).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        pytest.param({"confirm_plan": False}, id="confirm-plan-false"),  # its default: the same as leaving it out
+        pytest.param({"plan_steps": None}, id="plan-steps-null"),
+        pytest.param({"collections": None}, id="collections-null"),
+    ],
+)
+def test_a_first_call_field_at_its_default_passes_on_a_later_call(
+    client: TestClient[Litestar], pending_search: Body, fields: Body
+) -> None:
+    response = client.post(STEP, json=good_answer(pending_search) | fields)
+    assert response.status_code == 200, response.text
 
 
 def test_a_replayed_older_state_is_refused(client: TestClient[Litestar]) -> None:
@@ -170,6 +202,7 @@ def test_a_state_that_asked_the_user_takes_no_tool_result(client: TestClient[Lit
         pytest.param(
             {"query": "q", "collections": [{"name": "a"}, {"name": "a"}]}, 400, "$.collections[1].name", id="dup"
         ),
+        pytest.param({"query": "q", "collections": []}, 422, "$.collections", id="no-collection"),
         pytest.param(
             {"query": "q", "user_response": {"decision": "MAYBE"}}, 422, "$.user_response.decision", id="decision"
         ),
@@ -179,6 +212,12 @@ def test_a_state_that_asked_the_user_takes_no_tool_result(client: TestClient[Lit
 )
 def test_bad_first_calls(client: TestClient[Litestar], body: Body, status: int, path: str) -> None:
     refused(client.post(STEP, json={"request_id": "r", **body}), status, path)
+
+
+def test_collections_null_is_the_configured_default(client: TestClient[Litestar]) -> None:
+    search = Walker(client).start(collections=None)
+    assert search["action"] == "SEARCH"
+    assert search["collection"] == "documents"
 
 
 def _steps(*steps: Body) -> list[Body]:

@@ -172,6 +172,11 @@ def _error(response: Any, status: int, path: str) -> dict[str, Any]:
             "$.dashboard.trays.t[0].id",
             id="dashboard-id-int",
         ),
+        pytest.param(
+            {"kind": "advisor", "report": {}, "dashboard": {"trays": {"t": [{"id": "n1"}, {"id": "n1"}]}}},
+            "$.dashboard.trays.t[1].id",
+            id="dashboard-id-twice",
+        ),
         pytest.param({"kind": "advisor", "report": {}}, "$.validNodeIds", id="no-ids"),
         pytest.param(
             {"kind": "advisor", "report": {}, "validNodeIds": [], "dashboard": {"trays": {}}},
@@ -193,6 +198,9 @@ def test_validate_bad_input(client: TestClient[Litestar], body: dict[str, Any], 
         pytest.param({"dashboard": {"trays": "x"}}, "$.dashboard.trays", id="trays-string"),
         pytest.param({"dashboard": {"trays": {"t": [{"title": "no id"}]}}}, "$.dashboard.trays.t[0].id", id="no-id"),
         pytest.param({"dashboard": {"trays": [[{"id": None}]]}}, "$.dashboard.trays[0][0].id", id="id-null"),
+        pytest.param(
+            {"dashboard": {"trays": [[{"id": "n1"}], [{"id": "n1"}]]}}, "$.dashboard.trays[1][0].id", id="id-twice"
+        ),
         pytest.param({"dashboard": {"trays": {}}, "focusNodeId": 3}, "$.focusNodeId", id="focus-int"),
         pytest.param({"dashboard": {"trays": {}}, "focusNodeId": "n9"}, "$.focusNodeId", id="focus-unknown"),
         pytest.param({"dashboard": {"trays": {}}, "userIntent": ["x"]}, "$.userIntent", id="intent-array"),
@@ -217,6 +225,48 @@ def test_a_dashboard_over_the_node_total_is_413(client: TestClient[Litestar], pa
     body = {"dashboard": {"trays": {f"t{t}": [{"id": f"{t}-{i}"} for i in range(per_tray)] for t in range(4)}}}
     error = _error(client.post(path_, json=body), 413, "$.dashboard.trays")
     assert "nodes_total" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("trays", "first", "again"),
+    [
+        pytest.param(
+            {"todo": [{"id": "n1", "title": "会場の予約"}], "done": [{"id": "n1", "title": "告知文のレビュー"}]},
+            "$.dashboard.trays.todo[0].id",
+            "$.dashboard.trays.done[0].id",
+            id="two-trays",
+        ),
+        pytest.param(
+            {"todo": [{"id": "n1"}, {"id": "n2"}, {"id": "n1"}]},
+            "$.dashboard.trays.todo[0].id",
+            "$.dashboard.trays.todo[2].id",
+            id="one-tray",
+        ),
+        pytest.param(
+            [[{"id": "n0"}, {"id": "n1"}], [{"id": "n1"}]],
+            "$.dashboard.trays[0][1].id",
+            "$.dashboard.trays[1][0].id",
+            id="listed-trays",
+        ),
+        pytest.param(
+            {"保留 中": [{"id": "n1"}], "todo": [{"id": "n1"}]},
+            '$.dashboard.trays["保留 中"][0].id',
+            "$.dashboard.trays.todo[0].id",
+            id="tray-name-quoted-in-the-path",
+        ),
+    ],
+)
+@pytest.mark.parametrize("endpoint", [ORGANIZER, ADVISOR, VALIDATE])
+def test_a_node_id_listed_twice_is_422_naming_the_id_and_both_paths(
+    client: TestClient[Litestar], endpoint: str, trays: Any, first: str, again: str
+) -> None:
+    body: dict[str, Any] = {"dashboard": {"trays": trays}}
+    if endpoint == VALIDATE:
+        body |= {"kind": "advisor", "report": {}}
+    error = _error(client.post(endpoint, json=body), 422, again)
+    assert error["details"] == [{"path": again, "message": f"node id 'n1' is already listed at {first}"}]
+    assert "listed twice" in error["message"]
+    assert again in error["message"]
 
 
 def test_an_enormous_report_is_refused_with_its_path(client: TestClient[Litestar]) -> None:
@@ -280,11 +330,21 @@ def test_routes_are_documented(client: TestClient[Litestar]) -> None:
 titles = st.text(
     alphabet=st.sampled_from(list("推奨ベスト正解すべきが必要ですしてくださいログイン画面、・ab")), max_size=12
 )
-dashboards = st.dictionaries(
-    st.sampled_from(["todo", "doing", "done", "保留"]),
-    st.lists(st.builds(lambda i, t: {"id": f"n{i}", "title": t}, st.integers(0, 20), titles), max_size=5),
-    max_size=4,
-)
+
+
+def _trays(listed: list[tuple[str, int, str]]) -> dict[str, list[dict[str, str]]]:
+    trays: dict[str, list[dict[str, str]]] = {}
+    for tray, i, title in listed:
+        trays.setdefault(tray, []).append({"id": f"n{i}", "title": title})
+    return trays
+
+
+# each id once across the trays: a dashboard that lists an id twice is refused (below)
+dashboards = st.lists(
+    st.tuples(st.sampled_from(["todo", "doing", "done", "保留"]), st.integers(0, 20), titles),
+    unique_by=lambda node: node[1],
+    max_size=20,
+).map(_trays)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

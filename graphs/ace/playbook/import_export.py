@@ -24,11 +24,11 @@ import msgspec
 
 from contracts.ace import Playbook
 from contracts.common import ErrorDetail
-from graphs.ace.checks import MAX_DETAILS, playbook_problems
+from graphs.ace.checks import playbook_problems
 from graphs.ace.playbook.sections import SectionRules
 from graphs.ace.playbook.store import PlaybookStore
 from graphs.ace.playbook.text_format import PlaybookTextError, export_playbook, parse_playbook_lines
-from graphs.errors import InvalidInput
+from graphs.errors import MAX_DETAILS, InvalidInput
 
 NOT_FOUND = 404
 

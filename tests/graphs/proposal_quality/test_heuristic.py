@@ -212,6 +212,7 @@ nodes = st.lists(
         titles,
         st.sampled_from(["todo", "doing", "done", "保留", "", "推奨"]),
     ),
+    unique_by=lambda n: n.id,  # as on every dashboard a request may carry (check_dashboard)
     max_size=12,
 )
 

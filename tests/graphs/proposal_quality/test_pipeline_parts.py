@@ -11,13 +11,14 @@ import pytest
 from langgraph.graph import END
 
 from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ProposalRunRequest, ValidationResult
-from graphs.errors import InvalidInput
+from graphs.errors import MAX_DETAILS, InvalidInput
 from graphs.proposal_quality.board import (
     MAX_BOARD_NODES,
     Board,
     BoardNode,
     board_from_dashboard,
     check_board_size,
+    check_dashboard,
     has_node,
 )
 from graphs.proposal_quality.graph import build_graph
@@ -95,7 +96,7 @@ def test_board_flattens_named_and_listed_trays() -> None:
     assert [n.status_label for n in board.nodes] == ["todo", "doing"]
     listed = msgspec.convert({"trays": [[{"id": "a", "title": "A"}], [{"id": "a"}, {"id": "c"}]]}, Dashboard)
     board = board_from_dashboard(listed)
-    assert board.ids == ["a", "c"]  # a repeated id counts once
+    assert board.ids == ["a", "c"]  # a repeated id counts once (a request's dashboard never has one: below)
     assert board.title_of("a") == "A"
     assert board.title_of("c") == "c"
     assert board.nodes[1].tray == "トレイ2"
@@ -122,6 +123,37 @@ def test_the_pre_graph_checks_agree_with_the_flattened_board(listed: bool) -> No
     with pytest.raises(InvalidInput) as caught:
         check_board_size(msgspec.convert({"trays": big}, Dashboard))
     assert caught.value.details[0].path == "$.dashboard.trays"
+
+
+@pytest.mark.parametrize(
+    ("trays", "paths", "summary"),
+    [
+        pytest.param({"todo": [{"id": "a"}], "done": [{"id": "b"}]}, [], "", id="each-id-once"),
+        pytest.param({"todo": [], "done": []}, [], "", id="no-nodes"),
+        pytest.param(
+            {"todo": [{"id": "a"}, {"id": "b"}], "done": [{"id": "b"}, {"id": "a"}, {"id": "a"}]},
+            ["$.dashboard.trays.done[0].id", "$.dashboard.trays.done[1].id", "$.dashboard.trays.done[2].id"],
+            "3 problem(s): $.dashboard.trays.done[0].id: node id 'b' is already listed at $.dashboard.trays.todo[1].id",
+            id="every-later-listing",
+        ),
+        pytest.param(
+            [[{"id": f"n{i}"} for i in range(30)], [{"id": f"n{i}"} for i in range(30)]],
+            [f"$.dashboard.trays[1][{i}].id" for i in range(MAX_DETAILS)],
+            "30 problem(s) (and 10 more): $.dashboard.trays[1][0].id: node id 'n0' is already listed at",
+            id="at-most-max-details",
+        ),
+    ],
+)
+def test_check_dashboard_refuses_each_repeated_id_at_its_path(trays: Any, paths: list[str], summary: str) -> None:
+    dashboard = msgspec.convert({"trays": trays}, Dashboard)
+    if not paths:
+        check_dashboard(dashboard)
+        return
+    with pytest.raises(InvalidInput) as caught:
+        check_dashboard(dashboard)
+    assert caught.value.status_code == 422
+    assert [d.path for d in caught.value.details] == paths
+    assert caught.value.message.startswith(f"a node id is listed twice on the dashboard: {summary}")
 
 
 # --- grounding of rejected reports ----------------------------------------------------------------
