@@ -20,6 +20,7 @@ from bench.tools import PROJECT_ROOT, RESULTS_DIR, emit
 BENCHMARKS: dict[str, list[str]] = {
     "cold_start": ["bench.cold_start"],
     "framework_overhead": ["bench.framework_overhead"],
+    "request_decode": ["bench.request_decode"],
     "librarian_throughput": ["bench.librarian_throughput", "--floor"],
     "librarian_quality": ["bench.librarian_quality", "--sample", "500"],
     "librarian_prompt_size": ["bench.librarian_prompt_size"],
