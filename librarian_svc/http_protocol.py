@@ -245,5 +245,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             client=f"{self.client[0]}:{self.client[1]}" if self.client else None,
         )
         if head_missing and self._bytes_in_window:
-            self.transport.write(invalid_request(b"408 Request Timeout", NOT_IN_TIME))
+            self.transport.write(
+                invalid_request(b"408 Request Timeout", NOT_IN_TIME, list(self.server_state.default_headers))
+            )
         self.transport.close()

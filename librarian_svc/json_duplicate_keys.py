@@ -45,19 +45,19 @@ def duplicate_key_paths(text: str) -> list[str]:
     try:
         _DETECT.decode(text)
     except _Duplicate:
-        found: list[str] = []
+        found: dict[str, None] = {}  # an ordered set: linear in the keys however many repeat
         _walk(_KEEP_PAIRS.decode(text), "$", found)
-        return found
+        return list(found)
     return []
 
 
-def _walk(value: Any, path: str, found: list[str]) -> None:
+def _walk(value: Any, path: str, found: dict[str, None]) -> None:
     if isinstance(value, _Pairs):
         seen: set[str] = set()
         for key, item in value:
             child = child_path(path, key)
-            if key in seen and child not in found:
-                found.append(child)
+            if key in seen:
+                found[child] = None
             seen.add(key)
             _walk(item, child, found)
     elif isinstance(value, list):

@@ -29,7 +29,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from contracts.common import ErrorDetail, ErrorResponse
 from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
-from graphs.errors import InvalidInput
+from graphs.errors import InvalidInput, raise_if_problems
 from graphs.llm.errors import ModelFailure, ModelTimeout
 from graphs.llm.validation import collect_errors
 from librarian_svc import drain
@@ -261,10 +261,9 @@ def refuse_repeated_keys(body: bytes) -> None:
         raise _refuse(400, "request body is nested too deeply") from None
     except ValueError as exc:  # the scan's parser disagreeing with msgspec's: still not JSON we take
         raise _refuse(400, f"request body is not valid JSON: {exc}") from None
-    if repeated:
-        message = "key given more than once in its object (which value was meant is ambiguous)"
-        details = [ErrorDetail(path=path, message=message) for path in repeated]
-        raise _refuse(422, "; ".join(f"{path}: {message}" for path in repeated), details)
+    message = "key given more than once in its object (which value was meant is ambiguous)"
+    problems = [ErrorDetail(path=path, message=message) for path in repeated]
+    raise_if_problems(problems, "a key is given more than once", status_code=422)  # the first MAX_DETAILS
 
 
 async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:

@@ -166,29 +166,41 @@ def check_generate(request: AceGenerateRequest, prior: None, context: AgentConte
     check_sections(request.section_filter, rules, "$.section_filter")
 
 
+def check_one_dataset(named: list[tuple[str, str | None]]) -> None:
+    """Every dataset a request names (path, value; None when not given) is the same one, else 400 at each.
+
+    Which one's rules apply would otherwise depend on an order of precedence the caller never sees. A
+    trajectory's `dataset` is `default` when omitted, so a trajectory sent without it names `default`.
+    """
+    given = [(path, value) for path, value in named if value is not None]
+    if len({value for _, value in given}) <= 1:
+        return
+    listing = ", ".join(f"{path} {value!r}" for path, value in given)
+    message = f"the request names more than one dataset ({listing}); send the same one everywhere"
+    details = [ErrorDetail(path=path, message=f"{value!r}, while {listing}") for path, value in given]
+    raise InvalidInput(message, details)
+
+
 def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext) -> None:
-    """The sizes; one dataset (the request's, when given, is the trajectory's); the playbook fits it."""
+    """The sizes; one dataset (`check_one_dataset`); the playbook fits it."""
     request_limits.check_playbook(request.playbook)
     request_limits.check_trajectory(request.trajectory)
-    if request.dataset is not None and request.dataset != request.trajectory.dataset:
-        mine, theirs = request.dataset, request.trajectory.dataset
-        message = (
-            f"dataset {mine!r} differs from trajectory.dataset {theirs!r} ('default' when omitted): "
-            "send the same dataset in both, or leave out dataset"
-        )
-        details = [
-            ErrorDetail(path="$.dataset", message=f"{mine!r} differs from trajectory.dataset {theirs!r}"),
-            ErrorDetail(path="$.trajectory.dataset", message=f"{theirs!r} differs from dataset {mine!r}"),
-        ]
-        raise InvalidInput(message, details)
+    check_one_dataset([("$.dataset", request.dataset), ("$.trajectory.dataset", request.trajectory.dataset)])
     check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
 
 
 def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) -> None:
-    """The sizes; then the playbook, every evaluation's bullet and the caller's deltas, every problem at once."""
+    """The sizes and one dataset; then the playbook, every evaluation's bullet and the deltas, all problems at once."""
     request_limits.check_playbook(request.playbook)
     request_limits.check_trajectory(request.trajectory)
     request_limits.check_changes(len(request.deltas), request.reflection)
+    check_one_dataset(
+        [
+            ("$.dataset", request.dataset),
+            ("$.trajectory.dataset", request.trajectory.dataset if request.trajectory is not None else None),
+            ("$.reflection.trajectory_dataset", request.reflection.trajectory_dataset),
+        ]
+    )
     rules = section_rules(context.sections, curate_dataset(request))
     problems = playbook_problems(request.playbook, rules)
     problems += evaluation_problems(request)

@@ -87,8 +87,7 @@ class Board:
 
 def _named_trays(dashboard: Dashboard) -> Iterable[tuple[str, list[DashboardNode]]]:
     """Each tray with its name (a tray listed in an array is named by its position)."""
-    trays = dashboard.trays
-    return trays.items() if isinstance(trays, dict) else ((f"トレイ{i + 1}", tray) for i, tray in enumerate(trays))
+    return ((key if isinstance(key, str) else f"トレイ{key + 1}", tray) for key, tray in _keyed_trays(dashboard))
 
 
 def _keyed_trays(dashboard: Dashboard) -> Iterable[tuple[str | int, list[DashboardNode]]]:

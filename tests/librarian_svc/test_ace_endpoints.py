@@ -357,9 +357,23 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
         ),
         pytest.param(
             CURATE,
+            {"reflection": REFLECTION, "trajectory": {"query": "q"}, "playbook": APPWORLD},
+            400,
+            "$.reflection.trajectory_dataset",
+            id="curate-reflection-dataset-against-the-trajectorys-default",
+        ),
+        pytest.param(
+            CURATE,
+            {"reflection": REFLECTION, "playbook": APPWORLD, "dataset": "default"},
+            400,
+            "$.dataset",
+            id="curate-dataset-against-the-reflections",
+        ),
+        pytest.param(
+            CURATE,
             {
                 "reflection": {**REFLECTION, "bullet_evaluations": [{"bullet_id": "shr-00001", "tag": "helpful"}]},
-                "trajectory": {"query": "q", "used_bullet_ids": ["shr-00005"]},
+                "trajectory": {"query": "q", "dataset": "appworld", "used_bullet_ids": ["shr-00005"]},
                 "playbook": APPWORLD,
             },
             400,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from librarian_svc.request_runner import SPEC_KEY
 from tests.conftest import AppFactory
 
 THINK = "/agent/librarian/think"
+VALIDATE = "/api/proposal-quality/validate"
 VALID = {"request_id": "r-1", "user_query": "東京タワーの高さは?", "subject_id": "s-1"}
 
 
@@ -159,14 +161,46 @@ def test_a_key_given_twice_is_422_at_its_path(client: TestClient[Litestar], cont
     assert "more than once" in body["message"]
 
 
+REFLECTION = {"insights": [], "bullet_evaluations": [], "trajectory_query": "q", "trajectory_dataset": "default"}
+DECODABLE: dict[str, str] = {
+    "/agent/librarian/think": '"request_id": "r", "user_query": "q", "subject_id": "s"',
+    "/agent/ace/curate": f'"playbook": {{}}, "reflection": {json.dumps(REFLECTION)}',
+    "/agent/ace/generate": '"playbook": {}, "query": "q"',
+    "/agent/ace/reflect": '"playbook": {}, "trajectory": {"query": "q"}',
+    "/agent/ace/search": '"playbook": {}, "query": {"query_text": "q"}',
+    "/workflow/run": '"query": "q"',
+    "/agent/grace/step": '"query": "q"',
+    "/agent/grace/step/stream": '"query": "q"',
+    "/api/advisor/run": '"dashboard": {"trays": {}}',
+    "/api/organizer/run": '"dashboard": {"trays": {}}',
+    "/api/proposal-quality/validate": '"kind": "organizer", "report": {}',
+}
+"""The fields of the smallest body each JSON operation's contract type decodes (the agent may refuse it later)."""
+
+
 def test_every_json_operation_refuses_a_repeated_key(app: Litestar, client: TestClient[Litestar]) -> None:
-    routes = _json_routes(app)
-    assert len(routes) >= 9
-    for route in routes:
-        response = client.post(route, content=b'{"x": 1, "x": 2}', headers={"content-type": "application/json"})
-        body = response.json()
-        # `x` is unknown everywhere: the strict decode answers first, and the repeat never gets through either way
-        assert_error_body(body, status=422, response_status=response.status_code)
+    """A body the contract decodes, but for its first key given twice: 422 at that key on every operation."""
+    assert set(DECODABLE) == set(_json_routes(app))
+    for route, fields in DECODABLE.items():
+        first = fields.split(",", 1)[0]
+        body = "{" + first + ", " + fields + "}"
+        response = client.post(route, content=body.encode(), headers={"content-type": "application/json"})
+        answer = response.json()
+        assert_error_body(answer, status=422, response_status=response.status_code)
+        key = json.loads("{" + first + "}").popitem()[0]
+        assert [d["path"] for d in answer["details"]] == [f"$.{key}"], (route, answer)
+
+
+def test_many_repeated_keys_get_a_bounded_answer(client: TestClient[Litestar]) -> None:
+    """Thousands of repeats: found in one linear pass, and the answer lists the first 20, not all of them."""
+    pairs = ", ".join(f'"k{i}": 0, "k{i}": 1' for i in range(5_000))
+    body = '{"kind": "organizer", "report": {' + pairs + "}}"
+    response = client.post(VALIDATE, content=body.encode(), headers={"content-type": "application/json"})
+    answer = response.json()
+    assert_error_body(answer, status=422, response_status=response.status_code)
+    assert [d["path"] for d in answer["details"]] == [f"$.report.k{i}" for i in range(20)]
+    assert "5000 problem(s)" in answer["message"]
+    assert len(response.content) < 10_000
 
 
 def test_every_json_operation_refuses_query_parameters(app: Litestar, client: TestClient[Litestar]) -> None:

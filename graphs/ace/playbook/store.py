@@ -67,7 +67,18 @@ class _Marks(msgspec.Struct):
 
 
 _decoder = msgspec.json.Decoder(Playbook)
+
+
+class _MetadataOnly(msgspec.Struct):
+    """The mark alone, for a file whose bullets cannot be read even as ids."""
+
+    metadata: _MarkOnly = msgspec.field(default_factory=_MarkOnly)
+
+
 _marks_decoder = msgspec.json.Decoder(_Marks)
+_metadata_decoder = msgspec.json.Decoder(_MetadataOnly)
+_UNREADABLE = (OSError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError)
+"""What reading a stored file can raise when the file, not the caller, is at fault."""
 
 
 class PlaybookStoreError(Exception):
@@ -135,8 +146,8 @@ class PlaybookStore:
             playbook = _decoder.decode(path.read_bytes())
         except FileNotFoundError:
             return Playbook()  # removed between stat and read
-        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, OSError) as exc:
-            raise self._corrupt(dataset, path, str(exc)) from None
+        except _UNREADABLE as exc:
+            raise self._corrupt(dataset, path, str(exc) or type(exc).__name__) from None
         duplicates = _duplicate_ids(playbook)
         if duplicates:
             raise self._corrupt(dataset, path, f"duplicate bullet ids {duplicates[:5]}")
@@ -299,12 +310,20 @@ def _stored_mark(path: Path) -> int:
     """The high-water mark of the file at `path`, at most `MAX_BULLET_NUMBER` (0 when missing or unreadable).
 
     The contract's bounds are not applied on reading, so a file that is corrupt only because its mark went
-    past the maximum still keeps every id it issued from being issued again once it is replaced.
+    past the maximum still keeps every id it issued from being issued again once it is replaced. Read in
+    two tries: the metadata's mark and every bullet's id number; failing that, the metadata's mark alone.
     """
     try:
-        marks = _marks_decoder.decode(path.read_bytes())
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        data = path.read_bytes()
+    except OSError:
         return 0
+    try:
+        marks = _marks_decoder.decode(data)
+    except _UNREADABLE:
+        try:
+            return min(max(_metadata_decoder.decode(data).metadata.last_bullet_number, 0), MAX_BULLET_NUMBER)
+        except _UNREADABLE:
+            return 0
     numbers = [n for b in marks.bullets if (n := id_number(b.id)) is not None]
     return min(max([marks.metadata.last_bullet_number, *numbers]), MAX_BULLET_NUMBER)
 

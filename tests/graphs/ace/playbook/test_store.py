@@ -137,8 +137,18 @@ PAST_THE_MAXIMUM = {
         (json.dumps(PAST_THE_MAXIMUM).encode(), MAX_BULLET_NUMBER),
         (b'{"metadata": {"last_bullet_number": 42}, "bullets": [{"id": "gen-00077"}]}', 77),
         (b"not json", 3),
+        (b'{"metadata": {"last_bullet_number": 42}, "bullets": [{"id": 5}, {"id": "gen-00077"}]}', 42),
+        (b'{"bullets": [{"id": "a-00001", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}]}", 3),
+        (b'{"metadata": {"last_bullet_number": 50, "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}}", 3),
     ],
-    ids=["mark-past-the-maximum", "bullet-breaks-the-contract", "not-json"],
+    ids=[
+        "mark-past-the-maximum",
+        "bullet-breaks-the-contract",
+        "not-json",
+        "an-id-that-is-not-a-string-keeps-the-metadata-mark",
+        "nested-too-deeply-in-a-bullet",
+        "nested-too-deeply-in-the-metadata",
+    ],
 )
 def test_a_corrupt_file_can_be_replaced_and_keeps_what_is_left_of_its_mark(
     tmp_path: Path, content: bytes, mark: int
