@@ -32,12 +32,11 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
-import msgspec
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from contracts.common import ErrorDetail, ErrorResponse
-from librarian_svc.memory_budget import admitted_at, unavailable, waiting_for_admission
+from contracts.common import ErrorDetail
+from librarian_svc.memory_budget import admitted_at, error_below_the_app, unavailable, waiting_for_admission
 
 log = structlog.get_logger(__name__)
 
@@ -110,15 +109,8 @@ def invalid_request(status: bytes, message: str, default_headers: list[tuple[byt
     uvicorn answers those in plain text; a client that parses every 4xx as the ERROR body (the Go
     client does) would fail on it.
     """
-    body = msgspec.json.encode(
-        ErrorResponse(
-            request_id=uuid.uuid4().hex,
-            error_type="INVALID_INPUT",
-            message=message,
-            details=[ErrorDetail(path="$", message=message)],
-        )
-    )
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    details = [ErrorDetail(path="$", message=message)]
+    headers, body = error_below_the_app(uuid.uuid4().hex, "INVALID_INPUT", message, details)
     return _closing_response(status, [*(default_headers or []), *headers], body)
 
 

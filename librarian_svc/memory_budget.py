@@ -48,7 +48,7 @@ import msgspec
 import structlog
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from contracts.common import ErrorResponse, ErrorType
+from contracts.common import ErrorDetail, ErrorResponse, ErrorType
 from librarian_svc import drain
 from librarian_svc.malloc_thresholds import libc_function
 from librarian_svc.request_context import current_request_id
@@ -270,10 +270,15 @@ def unavailable(
     as ASGI messages) and the connection cap (`http_protocol`, raw bytes on the socket). Same body and
     headers from both, so a client handles one kind of "retry later".
     """
-    body = msgspec.json.encode(ErrorResponse(request_id=request_id, error_type=error_type, message=message))
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(retry_after_s).encode()),
-    ]
-    return headers, body
+    headers, body = error_below_the_app(request_id, error_type, message)
+    return [*headers, (b"retry-after", str(retry_after_s).encode())], body
+
+
+def error_below_the_app(
+    request_id: str, error_type: ErrorType, message: str, details: list[ErrorDetail] | None = None
+) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and the ERROR body of an answer given below Litestar (whose exception handlers build the rest)."""
+    body = msgspec.json.encode(
+        ErrorResponse(request_id=request_id, error_type=error_type, message=message, details=details or [])
+    )
+    return [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())], body

@@ -147,9 +147,9 @@ def check_no_query(request: Request[Any, Any, Any]) -> None:
         return
     query = request.scope["query_string"].decode("latin-1")
     names = list(dict.fromkeys(name for name, _ in parse_qsl(query, keep_blank_values=True))) or [query]
-    message = "query parameters are not accepted: this operation takes its input from the JSON body"
-    details = [ErrorDetail(path=f"?{name}", message=message) for name in names]
-    raise _refuse(422, f"{', '.join(f'?{name}' for name in names)}: {message}", details)
+    message = "not accepted: this operation takes its input from the JSON body"
+    problems = [ErrorDetail(path=f"?{name}", message=message) for name in names]
+    raise_if_problems(problems, "query parameters are not accepted", status_code=422)
 
 
 def check_text_type(request: Request[Any, Any, Any]) -> None:

@@ -88,8 +88,7 @@ def delta_problems(
 ) -> list[ErrorDetail]:
     """Why a caller's deltas cannot be applied to `playbook`, with JSON paths (empty when they can)."""
     problems: list[ErrorDetail] = []
-    existing = {b.id: (b.section, b.content) for b in playbook.bullets}
-    """Each bullet's section and its content as the deltas before have left it."""
+    existing = {b.id: (b.section, b.content) for b in playbook.bullets}  # as the deltas before have left them
     deleted: set[str] = set()
     for i, delta in enumerate(deltas):
         where = f"{path}[{i}]"

@@ -228,3 +228,12 @@ def test_identity_encoding_and_a_bare_question_mark_are_accepted(client: TestCli
     response = client.post(f"{THINK}?", json=VALID, headers={"content-encoding": "identity"})
     assert response.status_code == 200, response.text
     assert response.json()["action"] == "SEARCH"
+
+
+def test_many_query_parameters_get_a_bounded_answer(client: TestClient[Litestar]) -> None:
+    query = "&".join(f"p{i}=1" for i in range(50))
+    response = client.post(f"{THINK}?{query}", json=VALID)
+    answer = response.json()
+    assert_error_body(answer, status=422, response_status=response.status_code)
+    assert [d["path"] for d in answer["details"]] == [f"?p{i}" for i in range(20)]
+    assert "50 problem(s)" in answer["message"]

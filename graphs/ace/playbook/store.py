@@ -319,13 +319,15 @@ def _stored_mark(path: Path) -> int:
         return 0
     try:
         marks = _marks_decoder.decode(data)
+        mark = max(
+            [marks.metadata.last_bullet_number, *(n for b in marks.bullets if (n := id_number(b.id)) is not None)]
+        )
     except _UNREADABLE:
         try:
-            return min(max(_metadata_decoder.decode(data).metadata.last_bullet_number, 0), MAX_BULLET_NUMBER)
+            mark = _metadata_decoder.decode(data).metadata.last_bullet_number
         except _UNREADABLE:
             return 0
-    numbers = [n for b in marks.bullets if (n := id_number(b.id)) is not None]
-    return min(max([marks.metadata.last_bullet_number, *numbers]), MAX_BULLET_NUMBER)
+    return min(max(mark, 0), MAX_BULLET_NUMBER)
 
 
 def _duplicate_ids(playbook: Playbook) -> list[str]:
