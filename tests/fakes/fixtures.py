@@ -37,6 +37,7 @@ def fake_llm_fixture() -> Iterator[FakeLLMServer]:
 def llm_server_fixture(fake_llm: FakeLLMServer) -> Iterator[FakeLLMServer]:
     fake_llm.reset()
     yield fake_llm
+    fake_llm.wait_until_idle()
     fake_llm.reset()
 
 

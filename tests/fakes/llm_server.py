@@ -212,6 +212,18 @@ class FakeLLMServer:
         with self._lock:
             return list(self._calls)
 
+    def wait_until_idle(self) -> None:
+        """Return once no request is being handled, so a request a test gave up on is not recorded in the next."""
+        self._serving.wait_until_idle()
+
+    def wait_for_calls(self, count: int, within_s: float = 10.0) -> list[RecordedRequest]:
+        """The requests so far, once there are at least `count` (or when `within_s` has passed): a client that gave
+        up on a request (its timeout) can return before this server has read the request from its socket."""
+        deadline = time.monotonic() + within_s
+        while len(calls := self.calls) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return calls
+
     @property
     def requests(self) -> list[Any]:
         """The JSON bodies of every request so far, in arrival order (a copy)."""

@@ -44,6 +44,14 @@ class ThreadServer:
         bound: int = sock.getsockname()[1]
         return bound
 
+    def wait_until_idle(self, within_s: float = 5.0) -> None:
+        """Return once no request is being handled (or `within_s` has passed): a request whose client gave up on
+        it (its timeout) is still handled, and recorded, after the client has moved on."""
+        deadline = time.monotonic() + within_s
+        time.sleep(0)  # let the server's thread read what has reached its sockets
+        while self._server is not None and self._server.server_state.tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def stop(self) -> None:
         """Stop serving and wait for the thread (in-flight requests are cut short after a second)."""
         if self._server is not None:

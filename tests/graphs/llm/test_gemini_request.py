@@ -100,10 +100,12 @@ async def _both_ways(
     replies: list[Reply],
     calls: list[Call],
     sends: int | None = None,
+    reach: int = 0,
 ) -> tuple[tuple[list[Outcome], list[Any]], tuple[list[Outcome], list[Any]]]:
     """`calls` made through the library's `_agenerate`, then through the lean one, each with `replies` scripted:
     each run's outcomes and the requests the server saw. The lean run must send every request itself (`sends`
-    of them when they do not reach the server)."""
+    of them when they do not reach the server). A run whose client gives up on its requests (a timeout) can end
+    before the server has read them: `reach` says how many to wait for."""
     runs = []
     for lean in (False, True):
         server.reset()
@@ -111,8 +113,9 @@ async def _both_ways(
         agenerate = model._agenerate if lean else partial(ChatGoogleGenerativeAI._agenerate, model)
         with mock.patch.object(gemini_request, "_generate_once", wraps=gemini_request._generate_once) as sent:
             outcomes = [await _outcome(partial(agenerate, messages, **kwargs)) for messages, kwargs in calls]
-        assert sent.call_count == ((len(server.calls) if sends is None else sends) if lean else 0)
-        runs.append((outcomes, _seen(server.calls)))
+        seen = server.wait_for_calls(reach)
+        assert sent.call_count == ((len(seen) if sends is None else sends) if lean else 0)
+        runs.append((outcomes, _seen(seen)))
     return runs[0], runs[1]
 
 
@@ -366,7 +369,7 @@ def test_sessions_of_ended_event_loops_are_let_go_of() -> None:
 async def test_a_timeout_and_a_refused_connection_fail_as_through_the_sdk(llm_server: FakeLLMServer) -> None:
     model = _service_model(fake_gemini_config(llm_server, timeout_s=0.2))
     try:
-        (library, _), (lean, _) = await _both_ways(llm_server, model, [Reply(delay_s=1.0)], [(QUESTION, {})])
+        (library, _), (lean, _) = await _both_ways(llm_server, model, [Reply(delay_s=1.0)], [(QUESTION, {})], reach=1)
         assert lean == library
         assert isinstance(lean[0], tuple)
         assert lean[0][2]  # a timeout the retry loop retries

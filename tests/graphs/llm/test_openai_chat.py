@@ -86,7 +86,7 @@ CONVERSATIONS: dict[str, list[BaseMessage]] = {
 
 def _assert_paths(server: FakeLLMServer) -> None:
     """The server saw two requests: the library path's first, then the lean path's."""
-    library_call, lean_call = server.calls
+    library_call, lean_call = server.wait_for_calls(2)
     assert library_call.headers.get(RAW_RESPONSE_HEADER) == "true"
     assert RAW_RESPONSE_HEADER not in lean_call.headers
 
