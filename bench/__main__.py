@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "fork_server_loss": ["bench.fork_server_loss"],
     "hostile": ["bench.hostile"],
     "memory_admission": ["bench.memory_admission"],
+    "slow_body": ["bench.slow_body"],
 }
 
 

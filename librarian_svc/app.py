@@ -80,6 +80,7 @@ def create_app(
                 services.memory,
                 max_body_bytes=settings.max_body_bytes,
                 max_wait_s=settings.request_timeout_ms / 1000,
+                min_body_rate_kb_s=settings.min_body_rate_kb_s,
                 spec_key=SPEC_KEY,
             )
         ],

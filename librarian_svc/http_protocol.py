@@ -6,11 +6,16 @@ stays open for ever (a "slowloris"): 20,000 such sockets exhausted the descripto
 `http.Server.ReadTimeout` is the model here: a window that opens when the connection is accepted
 (for its first request) or when the next request's first byte arrives after a response (the idle
 gap in between stays `KEEPALIVE_TIMEOUT_S`), and closes once the whole request, body included,
-has been read. When it runs out the connection is closed: with a 408 if the request's head never
-arrived, silently if the body stalled (the step, waiting for its body, sees the client disconnect).
+has been read. When it runs out the connection is answered 408 with the ERROR body (when any of the
+request arrived) and closed; a step waiting for its body sees the client disconnect.
 A request waiting for memory at the door (`memory_budget`) has its body unread on purpose: its window
-starts again while it waits, and once admitted its body gets a whole window from the moment of admission,
-so only the client's own slowness, once admitted, counts.
+starts again while it waits. Once admitted it holds worker memory, so the door gives its body a window of
+its own from that moment (through `BODY_WINDOW_EXTENSION`: `BODY_GRACE_S` plus its size at
+`MIN_BODY_RATE_KB_S`, at most the read timeout), so a slow sender cannot hold the memory for long. A body
+that misses its window is answered 408 with the ERROR body before the connection closes (the client may be
+past reading it, but one that reads gets the reason). Only the client's slowness counts: when any window
+ends with body bytes already in the socket's buffer, or read but not yet taken by the app, this worker is
+the one behind (a busy event loop), and the connection is looked at again `RECHECK_S` later instead.
 
 Timeouts alone do not bound how many connections are open: a burst of more idle or half-sent
 connections than the descriptor limit within the read timeout exhausted the worker's descriptors, and
@@ -27,16 +32,27 @@ not descriptors, and it evicts nobody, so a flood of idle sockets would shut rea
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import math
 import resource
+import struct
+import termios
 import uuid
 from collections import OrderedDict
+from functools import partial
 from typing import Any
 
 import structlog
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from contracts.common import ErrorDetail
-from librarian_svc.memory_budget import admitted_at, error_below_the_app, unavailable, waiting_for_admission
+from librarian_svc.memory_budget import (
+    BODY_WINDOW_EXTENSION,
+    error_below_the_app,
+    unavailable,
+    waiting_for_admission,
+)
+from librarian_svc.request_context import answered_below_the_app, current_request_id
 
 log = structlog.get_logger(__name__)
 
@@ -103,14 +119,16 @@ def _refusal(retry_after_s: int) -> bytes:
 REFUSED_503 = _refusal(1)
 
 
-def invalid_request(status: bytes, message: str, default_headers: list[tuple[bytes, bytes]] | None = None) -> bytes:
-    """The ERROR body (INVALID_INPUT) for a request the protocol refuses before the app sees it: 400 or 408.
+def invalid_request(
+    status: bytes, message: str, default_headers: list[tuple[bytes, bytes]] | None = None, request_id: str = ""
+) -> bytes:
+    """The ERROR body (INVALID_INPUT) for a request the protocol refuses or cuts off below the app: 400 or 408.
 
     uvicorn answers those in plain text; a client that parses every 4xx as the ERROR body (the Go
     client does) would fail on it.
     """
     details = [ErrorDetail(path="$", message=message)]
-    headers, body = error_below_the_app(uuid.uuid4().hex, "INVALID_INPUT", message, details)
+    headers, body = error_below_the_app(request_id or uuid.uuid4().hex, "INVALID_INPUT", message, details)
     return _closing_response(status, [*(default_headers or []), *headers], body)
 
 
@@ -119,6 +137,13 @@ NOT_HTTP = (
     "encoding); the connection is closed"
 )
 NOT_IN_TIME = "request not received in good time (REQUEST_READ_TIMEOUT_S); the connection is closed"
+RECHECK_S = 0.5
+"""When a body's window ends with its bytes already here, unread (this worker was busy), look again this much later."""
+BODY_TOO_SLOW = (
+    "request body not received in good time: a request that holds worker memory (WORKER_MEMORY_BUDGET_MB) "
+    "must send its body at MIN_BODY_RATE_KB_S or faster, and this one had {window:.1f} s from its admission; "
+    "nothing of it was run: the connection is closed"
+)
 
 
 def _count(kind: str, **fields: Any) -> None:
@@ -140,6 +165,8 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._read_timeout_s = _settings["read_timeout_s"]
         self._read_timer: asyncio.TimerHandle | None = None
         self._bytes_in_window = 0
+        self._body_window_s = math.inf
+        """The window the door gave the current request's body (`open_body_window`); infinite until then."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Accepted: within the cap (see the module docstring), and the first request must arrive in time too."""
@@ -163,9 +190,13 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         return False
 
     def on_headers_complete(self) -> None:
-        """A request is in flight: this connection is no longer one to close for room."""
+        """A request is in flight: this connection is no longer one to close for room; the door may time its body."""
         super().on_headers_complete()
         _idle.pop(self, None)
+        self._body_window_s = math.inf
+        if self.cycle is not None:
+            extensions = self.scope.setdefault("extensions", {})
+            extensions[BODY_WINDOW_EXTENSION] = {"open": partial(self.open_body_window, self.cycle)}
 
     def on_response_complete(self) -> None:
         """Answered, with no pipelined request behind it: idle again, the most recently."""
@@ -197,6 +228,33 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self.transport.write(response)
         self.transport.close()
 
+    def open_body_window(self, cycle: RequestResponseCycle, window_s: float) -> None:
+        """The rest of `cycle`'s body must arrive within `window_s` from now (at most the read timeout).
+
+        Called by the door when it admits the request (`memory_budget`); a request already read, or no longer
+        this connection's current one, is left alone.
+        """
+        if cycle is not self.cycle or self.transport.is_closing() or self._request_read():
+            return
+        self._close_window()
+        self._body_window_s = window_s
+        self._read_timer = self.loop.call_later(min(window_s, self._read_timeout_s), self._read_timed_out)
+
+    def _body_bytes_wait_here(self) -> bool:
+        """True when body bytes have reached this worker and wait for it, so the slowness is not the client's.
+
+        Either the app has not taken what was read (uvicorn stopped reading), or they sit in the socket's
+        buffer (the event loop was busy elsewhere).
+        """
+        if self.flow.read_paused:
+            return True
+        sock = self.transport.get_extra_info("socket")
+        try:
+            unread: int = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
+        except (AttributeError, OSError):  # no socket to ask: count the client as the slow one
+            return False
+        return unread > 0
+
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
 
@@ -223,21 +281,25 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         if scope is not None and waiting_for_admission(scope):
             self._open_window()  # its body is unread on purpose: the window starts again once it may read
             return
-        since = admitted_at(scope) if scope is not None else None
-        if since is not None and (left := since + self._read_timeout_s - self.loop.time()) > 0:
-            # Admitted during this window: the body gets a whole window from its admission, not what was left.
-            self._read_timer = self.loop.call_later(left, self._read_timed_out)
-            return
         head_missing = self._between_requests()
+        if not head_missing and self._body_bytes_wait_here():
+            # The client has sent them: this worker is the one behind, and the client is not cut off for that.
+            self._read_timer = self.loop.call_later(RECHECK_S, self._read_timed_out)
+            return
+        too_slow = not head_missing and self._body_window_s < self._read_timeout_s
         log.info(
             "closed a connection: request not read in time",
             phase="head" if head_missing else "body",
             bytes_received=self._bytes_in_window,
             read_timeout_s=self._read_timeout_s,
+            body_window_s=round(self._body_window_s, 2) if too_slow else None,
             client=f"{self.client[0]}:{self.client[1]}" if self.client else None,
         )
+        headers = list(self.server_state.default_headers)
         if head_missing and self._bytes_in_window:
-            self.transport.write(
-                invalid_request(b"408 Request Timeout", NOT_IN_TIME, list(self.server_state.default_headers))
-            )
+            self.transport.write(invalid_request(b"408 Request Timeout", NOT_IN_TIME, headers))
+        elif scope is not None and self.cycle is not None and not self.cycle.response_started:
+            message = BODY_TOO_SLOW.format(window=self._body_window_s) if too_slow else NOT_IN_TIME
+            self.transport.write(invalid_request(b"408 Request Timeout", message, headers, current_request_id(scope)))
+            answered_below_the_app(scope, 408)
         self.transport.close()

@@ -14,6 +14,15 @@ after decoding (the first version) lowered the peak at a dozen such requests at 
 memory held before admission dominated and the budget bounded nothing. A body without `Content-Length`
 (chunked) is counted at `MAX_BODY_BYTES`; one declared over `MAX_BODY_BYTES` is not held (it gets its 413).
 
+Once admitted, a heavy request's body must arrive at `MIN_BODY_RATE_KB_S` or faster: it has
+`BODY_GRACE_S` plus its declared size at that rate (at most `REQUEST_READ_TIMEOUT_S`) from its admission,
+and a slower one is cut off with 408 (`http_protocol` keeps the time, through the `BODY_WINDOW_EXTENSION`
+hook it puts in the scope). The memory is held from admission, so without the rule one client declaring the
+largest body and sending it slowly held the whole budget for the read timeout (30 s, longer than the 25 s
+the requests queued behind it may wait), and every other heavy request of the worker got the 503. Now it
+holds the budget for at most `BODY_GRACE_S` + 8 s (8 MB at 1,000 KB/s), and the queue behind it is served
+in arrival order; a client that reconnects queues behind them.
+
 A request's budget is its own `timeout_ms`, which is in the body, so at the door only the server's
 budget (`REQUEST_TIMEOUT_MS`) bounds the wait. Past it the request is answered 503 with `Retry-After` and
 the ERROR body (`error_type: TIMEOUT`): nothing of it was read, so nothing was consumed and the caller
@@ -73,10 +82,17 @@ RETRY_AFTER_S = 2
 MALLOC_TRIM = libc_function("malloc_trim")
 """glibc's `malloc_trim`, or None where the C library has none."""
 
+BODY_GRACE_S = 2.0
+"""What an admitted body has on top of its size at `MIN_BODY_RATE_KB_S`: the connection's start (TCP's slow
+start, a proxy's first bytes), so that a small heavy body is not cut off for a round trip's delay."""
+
+BODY_WINDOW_EXTENSION = "librarian.body_window"
+"""The ASGI scope extension through which the door tells the connection how long an admitted body may take: its
+`"open"` is a callable taking seconds (`http_protocol` provides it; under another server, that server's timeouts
+alone apply)."""
+
 _WAIT_KEY = "librarian_admission_wait_s"
 _WAITING_KEY = "librarian_admission_waiting"
-_ADMITTED_KEY = "librarian_admitted_at"
-"""When the request got its memory, on the event loop's clock: its body may be read from then on."""
 
 
 class MemoryBudget:
@@ -146,19 +162,23 @@ class MemoryBudget:
                 granted.set_result(None)
 
 
-def estimate_mb(headers: list[tuple[bytes, bytes]], memory_per_body_byte: int, max_body_bytes: int) -> float:
-    """A request's working memory from its declared body size; a body without a length counts at the cap."""
+def body_bytes(headers: list[tuple[bytes, bytes]], max_body_bytes: int) -> int:
+    """The body's size as declared; a body without a length counts at the cap, one that will be refused as 0."""
     declared = next((value for name, value in headers if name.lower() == b"content-length"), None)
     if declared is None:
-        size = max_body_bytes if _has_body(headers) else 0
-    else:
-        try:
-            size = int(declared)
-        except ValueError:
-            return 0.0  # the server refuses a malformed length before the app sees it
-        if size > max_body_bytes:
-            return 0.0  # refused with 413 before a byte of the body is read: nothing to hold
-    return size * memory_per_body_byte / 1_000_000
+        return max_body_bytes if _has_body(headers) else 0
+    try:
+        size = int(declared)
+    except ValueError:
+        return 0  # the server refuses a malformed length before the app sees it
+    return size if size <= max_body_bytes else 0  # over the cap: 413 before a byte of the body is read
+
+
+def body_window_s(size: int, min_rate_kb_s: float) -> float:
+    """How long an admitted body of `size` bytes may take to arrive (infinite when no rate is set)."""
+    if min_rate_kb_s <= 0:
+        return math.inf
+    return BODY_GRACE_S + size / (min_rate_kb_s * 1000)
 
 
 def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -171,16 +191,6 @@ def waiting_for_admission(scope: Any) -> bool:
     return isinstance(holder, dict) and bool(holder.get(_WAITING_KEY))
 
 
-def admitted_at(scope: Any) -> float | None:
-    """When this request left the door with its memory, on the event loop's clock; None if it never waited.
-
-    The read timeout gives its body a whole window from then (`http_protocol`).
-    """
-    holder = scope.get("state") if isinstance(scope, dict) else None
-    value = holder.get(_ADMITTED_KEY) if isinstance(holder, dict) else None
-    return float(value) if value is not None else None
-
-
 def scope_wait_s(scope: Any) -> float:
     """How long this request waited at the door (it counts against its own deadline)."""
     holder = scope.get("state", {})
@@ -189,7 +199,7 @@ def scope_wait_s(scope: Any) -> float:
 
 
 def admission_middleware(
-    budget: MemoryBudget, *, max_body_bytes: int, max_wait_s: float, spec_key: str
+    budget: MemoryBudget, *, max_body_bytes: int, max_wait_s: float, min_body_rate_kb_s: float, spec_key: str
 ) -> Callable[[ASGIApp], ASGIApp]:
     """Litestar route middleware (it runs after routing, before the handler reads the body): the door."""
 
@@ -197,15 +207,19 @@ def admission_middleware(
         async def admit(scope: Scope, receive: Receive, send: Send) -> None:
             handler = scope.get("route_handler")
             spec = handler.opt.get(spec_key) if handler is not None else None
-            need = 0.0
-            if spec is not None and spec.body != "none":
-                need = estimate_mb(list(scope["headers"]), spec.memory_per_body_byte, max_body_bytes)
+            size, need = 0, 0.0
+            if spec is not None and spec.body != "none":  # its working memory, from its declared body size
+                size = body_bytes(list(scope["headers"]), max_body_bytes)
+                need = size * spec.memory_per_body_byte / 1_000_000
             if need < EXEMPT_MB:
                 await app(scope, receive, send)
                 return
             held = await _wait_at_door(scope, send, budget, need, max_wait_s)
             if held is None:
                 return
+            open_body_window = ((scope.get("extensions") or {}).get(BODY_WINDOW_EXTENSION) or {}).get("open")
+            if callable(open_body_window):  # the memory is held from now: the body may not take its time
+                open_body_window(body_window_s(size, min_body_rate_kb_s))
             try:
                 await app(scope, receive, send)
             finally:
@@ -233,8 +247,7 @@ async def _wait_at_door(scope: Scope, send: Send, budget: MemoryBudget, need: fl
         return None
     finally:
         state[_WAITING_KEY] = False
-    state[_ADMITTED_KEY] = admitted = clock()
-    state[_WAIT_KEY] = admitted - arrived
+    state[_WAIT_KEY] = clock() - arrived
     return held
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -22,6 +22,7 @@ from librarian_svc.log_setup import trace_field
 
 _STATE_KEY = "librarian_request_id"
 _GONE_KEY = "librarian_client_gone"
+_ANSWERED_BELOW_KEY = "librarian_answered_below"
 CLIENT_CLOSED_REQUEST = 499
 """The access-line status of a request whose client left before the answer (nginx's convention; never sent)."""
 _MAX_ID_LEN = 200
@@ -58,7 +59,7 @@ def _valid_id(value: str) -> bool:
     return 0 < len(value) <= _MAX_ID_LEN and value.isprintable()
 
 
-def current_request_id(scope: Scope | dict[str, Any]) -> str:
+def current_request_id(scope: Scope | Mapping[str, Any]) -> str:
     """The request id bound to this request (the body's, the header's or a generated one)."""
     holder = scope.get("state", {})
     value = holder.get(_STATE_KEY) if isinstance(holder, dict) else None
@@ -74,6 +75,14 @@ def client_gone(scope: Scope | dict[str, Any]) -> bool:
     """True once the server told the app that this request's client disconnected."""
     holder = scope.get("state", {})
     return isinstance(holder, dict) and bool(holder.get(_GONE_KEY))
+
+
+def answered_below_the_app(scope: Any, status: int) -> None:  # uvicorn's scope type, not Litestar's
+    """Record that the connection answered this request itself (a 408 for a body too slow) and closed it.
+
+    The access line then says that status, not the disconnect the app sees next.
+    """
+    scope.setdefault("state", {})[_ANSWERED_BELOW_KEY] = status
 
 
 def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
@@ -109,6 +118,15 @@ def _echo_request_id(start: HTTPResponseStartEvent, scope: Scope) -> None:
     start["headers"] = raw
 
 
+def _access_status(scope: Scope, status: int) -> tuple[int, bool]:
+    """The access line's status for a request the app answered with `status`, and whether its client left first."""
+    below = scope["state"].get(_ANSWERED_BELOW_KEY)
+    if below is not None:
+        return int(below), False
+    gone = client_gone(scope)
+    return (CLIENT_CLOSED_REQUEST if gone and status >= 500 else status), gone
+
+
 def make_request_context_middleware(google_cloud_project: str | None) -> Callable[[ASGIApp], ASGIApp]:
     """Build the middleware factory Litestar wants, closed over the trace project id."""
 
@@ -137,12 +155,12 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
             try:
                 await app(scope, receive_watched, send_with_id)
             finally:
-                gone = client_gone(scope)
+                status, gone = _access_status(scope, status)
                 access_log.info(
                     "request",
                     method=scope.get("method"),
                     path=scope.get("path"),
-                    status=CLIENT_CLOSED_REQUEST if gone and status >= 500 else status,
+                    status=status,
                     latency_ms=round((time.perf_counter() - started) * 1000, 2),
                     pid=_PID,
                     **({"client_disconnected": True} if gone else {}),

@@ -57,6 +57,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "REQUEST_TIMEOUT_MS": "25000",
     "MAX_BODY_BYTES": "8388608",
     "WORKER_MEMORY_BUDGET_MB": "256",
+    "MIN_BODY_RATE_KB_S": "1000",
     "MAX_STATE_BYTES": "1048576",
     "STATE_SIGNING_KEYS": "",
     "STATE_SIGNING_KEY": "",
@@ -102,6 +103,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     request_timeout_ms: int
     max_body_bytes: int
     worker_memory_budget_mb: int
+    min_body_rate_kb_s: float
     state: StateSettings
     config_dir: Path
     prompts_dir: Path
@@ -265,6 +267,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         request_timeout_ms=_int(env, "REQUEST_TIMEOUT_MS", low=100, high=3_600_000),
         max_body_bytes=_int(env, "MAX_BODY_BYTES", low=1024, high=1 << 30),
         worker_memory_budget_mb=_int(env, "WORKER_MEMORY_BUDGET_MB", low=16, high=1 << 20),
+        min_body_rate_kb_s=_float(env, "MIN_BODY_RATE_KB_S", low=0.0, high=10_000_000.0),
         state=load_state_settings(env),
         config_dir=config_dir,
         prompts_dir=prompts_dir,

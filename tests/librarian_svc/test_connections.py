@@ -92,20 +92,23 @@ def test_a_request_head_sent_a_byte_at_a_time_is_cut_off_with_408(service: LiveS
     assert "REQUEST_READ_TIMEOUT_S" in payload["message"]
 
 
-def test_a_stalled_body_is_cut_off_and_logged_as_a_disconnect(service: LiveService) -> None:
+def test_a_stalled_body_is_cut_off_with_408_and_logged_as_one(service: LiveService) -> None:
     body = json.dumps({"request_id": "stalled-body", "query": "x" * 100}).encode()
     head = (
         b"POST /agent/grace/step HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+        b"X-Request-ID: stalled-1\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n"
     )
     with connect(service) as sock:
         sock.sendall(head + body[:20])
         after, received = closed_after(sock)
     assert after <= READ_TIMEOUT_S + SLACK_S
-    assert received == b""
-    assert wait_for_log(service, lambda line: line.get("path") == "/agent/grace/step" and line.get("status") == 499)
-    lines = [line for line in log_lines(service) if line.get("path") == "/agent/grace/step"]
-    assert all(line.get("status") != 500 for line in lines)
+    assert received.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), received[:200]
+    error = json.loads(received.partition(b"\r\n\r\n")[2])
+    assert (error["action"], error["error_type"], error["request_id"]) == ("ERROR", "INVALID_INPUT", "stalled-1")
+    assert "REQUEST_READ_TIMEOUT_S" in error["message"]
+    assert wait_for_log(service, lambda line: line.get("request_id") == "stalled-1" and "status" in line)
+    access = [line for line in log_lines(service) if line.get("request_id") == "stalled-1" and "status" in line]
+    assert [(line["status"], "client_disconnected" in line) for line in access] == [(408, False)]
     assert "Traceback" not in service.logs()
 
 

@@ -8,6 +8,8 @@ read timeout far shorter than the queue, and a budget that lets one heavy reques
 from __future__ import annotations
 
 import json
+import select
+import socket
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,16 +24,23 @@ pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 READ_TIMEOUT_S = 0.3
 QUEUED = 6
+SLACK_S = 2.0  # scheduling on a busy machine
 
 
-def _budgeted_service(factory: pytest.TempPathFactory, read_timeout_s: float) -> Iterator[LiveService]:
-    """A worker whose 16 MB budget lets one heavy request in at a time, with this read timeout."""
+def _budgeted_service(
+    factory: pytest.TempPathFactory, read_timeout_s: float, min_body_rate_kb_s: float = 0.0
+) -> Iterator[LiveService]:
+    """A worker whose 16 MB budget lets one heavy request in at a time, with this read timeout and body rate
+    (none by default: these tests are about the read timeout)."""
     from tests.support.live_service import start_service
 
-    service = start_service(
-        {"WORKER_MEMORY_BUDGET_MB": "16", "REQUEST_READ_TIMEOUT_S": str(read_timeout_s), "LOG_LEVEL": "info"},
-        log_dir=factory.mktemp("admission"),
-    )
+    env = {
+        "WORKER_MEMORY_BUDGET_MB": "16",
+        "REQUEST_READ_TIMEOUT_S": str(read_timeout_s),
+        "MIN_BODY_RATE_KB_S": str(min_body_rate_kb_s),
+        "LOG_LEVEL": "info",
+    }
+    service = start_service(env, log_dir=factory.mktemp("admission"))
     yield service
     service.stop()
 
@@ -113,3 +122,105 @@ def test_a_request_admitted_late_in_its_window_gets_a_whole_window_for_its_body(
     assert answer_a.startswith(b"HTTP/1.1 200")
     assert answer_b.startswith(b"HTTP/1.1 200"), answer_b[:300]
     assert "request not read in time" not in windowed_service.logs()
+
+
+RATE_KB_S = 100.0
+"""The third service's `MIN_BODY_RATE_KB_S`: a 400 KB body has 2 s + 4 s from its admission."""
+
+
+@pytest.fixture(name="rated_service", scope="module")
+def fixture_rated_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+    yield from _budgeted_service(tmp_path_factory, 30.0, RATE_KB_S)
+
+
+def _send_slowly(sock: socket.socket, data: bytes, piece: int, every_s: float) -> bytes:
+    """Send `data` `piece` bytes at a time, one piece each `every_s`, until it is sent or the server answers;
+    the answer (b"" if none came)."""
+    for start in range(0, len(data), piece):
+        if select.select([sock], [], [], every_s)[0]:
+            break
+        try:
+            sock.sendall(data[start : start + piece])
+        except (BrokenPipeError, ConnectionResetError):
+            break
+    try:
+        return read_response(sock)
+    except (AssertionError, ConnectionResetError):
+        return b""
+
+
+def test_a_heavy_body_sent_slower_than_the_minimum_rate_is_cut_off_and_the_queue_behind_it_served(
+    rated_service: LiveService,
+) -> None:
+    """A client that declares a heavy body and trickles it held the whole budget for the read timeout (30 s),
+    longer than the request queued behind it may wait (25 s), which got the 503. Now the slow body gets 408
+    at the end of its window (2 s + 400 KB at 100 KB/s) and the queued request is served right after."""
+    slow_body, queued_body = _search(300), _search(301)
+    window_s = 2.0 + len(slow_body) / (RATE_KB_S * 1000)
+    with connect(rated_service) as slow:
+        started = time.monotonic()
+        slow.sendall(_head(slow_body) + slow_body[:1000])
+        with ThreadPoolExecutor(1) as pool:
+            time.sleep(0.3)  # the slow one is admitted first
+            queued = pool.submit(_post_timed, rated_service, queued_body)
+            cut = _send_slowly(slow, slow_body[1000:], 1000, 0.25)  # 4 KB/s
+            cut_after = time.monotonic() - started
+            status, queued_after = queued.result()
+    assert cut.startswith(b"HTTP/1.1 408"), cut[:300]
+    error = json.loads(cut.partition(b"\r\n\r\n")[2])
+    assert (error["action"], error["error_type"]) == ("ERROR", "INVALID_INPUT")
+    assert "MIN_BODY_RATE_KB_S" in error["message"]
+    assert window_s - 0.5 <= cut_after <= window_s + SLACK_S
+    assert status == 200
+    assert queued_after <= window_s + SLACK_S + 5.0, "the queued request waited past the slow body's window"
+    access = [json.loads(line) for line in rated_service.logs().splitlines() if '"latency_ms"' in line]
+    assert error["request_id"] in {line["request_id"] for line in access if line["status"] == 408}
+
+
+def test_a_heavy_body_sent_faster_than_the_minimum_rate_is_served(rated_service: LiveService) -> None:
+    """The same body at 200 KB/s, in pieces over two seconds: within its window, so it is read and answered."""
+    body = _search(302)
+    with connect(rated_service) as sock:
+        sock.sendall(_head(body))
+        answer = _send_slowly(sock, body, 20_000, 0.1)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+
+
+def _post_timed(service: LiveService, body: bytes) -> tuple[int, float]:
+    """The status of one ACE search and the seconds it took."""
+    started = time.monotonic()
+    with httpx.Client(base_url=service.base_url, timeout=60.0) as client:
+        answer = client.post("/agent/ace/search", content=body, headers={"content-type": "application/json"})
+    return answer.status_code, time.monotonic() - started
+
+
+@pytest.fixture(name="busy_service", scope="module")
+def fixture_busy_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+    """One worker with a route that holds its event loop (`tests.support.spin_service`), a 16 MB budget and a
+    rate so high that an admitted body's window is its 2 s of grace."""
+    from tests.support.live_service import start_service
+
+    env = {"WORKER_MEMORY_BUDGET_MB": "16", "MIN_BODY_RATE_KB_S": "1000000", "WEB_CONCURRENCY": "1"}
+    service = start_service(env, log_dir=tmp_path_factory.mktemp("busy"), module="tests.support.spin_service")
+    yield service
+    service.stop()
+
+
+def test_a_body_sent_in_time_is_not_cut_off_while_the_worker_is_too_busy_to_read_it(
+    busy_service: LiveService,
+) -> None:
+    """The client sends its whole body at once, but the worker's event loop is held for 3.5 s, past the body's
+    2 s window: when the loop runs again the bytes wait in the socket, unread. The slowness is the worker's,
+    so the request is served, not cut off with 408."""
+    body = _search(303)
+    with connect(busy_service) as sock, ThreadPoolExecutor(2) as pool:
+        sock.sendall(_head(body) + body[:1000])
+        time.sleep(0.3)  # admitted: its window runs
+        spin = pool.submit(httpx.post, f"{busy_service.base_url}/test/spin?check=false&seconds=3.5", timeout=30.0)
+        time.sleep(0.5)  # the loop is held
+        rest = pool.submit(sock.sendall, body[1000:])
+        answer = read_response(sock)
+        rest.result()
+        assert spin.result().status_code == 200
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert "request not read in time" not in busy_service.logs()

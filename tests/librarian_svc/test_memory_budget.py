@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any
 
 import pytest
@@ -12,7 +13,14 @@ from litestar.testing import AsyncTestClient, TestClient
 
 from librarian_svc import memory_budget
 from librarian_svc.app import create_app
-from librarian_svc.memory_budget import EXEMPT_MB, MemoryBudget, estimate_mb
+from librarian_svc.memory_budget import (
+    BODY_GRACE_S,
+    BODY_WINDOW_EXTENSION,
+    EXEMPT_MB,
+    MemoryBudget,
+    body_bytes,
+    body_window_s,
+)
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import load_settings
 
@@ -122,17 +130,33 @@ def _heavy_app(**env: str) -> tuple[Litestar, Services]:
     return create_app(services.settings, services=services), services
 
 
-def test_the_estimate_is_the_declared_length_times_the_factor() -> None:
-    assert estimate_mb([(b"content-length", b"50000")], 100, 1_000_000) == 5.0
-    assert estimate_mb([(b"Transfer-Encoding", b"chunked")], 100, 1_000_000) == 100.0  # no length: the cap
-    assert estimate_mb([(b"content-length", b"2000000")], 100, 1_000_000) == 0.0  # a 413 holds nothing
-    assert estimate_mb([], 100, 1_000_000) == 0.0
+def test_the_estimate_starts_from_the_declared_length() -> None:
+    assert body_bytes([(b"content-length", b"50000")], 1_000_000) == 50_000
+    assert body_bytes([(b"Transfer-Encoding", b"chunked")], 1_000_000) == 1_000_000  # no length: the cap
+    assert body_bytes([(b"content-length", b"2000000")], 1_000_000) == 0  # a 413 holds nothing
+    assert body_bytes([(b"content-length", b"12x")], 1_000_000) == 0  # refused by the server
+    assert body_bytes([], 1_000_000) == 0
+
+
+@pytest.mark.parametrize(
+    ("size", "rate_kb_s", "window_s"),
+    [
+        (0, 1000.0, BODY_GRACE_S),
+        (8_000_000, 1000.0, BODY_GRACE_S + 8.0),  # the largest body at the default rate
+        (400_000, 100.0, BODY_GRACE_S + 4.0),
+        (8_000_000, 0.0, math.inf),  # no rate: the read timeout alone
+    ],
+)
+def test_an_admitted_body_has_a_grace_then_its_size_at_the_minimum_rate(
+    size: int, rate_kb_s: float, window_s: float
+) -> None:
+    assert body_window_s(size, rate_kb_s) == pytest.approx(window_s)
 
 
 class _Exchange:
     """One request sent straight into the ASGI app on the test's own event loop (the budget is loop-bound)."""
 
-    def __init__(self, app: Litestar, body: bytes) -> None:
+    def __init__(self, app: Litestar, body: bytes, *, extensions: dict[str, Any] | None = None) -> None:
         self.body = body
         self.reads = 0
         self.sent: list[Any] = []
@@ -150,6 +174,7 @@ class _Exchange:
             "client": ("127.0.0.1", 1),
             "server": ("127.0.0.1", 80),
             "state": {},
+            "extensions": extensions or {},
         }
         self.task = asyncio.create_task(app(scope, self._receive, self._send))  # type: ignore[arg-type]
 
@@ -179,6 +204,24 @@ async def test_a_heavy_request_waits_at_the_door_with_its_body_unread() -> None:
     assert exchange.reads > 0
     assert (status, body["action"]) == (200, "RESULTS")
     assert services.memory.in_use_mb == 0
+
+
+async def test_the_door_gives_an_admitted_body_its_window_before_reading_it() -> None:
+    """The connection is told the body's window when the request gets its memory, before the body is read;
+    a light request holds none, so it is left to the read timeout."""
+    app, _ = _heavy_app(MIN_BODY_RATE_KB_S="50")
+    heavy = json.dumps(_ace_search_body(5_000)).encode()
+    light = json.dumps({"query": {"query_text": "x"}, "playbook": {"bullets": []}}).encode()
+    windows: list[tuple[str, float, int]] = []  # (which, its window, body reads made before the call)
+    exchanges: list[_Exchange] = []
+    async with AsyncTestClient(app):
+        for name, body in (("heavy", heavy), ("light", light)):
+            hook = {BODY_WINDOW_EXTENSION: {"open": lambda s, n=name: windows.append((n, s, exchanges[-1].reads))}}
+            exchanges.append(_Exchange(app, body, extensions=hook))
+            assert (await exchanges[-1].answer())[0] == 200
+        assert (await _Exchange(app, heavy).answer())[0] == 200  # served under a server without the hook
+    assert [(name, reads) for name, _, reads in windows] == [("heavy", 0)]
+    assert windows[0][1] == pytest.approx(BODY_GRACE_S + len(heavy) / 50_000)
 
 
 def test_a_heavy_request_that_cannot_be_admitted_in_time_gets_a_503_with_retry_after() -> None:
