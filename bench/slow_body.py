@@ -17,9 +17,7 @@ alone (`REQUEST_READ_TIMEOUT_S`, 30 s), which is what the service did before the
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import select
 import socket
 import statistics
 import sys
@@ -32,6 +30,7 @@ import httpx
 
 from bench.hostile import ace_search_body
 from bench.tools import command_line, emit, free_port, log, machine_info, ratio, server_process
+from tests.support.raw_http import send_slowly
 
 MODULE = "bench.slow_body"
 VARIANTS = {"min_body_rate": None, "read_timeout_only": "0"}
@@ -49,26 +48,16 @@ def slow_body(megabytes: float) -> bytes:
     return json.dumps(body).encode()
 
 
-def send_slowly(port: int, body: bytes, rate_kb_s: float, outcome: dict[str, Any]) -> None:
+def send_slowly_timed(port: int, body: bytes, rate_kb_s: float, outcome: dict[str, Any]) -> None:
     """Send the head at once and the body at `rate_kb_s` until the server answers or closes; note which, when."""
     head = (
         b"POST /agent/ace/search HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
         b"X-Request-ID: slow-body\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n"
     )
-    piece = max(1, int(rate_kb_s * 1000 / 10))  # ten pieces a second
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
         sock.sendall(head)
-        answer = b""
-        for start in range(0, len(body), piece):
-            if select.select([sock], [], [], 0.1)[0]:
-                break
-            try:
-                sock.sendall(body[start : start + piece])
-            except OSError:
-                break
-        with contextlib.suppress(OSError):  # reset: closed without an answer
-            answer = sock.recv(65536)
+        answer = send_slowly(sock, body, max(1, int(rate_kb_s * 1000 / 10)), 0.1)  # ten pieces a second
     outcome["after_s"] = round(time.monotonic() - started, 2)
     outcome["answer"] = answer.split(b"\r\n", 1)[0].decode("latin-1") or "closed without an answer"
 
@@ -89,7 +78,7 @@ def one_variant(rate: str | None, *, queued: int, slow_mb: float, trickle_kb_s: 
     outcome: dict[str, Any] = {}
     serving = server_process([sys.executable, "-m", "librarian_svc"], port=port, env=env)
     with serving, ThreadPoolExecutor(queued + 1) as pool:
-        trickle = pool.submit(send_slowly, port, slow, trickle_kb_s, outcome)
+        trickle = pool.submit(send_slowly_timed, port, slow, trickle_kb_s, outcome)
         time.sleep(QUEUE_DELAY_S)
         answers = list(pool.map(lambda b: timed_search(f"http://127.0.0.1:{port}", b), bodies))
         trickle.result()

@@ -6,16 +6,19 @@ stays open for ever (a "slowloris"): 20,000 such sockets exhausted the descripto
 `http.Server.ReadTimeout` is the model here: a window that opens when the connection is accepted
 (for its first request) or when the next request's first byte arrives after a response (the idle
 gap in between stays `KEEPALIVE_TIMEOUT_S`), and closes once the whole request, body included,
-has been read. When it runs out the connection is answered 408 with the ERROR body (when any of the
-request arrived) and closed; a step waiting for its body sees the client disconnect.
+has been read. When it runs out the connection is answered 408 with the ERROR body (when a request
+had begun; a connection that sent nothing is just closed); a step waiting for its body sees the client
+disconnect.
 A request waiting for memory at the door (`memory_budget`) has its body unread on purpose: its window
-starts again while it waits. Once admitted it holds worker memory, so the door gives its body a window of
-its own from that moment (through `BODY_WINDOW_EXTENSION`: `BODY_GRACE_S` plus its size at
-`MIN_BODY_RATE_KB_S`, at most the read timeout), so a slow sender cannot hold the memory for long. A body
-that misses its window is answered 408 with the ERROR body before the connection closes (the client may be
-past reading it, but one that reads gets the reason). Only the client's slowness counts: when any window
-ends with body bytes already in the socket's buffer, or read but not yet taken by the app, this worker is
-the one behind (a busy event loop), and the connection is looked at again `RECHECK_S` later instead.
+starts again while it waits. Once admitted it holds worker memory, and the door gives its body a shorter
+window from that moment (`body_window`: 2 s plus its size at `MIN_BODY_RATE_KB_S`). When that window ends
+with the body still coming, the connection looks again every `RECHECK_S` and lets it go on while it keeps
+arriving at the minimum rate, up to the read timeout from the admission; otherwise it answers 408 with the
+ERROR body and closes. That keeps the rule about the client: when this worker's event loop was held (a
+heavy step), TCP held the client back meanwhile, and its body misses the window through no fault of its
+own; once the loop runs, the bytes waiting in the socket and those the client goes on sending count. An
+answered request's window ends with its answer: a next request on the connection gets its own from its
+first byte.
 
 Timeouts alone do not bound how many connections are open: a burst of more idle or half-sent
 connections than the descriptor limit within the read timeout exhausted the worker's descriptors, and
@@ -32,26 +35,18 @@ not descriptors, and it evicts nobody, so a flood of idle sockets would shut rea
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import math
 import resource
-import struct
-import termios
 import uuid
 from collections import OrderedDict
-from functools import partial
 from typing import Any
 
 import structlog
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
 from contracts.common import ErrorDetail
-from librarian_svc.memory_budget import (
-    BODY_WINDOW_EXTENSION,
-    error_below_the_app,
-    unavailable,
-    waiting_for_admission,
-)
+from librarian_svc import body_window
+from librarian_svc.memory_budget import error_below_the_app, unavailable, waiting_for_admission
 from librarian_svc.request_context import answered_below_the_app, current_request_id
 
 log = structlog.get_logger(__name__)
@@ -129,6 +124,8 @@ def invalid_request(
     """
     details = [ErrorDetail(path="$", message=message)]
     headers, body = error_below_the_app(request_id or uuid.uuid4().hex, "INVALID_INPUT", message, details)
+    if request_id:  # the request's own id, as the app's answers carry it
+        headers.append((b"x-request-id", request_id.encode("latin-1", "replace")))
     return _closing_response(status, [*(default_headers or []), *headers], body)
 
 
@@ -138,7 +135,7 @@ NOT_HTTP = (
 )
 NOT_IN_TIME = "request not received in good time (REQUEST_READ_TIMEOUT_S); the connection is closed"
 RECHECK_S = 0.5
-"""When a body's window ends with its bytes already here, unread (this worker was busy), look again this much later."""
+"""When an admitted body's window ends with the body still coming, how often to look again (module docstring)."""
 BODY_TOO_SLOW = (
     "request body not received in good time: a request that holds worker memory (WORKER_MEMORY_BUDGET_MB) "
     "must send its body at MIN_BODY_RATE_KB_S or faster, and this one had {window:.1f} s from its admission; "
@@ -165,8 +162,14 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._read_timeout_s = _settings["read_timeout_s"]
         self._read_timer: asyncio.TimerHandle | None = None
         self._bytes_in_window = 0
+        self._window_opened = 0.0
+        self._head_begun = False
+        """A request's first byte has arrived since the last answer (its head may be incomplete)."""
         self._body_window_s = math.inf
         """The window the door gave the current request's body (`open_body_window`); infinite until then."""
+        self._min_bytes_per_s = 0.0
+        self._keeping_up_since: tuple[float, int] | None = None
+        """When the body's window ended (or was last looked at) and the bytes received by then."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Accepted: within the cap (see the module docstring), and the first request must arrive in time too."""
@@ -189,20 +192,31 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self.transport.close()
         return False
 
+    def on_message_begin(self) -> None:
+        """A new request's first byte: after an answer it gets a window of its own (see the module docstring)."""
+        if self.cycle is not None and self.cycle.response_complete:
+            self._open_window()
+        self._head_begun = True
+        super().on_message_begin()
+
     def on_headers_complete(self) -> None:
         """A request is in flight: this connection is no longer one to close for room; the door may time its body."""
         super().on_headers_complete()
         _idle.pop(self, None)
-        self._body_window_s = math.inf
         if self.cycle is not None:
-            extensions = self.scope.setdefault("extensions", {})
-            extensions[BODY_WINDOW_EXTENSION] = {"open": partial(self.open_body_window, self.cycle)}
+            body_window.offer(self.scope, self, self.cycle)
 
     def on_response_complete(self) -> None:
-        """Answered, with no pipelined request behind it: idle again, the most recently."""
+        """Answered: the answered request's window ends here; idle again, or the pipelined request's turn."""
         super().on_response_complete()
-        if not self.transport.is_closing() and self._between_requests():
+        self._close_window()
+        self._head_begun = False
+        if self.transport.is_closing():
+            return
+        if self._between_requests():
             _idle[self] = None
+        elif not self._request_read():
+            self._open_window()  # a pipelined request, its body still to come, runs from now
 
     def data_received(self, data: bytes) -> None:
         """A request's first byte opens its window; the last byte of its body closes it."""
@@ -228,32 +242,30 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self.transport.write(response)
         self.transport.close()
 
-    def open_body_window(self, cycle: RequestResponseCycle, window_s: float) -> None:
-        """The rest of `cycle`'s body must arrive within `window_s` from now (at most the read timeout).
+    def open_body_window(self, cycle: RequestResponseCycle, window_s: float, min_bytes_per_s: float) -> None:
+        """The rest of `cycle`'s body must arrive within `window_s` from now, then keep `min_bytes_per_s`.
 
-        Called by the door when it admits the request (`memory_budget`); a request already read, or no longer
-        this connection's current one, is left alone.
+        Called by the door when it admits the request (`body_window`); a request already read, or no longer
+        this connection's current one, is left alone. Never longer than the read timeout.
         """
         if cycle is not self.cycle or self.transport.is_closing() or self._request_read():
             return
         self._close_window()
-        self._body_window_s = window_s
+        self._window_opened = self.loop.time()
+        self._body_window_s, self._min_bytes_per_s = window_s, min_bytes_per_s
         self._read_timer = self.loop.call_later(min(window_s, self._read_timeout_s), self._read_timed_out)
 
-    def _body_bytes_wait_here(self) -> bool:
-        """True when body bytes have reached this worker and wait for it, so the slowness is not the client's.
-
-        Either the app has not taken what was read (uvicorn stopped reading), or they sit in the socket's
-        buffer (the event loop was busy elsewhere).
-        """
-        if self.flow.read_paused:
-            return True
-        sock = self.transport.get_extra_info("socket")
-        try:
-            unread: int = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0" * 4))[0]
-        except (AttributeError, OSError):  # no socket to ask: count the client as the slow one
-            return False
-        return unread > 0
+    def _body_still_coming(self) -> bool:
+        """At the end of an admitted body's window: may it go on (the module docstring says when)?"""
+        now = self.loop.time()
+        if self._body_window_s >= self._read_timeout_s or now >= self._window_opened + self._read_timeout_s:
+            return False  # the read timeout is the limit for every window
+        if self._keeping_up_since is not None:
+            since, received = self._keeping_up_since
+            if self._bytes_in_window - received < self._min_bytes_per_s * (now - since):
+                return False
+        self._keeping_up_since = (now, self._bytes_in_window)
+        return True
 
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
@@ -266,6 +278,8 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
     def _open_window(self) -> None:
         self._close_window()
         self._bytes_in_window = 0
+        self._window_opened = self.loop.time()
+        self._body_window_s, self._min_bytes_per_s, self._keeping_up_since = math.inf, 0.0, None
         self._read_timer = self.loop.call_later(self._read_timeout_s, self._read_timed_out)
 
     def _close_window(self) -> None:
@@ -282,8 +296,8 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             self._open_window()  # its body is unread on purpose: the window starts again once it may read
             return
         head_missing = self._between_requests()
-        if not head_missing and self._body_bytes_wait_here():
-            # The client has sent them: this worker is the one behind, and the client is not cut off for that.
+        if self.pipeline or (not head_missing and self._body_still_coming()):
+            # A queued request's time starts with its turn (`on_response_complete`); a body still coming may go on.
             self._read_timer = self.loop.call_later(RECHECK_S, self._read_timed_out)
             return
         too_slow = not head_missing and self._body_window_s < self._read_timeout_s
@@ -296,7 +310,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             client=f"{self.client[0]}:{self.client[1]}" if self.client else None,
         )
         headers = list(self.server_state.default_headers)
-        if head_missing and self._bytes_in_window:
+        if head_missing and self._head_begun:
             self.transport.write(invalid_request(b"408 Request Timeout", NOT_IN_TIME, headers))
         elif scope is not None and self.cycle is not None and not self.cycle.response_started:
             message = BODY_TOO_SLOW.format(window=self._body_window_s) if too_slow else NOT_IN_TIME

@@ -14,14 +14,8 @@ after decoding (the first version) lowered the peak at a dozen such requests at 
 memory held before admission dominated and the budget bounded nothing. A body without `Content-Length`
 (chunked) is counted at `MAX_BODY_BYTES`; one declared over `MAX_BODY_BYTES` is not held (it gets its 413).
 
-Once admitted, a heavy request's body must arrive at `MIN_BODY_RATE_KB_S` or faster: it has
-`BODY_GRACE_S` plus its declared size at that rate (at most `REQUEST_READ_TIMEOUT_S`) from its admission,
-and a slower one is cut off with 408 (`http_protocol` keeps the time, through the `BODY_WINDOW_EXTENSION`
-hook it puts in the scope). The memory is held from admission, so without the rule one client declaring the
-largest body and sending it slowly held the whole budget for the read timeout (30 s, longer than the 25 s
-the requests queued behind it may wait), and every other heavy request of the worker got the 503. Now it
-holds the budget for at most `BODY_GRACE_S` + 8 s (8 MB at 1,000 KB/s), and the queue behind it is served
-in arrival order; a client that reconnects queues behind them.
+Once admitted, a heavy request's body must arrive at `MIN_BODY_RATE_KB_S` or faster (`body_window`), so a
+slow sender cannot keep the memory it was given for long.
 
 A request's budget is its own `timeout_ms`, which is in the body, so at the door only the server's
 budget (`REQUEST_TIMEOUT_MS`) bounds the wait. Past it the request is answered 503 with `Retry-After` and
@@ -58,7 +52,7 @@ import structlog
 from litestar.types import ASGIApp, Receive, Scope, Send
 
 from contracts.common import ErrorDetail, ErrorResponse, ErrorType
-from librarian_svc import drain
+from librarian_svc import body_window, drain
 from librarian_svc.malloc_thresholds import libc_function
 from librarian_svc.request_context import current_request_id
 
@@ -81,15 +75,6 @@ RETRY_AFTER_S = 2
 
 MALLOC_TRIM = libc_function("malloc_trim")
 """glibc's `malloc_trim`, or None where the C library has none."""
-
-BODY_GRACE_S = 2.0
-"""What an admitted body has on top of its size at `MIN_BODY_RATE_KB_S`: the connection's start (TCP's slow
-start, a proxy's first bytes), so that a small heavy body is not cut off for a round trip's delay."""
-
-BODY_WINDOW_EXTENSION = "librarian.body_window"
-"""The ASGI scope extension through which the door tells the connection how long an admitted body may take: its
-`"open"` is a callable taking seconds (`http_protocol` provides it; under another server, that server's timeouts
-alone apply)."""
 
 _WAIT_KEY = "librarian_admission_wait_s"
 _WAITING_KEY = "librarian_admission_waiting"
@@ -174,13 +159,6 @@ def body_bytes(headers: list[tuple[bytes, bytes]], max_body_bytes: int) -> int:
     return size if size <= max_body_bytes else 0  # over the cap: 413 before a byte of the body is read
 
 
-def body_window_s(size: int, min_rate_kb_s: float) -> float:
-    """How long an admitted body of `size` bytes may take to arrive (infinite when no rate is set)."""
-    if min_rate_kb_s <= 0:
-        return math.inf
-    return BODY_GRACE_S + size / (min_rate_kb_s * 1000)
-
-
 def _has_body(headers: list[tuple[bytes, bytes]]) -> bool:
     return any(name.lower() == b"transfer-encoding" for name, _ in headers)
 
@@ -217,9 +195,7 @@ def admission_middleware(
             held = await _wait_at_door(scope, send, budget, need, max_wait_s)
             if held is None:
                 return
-            open_body_window = ((scope.get("extensions") or {}).get(BODY_WINDOW_EXTENSION) or {}).get("open")
-            if callable(open_body_window):  # the memory is held from now: the body may not take its time
-                open_body_window(body_window_s(size, min_body_rate_kb_s))
+            body_window.open_window(scope, size, min_body_rate_kb_s)  # the memory is held from now
             try:
                 await app(scope, receive, send)
             finally:

@@ -103,6 +103,7 @@ def test_a_stalled_body_is_cut_off_with_408_and_logged_as_one(service: LiveServi
         after, received = closed_after(sock)
     assert after <= READ_TIMEOUT_S + SLACK_S
     assert received.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), received[:200]
+    assert b"\r\nx-request-id: stalled-1\r\n" in received
     error = json.loads(received.partition(b"\r\n\r\n")[2])
     assert (error["action"], error["error_type"], error["request_id"]) == ("ERROR", "INVALID_INPUT", "stalled-1")
     assert "REQUEST_READ_TIMEOUT_S" in error["message"]

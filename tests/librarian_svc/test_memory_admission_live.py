@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.support.live_service import LiveService
-from tests.support.raw_http import connect, read_response
+from tests.support.raw_http import connect, read_response, send_slowly
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -133,22 +133,6 @@ def fixture_rated_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     yield from _budgeted_service(tmp_path_factory, 30.0, RATE_KB_S)
 
 
-def _send_slowly(sock: socket.socket, data: bytes, piece: int, every_s: float) -> bytes:
-    """Send `data` `piece` bytes at a time, one piece each `every_s`, until it is sent or the server answers;
-    the answer (b"" if none came)."""
-    for start in range(0, len(data), piece):
-        if select.select([sock], [], [], every_s)[0]:
-            break
-        try:
-            sock.sendall(data[start : start + piece])
-        except (BrokenPipeError, ConnectionResetError):
-            break
-    try:
-        return read_response(sock)
-    except (AssertionError, ConnectionResetError):
-        return b""
-
-
 def test_a_heavy_body_sent_slower_than_the_minimum_rate_is_cut_off_and_the_queue_behind_it_served(
     rated_service: LiveService,
 ) -> None:
@@ -163,7 +147,7 @@ def test_a_heavy_body_sent_slower_than_the_minimum_rate_is_cut_off_and_the_queue
         with ThreadPoolExecutor(1) as pool:
             time.sleep(0.3)  # the slow one is admitted first
             queued = pool.submit(_post_timed, rated_service, queued_body)
-            cut = _send_slowly(slow, slow_body[1000:], 1000, 0.25)  # 4 KB/s
+            cut = send_slowly(slow, slow_body[1000:], 1000, 0.25)  # 4 KB/s
             cut_after = time.monotonic() - started
             status, queued_after = queued.result()
     assert cut.startswith(b"HTTP/1.1 408"), cut[:300]
@@ -178,12 +162,14 @@ def test_a_heavy_body_sent_slower_than_the_minimum_rate_is_cut_off_and_the_queue
 
 
 def test_a_heavy_body_sent_faster_than_the_minimum_rate_is_served(rated_service: LiveService) -> None:
-    """The same body at 200 KB/s, in pieces over two seconds: within its window, so it is read and answered."""
+    """The same body at about 133 KB/s, over three seconds (past the 2 s grace, within its 6 s window)."""
     body = _search(302)
     with connect(rated_service) as sock:
+        started = time.monotonic()
         sock.sendall(_head(body))
-        answer = _send_slowly(sock, body, 20_000, 0.1)
+        answer = send_slowly(sock, body, 13_300, 0.1)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert time.monotonic() - started > 2.5, "sent within the grace: the window's size term was not tested"
 
 
 def _post_timed(service: LiveService, body: bytes) -> tuple[int, float]:
@@ -194,33 +180,113 @@ def _post_timed(service: LiveService, body: bytes) -> tuple[int, float]:
     return answer.status_code, time.monotonic() - started
 
 
+BUSY_RATE_KB_S = 200.0
+"""The busy service's `MIN_BODY_RATE_KB_S`."""
+
+
 @pytest.fixture(name="busy_service", scope="module")
 def fixture_busy_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    """One worker with a route that holds its event loop (`tests.support.spin_service`), a 16 MB budget and a
-    rate so high that an admitted body's window is its 2 s of grace."""
+    """One worker with a route that holds its event loop (`tests.support.spin_service`), a 16 MB budget, 200 KB/s,
+    and `WORKER_HUNG_AFTER_S` long enough that the supervisor does not replace a worker held for 5 s."""
     from tests.support.live_service import start_service
 
-    env = {"WORKER_MEMORY_BUDGET_MB": "16", "MIN_BODY_RATE_KB_S": "1000000", "WEB_CONCURRENCY": "1"}
+    env = {
+        "WORKER_MEMORY_BUDGET_MB": "16",
+        "MIN_BODY_RATE_KB_S": str(BUSY_RATE_KB_S),
+        "WEB_CONCURRENCY": "1",
+        "WORKER_HUNG_AFTER_S": "30",
+    }
     service = start_service(env, log_dir=tmp_path_factory.mktemp("busy"), module="tests.support.spin_service")
     yield service
     service.stop()
 
 
-def test_a_body_sent_in_time_is_not_cut_off_while_the_worker_is_too_busy_to_read_it(
+def _hold_the_loop(service: LiveService, seconds: float, after_s: float = 0.0) -> int:
+    """Hold the worker's event loop for `seconds`, `after_s` from now; the spin request's status."""
+    time.sleep(after_s)
+    return httpx.post(f"{service.base_url}/test/spin?check=false&seconds={seconds}", timeout=30.0).status_code
+
+
+def test_a_body_sent_in_time_is_not_cut_off_while_the_worker_is_too_busy_to_take_it(
     busy_service: LiveService,
 ) -> None:
-    """The client sends its whole body at once, but the worker's event loop is held for 3.5 s, past the body's
-    2 s window: when the loop runs again the bytes wait in the socket, unread. The slowness is the worker's,
-    so the request is served, not cut off with 408."""
+    """The client sends its whole 400 KB body at once, but the worker's event loop is held for 5 s, past the
+    body's window (2 s + 2 s). When the loop runs again it reads what it can and stops reading until the app
+    has taken it, and the window ends in the same turn: the body is the worker's to read, so it is served."""
     body = _search(303)
+    window_s = 2.0 + len(body) / (BUSY_RATE_KB_S * 1000)
     with connect(busy_service) as sock, ThreadPoolExecutor(2) as pool:
         sock.sendall(_head(body) + body[:1000])
+        started = time.monotonic()
         time.sleep(0.3)  # admitted: its window runs
-        spin = pool.submit(httpx.post, f"{busy_service.base_url}/test/spin?check=false&seconds=3.5", timeout=30.0)
+        spin = pool.submit(_hold_the_loop, busy_service, 5.0)
         time.sleep(0.5)  # the loop is held
         rest = pool.submit(sock.sendall, body[1000:])
         answer = read_response(sock)
+        answered_after = time.monotonic() - started
         rest.result()
-        assert spin.result().status_code == 200
+        assert spin.result() == 200
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert answered_after > window_s, "answered within the window: the worker's stall was not tested"
     assert "request not read in time" not in busy_service.logs()
+
+
+def test_a_client_held_back_while_the_worker_was_busy_is_not_cut_off_while_it_keeps_the_rate(
+    busy_service: LiveService,
+) -> None:
+    """A client whose link carries 250 KB/s (above the 200 KB/s minimum) sends a 1 MB body; 0.5 s in, the
+    worker's loop is held for 4 s, and TCP holds the client back meanwhile. Its window (about 8 s) ends with
+    the body still coming: it keeps arriving at the minimum rate, so the window goes on and it is served."""
+    bullets = [{"id": f"g-{i}", "section": "general", "content": f"lesson {i} " + "word " * 100} for i in range(1800)]
+    body = json.dumps({"query": {"query_text": "lesson word", "top_k": 5}, "playbook": {"bullets": bullets}}).encode()
+    window_s = 2.0 + len(body) / (BUSY_RATE_KB_S * 1000)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16_384)  # the link's pace, not the kernel's buffer
+    sock.settimeout(30.0)
+    sock.connect(("127.0.0.1", busy_service.port))
+    with sock, ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        sock.sendall(_head(body))
+        spin = pool.submit(_hold_the_loop, busy_service, 4.0, after_s=0.5)
+        for start in range(0, len(body), 30_000):  # 30 KB each 0.12 s: 250 KB/s at most, no catching up
+            sock.sendall(body[start : start + 30_000])
+            time.sleep(0.12)
+        answer = read_response(sock)
+        answered_after = time.monotonic() - started
+        assert spin.result() == 200
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
+    assert answered_after > window_s, "the body arrived within its window: the rule after it was not tested"
+
+
+def _small_heavy_search() -> bytes:
+    """About 20 KB: heavy for ACE (a 2 MB estimate), so the door gives it a window of 2 s + 0.2 s."""
+    bullets = [{"id": f"g-{i}", "section": "general", "content": f"lesson {i} " + "word " * 36} for i in range(100)]
+    return json.dumps({"query": {"query_text": "lesson word"}, "playbook": {"bullets": bullets}}).encode()
+
+
+def _answered_early(sock: socket.socket) -> None:
+    """A heavy request the app answers before reading its body (415: not JSON), admitted with its body still
+    coming (so its window runs); the rest of the body follows the answer, and the connection is kept."""
+    body = _small_heavy_search()
+    sock.sendall(_head(body).replace(b"application/json", b"text/plain") + body[:1000])
+    assert read_response(sock).startswith(b"HTTP/1.1 415")
+    sock.sendall(body[1000:])
+
+
+def test_a_window_ends_with_its_answer_and_does_not_time_the_connection_after_it(rated_service: LiveService) -> None:
+    """A heavy request answered early had its 2.2 s window still running on the kept-alive connection: it then
+    sent an unsolicited 408 on the idle connection, and cut off the next request there (sent over 3 s, well
+    within its own read timeout of 30 s)."""
+    with connect(rated_service) as idle:
+        _answered_early(idle)
+        assert select.select([idle], [], [], 3.5)[0] == [], idle.recv(300)
+    light = json.dumps({"request_id": "next-on-connection", "query": "x" * 2000}).encode()
+    head = (
+        b"POST /agent/grace/step HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(light)).encode() + b"\r\n\r\n"
+    )
+    with connect(rated_service) as reused:
+        _answered_early(reused)
+        reused.sendall(head)
+        answer = send_slowly(reused, light, 200, 0.3)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]

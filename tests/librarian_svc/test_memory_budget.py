@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from typing import Any
 
 import pytest
@@ -13,14 +12,8 @@ from litestar.testing import AsyncTestClient, TestClient
 
 from librarian_svc import memory_budget
 from librarian_svc.app import create_app
-from librarian_svc.memory_budget import (
-    BODY_GRACE_S,
-    BODY_WINDOW_EXTENSION,
-    EXEMPT_MB,
-    MemoryBudget,
-    body_bytes,
-    body_window_s,
-)
+from librarian_svc.body_window import BODY_GRACE_S, BODY_WINDOW_EXTENSION
+from librarian_svc.memory_budget import EXEMPT_MB, MemoryBudget, body_bytes
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import load_settings
 
@@ -138,21 +131,6 @@ def test_the_estimate_starts_from_the_declared_length() -> None:
     assert body_bytes([], 1_000_000) == 0
 
 
-@pytest.mark.parametrize(
-    ("size", "rate_kb_s", "window_s"),
-    [
-        (0, 1000.0, BODY_GRACE_S),
-        (8_000_000, 1000.0, BODY_GRACE_S + 8.0),  # the largest body at the default rate
-        (400_000, 100.0, BODY_GRACE_S + 4.0),
-        (8_000_000, 0.0, math.inf),  # no rate: the read timeout alone
-    ],
-)
-def test_an_admitted_body_has_a_grace_then_its_size_at_the_minimum_rate(
-    size: int, rate_kb_s: float, window_s: float
-) -> None:
-    assert body_window_s(size, rate_kb_s) == pytest.approx(window_s)
-
-
 class _Exchange:
     """One request sent straight into the ASGI app on the test's own event loop (the budget is loop-bound)."""
 
@@ -216,7 +194,7 @@ async def test_the_door_gives_an_admitted_body_its_window_before_reading_it() ->
     exchanges: list[_Exchange] = []
     async with AsyncTestClient(app):
         for name, body in (("heavy", heavy), ("light", light)):
-            hook = {BODY_WINDOW_EXTENSION: {"open": lambda s, n=name: windows.append((n, s, exchanges[-1].reads))}}
+            hook = {BODY_WINDOW_EXTENSION: {"open": lambda s, _, n=name: windows.append((n, s, exchanges[-1].reads))}}
             exchanges.append(_Exchange(app, body, extensions=hook))
             assert (await exchanges[-1].answer())[0] == 200
         assert (await _Exchange(app, heavy).answer())[0] == 200  # served under a server without the hook

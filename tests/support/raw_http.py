@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import socket
 
 from tests.support.live_service import LiveService
@@ -32,3 +33,19 @@ def read_response(sock: socket.socket) -> bytes:
         assert chunk, "closed mid-body"
         body += chunk
     return head + b"\r\n\r\n" + body
+
+
+def send_slowly(sock: socket.socket, data: bytes, piece: int, every_s: float) -> bytes:
+    """Send `data` `piece` bytes at a time, one piece each `every_s`, until it is sent or the server answers or
+    closes; then the answer (b"" when the connection closed without one)."""
+    for start in range(0, len(data), piece):
+        if select.select([sock], [], [], every_s)[0]:
+            break
+        try:
+            sock.sendall(data[start : start + piece])
+        except OSError:  # the server closed the connection under us
+            break
+    try:
+        return read_response(sock)
+    except (AssertionError, OSError):
+        return b""

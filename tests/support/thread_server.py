@@ -13,9 +13,9 @@ import uvicorn
 class ThreadServer:
     """One uvicorn server on its own thread; `start` returns once it accepts connections."""
 
-    def __init__(self, app: Any, *, name: str, lifespan: Literal["on", "off"] = "off") -> None:
-        """`name` says which server failed to start, in the error."""
-        self.app, self.name, self.lifespan = app, name, lifespan
+    def __init__(self, app: Any, *, name: str, lifespan: Literal["on", "off"] = "off", http: Any = "auto") -> None:
+        """`name` says which server failed to start, in the error; `http` is uvicorn's protocol (class or name)."""
+        self.app, self.name, self.lifespan, self.http = app, name, lifespan, http
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -32,6 +32,7 @@ class ThreadServer:
             ws="none",
             access_log=False,
             timeout_graceful_shutdown=1,
+            http=self.http,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -46,9 +47,12 @@ class ThreadServer:
 
     def wait_until_idle(self, within_s: float = 5.0) -> None:
         """Return once no request is being handled (or `within_s` has passed): a request whose client gave up on
-        it (its timeout) is still handled, and recorded, after the client has moved on."""
+        it (its timeout) is still handled, and recorded, after the client has moved on.
+
+        Best effort: a request whose head the server has not parsed yet is not counted. A test that knows how
+        many requests it sent waits for them (`FakeLLMServer.wait_for_calls`).
+        """
         deadline = time.monotonic() + within_s
-        time.sleep(0)  # let the server's thread read what has reached its sockets
         while self._server is not None and self._server.server_state.tasks and time.monotonic() < deadline:
             time.sleep(0.01)
 
