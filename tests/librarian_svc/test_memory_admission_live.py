@@ -180,13 +180,13 @@ def _post_timed(service: LiveService, body: bytes) -> tuple[int, float]:
     return answer.status_code, time.monotonic() - started
 
 
-BUSY_RATE_KB_S = 200.0
-"""The busy service's `MIN_BODY_RATE_KB_S`."""
+BUSY_RATE_KB_S = 100.0
+"""The busy service's `MIN_BODY_RATE_KB_S`: a 400 KB body has 2 s + 4 s from its admission."""
 
 
 @pytest.fixture(name="busy_service", scope="module")
 def fixture_busy_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    """One worker with a route that holds its event loop (`tests.support.spin_service`), a 16 MB budget, 200 KB/s,
+    """One worker with a route that holds its event loop (`tests.support.spin_service`), a 16 MB budget, 100 KB/s,
     and `WORKER_HUNG_AFTER_S` long enough that the supervisor does not replace a worker held for 5 s."""
     from tests.support.live_service import start_service
 
@@ -201,59 +201,30 @@ def fixture_busy_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[L
     service.stop()
 
 
-def _hold_the_loop(service: LiveService, seconds: float, after_s: float = 0.0) -> int:
-    """Hold the worker's event loop for `seconds`, `after_s` from now; the spin request's status."""
-    time.sleep(after_s)
-    return httpx.post(f"{service.base_url}/test/spin?check=false&seconds={seconds}", timeout=30.0).status_code
-
-
-def test_a_body_sent_in_time_is_not_cut_off_while_the_worker_is_too_busy_to_take_it(
-    busy_service: LiveService,
-) -> None:
-    """The client sends its whole 400 KB body at once, but the worker's event loop is held for 5 s, past the
-    body's window (2 s + 2 s). When the loop runs again it reads what it can and stops reading until the app
-    has taken it, and the window ends in the same turn: the body is the worker's to read, so it is served."""
-    body = _search(303)
-    window_s = 2.0 + len(body) / (BUSY_RATE_KB_S * 1000)
-    with connect(busy_service) as sock, ThreadPoolExecutor(2) as pool:
-        sock.sendall(_head(body) + body[:1000])
-        started = time.monotonic()
-        time.sleep(0.3)  # admitted: its window runs
-        spin = pool.submit(_hold_the_loop, busy_service, 5.0)
-        time.sleep(0.5)  # the loop is held
-        rest = pool.submit(sock.sendall, body[1000:])
-        answer = read_response(sock)
-        answered_after = time.monotonic() - started
-        rest.result()
-        assert spin.result() == 200
-    assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
-    assert answered_after > window_s, "answered within the window: the worker's stall was not tested"
-    assert "request not read in time" not in busy_service.logs()
-
-
 def test_a_client_held_back_while_the_worker_was_busy_is_not_cut_off_while_it_keeps_the_rate(
     busy_service: LiveService,
 ) -> None:
-    """A client whose link carries 250 KB/s (above the 200 KB/s minimum) sends a 1 MB body; 0.5 s in, the
-    worker's loop is held for 4 s, and TCP holds the client back meanwhile. Its window (about 8 s) ends with
-    the body still coming: it keeps arriving at the minimum rate, so the window goes on and it is served."""
-    bullets = [{"id": f"g-{i}", "section": "general", "content": f"lesson {i} " + "word " * 100} for i in range(1800)]
-    body = json.dumps({"query": {"query_text": "lesson word", "top_k": 5}, "playbook": {"bullets": bullets}}).encode()
+    """A client sends a 400 KB body at 200 KB/s, twice the minimum. Half a second in, the worker's event loop is
+    held for 5 s, and the client is held back meanwhile (TCP would do it once the buffers fill; here the client
+    waits for the stall to end, so the test does not hang on how much the kernel buffers). Its window (2 s + 4 s)
+    ends with the body still coming at 200 KB/s: it goes on, and is served. Cutting it off there was the bug."""
+    body = _search(304)
     window_s = 2.0 + len(body) / (BUSY_RATE_KB_S * 1000)
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16_384)  # the link's pace, not the kernel's buffer
-    sock.settimeout(30.0)
-    sock.connect(("127.0.0.1", busy_service.port))
-    with sock, ThreadPoolExecutor(1) as pool:
+    piece, every_s = 20_000, 0.1
+    with connect(busy_service) as sock, ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         sock.sendall(_head(body))
-        spin = pool.submit(_hold_the_loop, busy_service, 4.0, after_s=0.5)
-        for start in range(0, len(body), 30_000):  # 30 KB each 0.12 s: 250 KB/s at most, no catching up
-            sock.sendall(body[start : start + 30_000])
-            time.sleep(0.12)
+        stall = None
+        for start in range(0, len(body), piece):
+            if stall is None and time.monotonic() - started >= 0.5:
+                stall = pool.submit(
+                    httpx.post, f"{busy_service.base_url}/test/spin?check=false&seconds=5", timeout=30.0
+                )
+                assert stall.result().status_code == 200  # held back until the loop runs again
+            sock.sendall(body[start : start + piece])
+            time.sleep(every_s)
         answer = read_response(sock)
         answered_after = time.monotonic() - started
-        assert spin.result() == 200
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
     assert answered_after > window_s, "the body arrived within its window: the rule after it was not tested"
 
