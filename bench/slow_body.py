@@ -8,10 +8,10 @@ body of `--slow-mb` (an estimate over the whole budget) and sends it at `--trick
 `--queued` heavy ACE searches (`bench.hostile`'s, 1.1 MB each, sent at once) arrive. The figures: when the
 slow connection was answered or closed, and each queued request's status and seconds.
 
-Subject: the default `MIN_BODY_RATE_KB_S` (1,000): the slow body gets 408 at the end of its window (2 s + its
-size at that rate) and the queue is served. Baseline, in the same run: `MIN_BODY_RATE_KB_S=0`, the read timeout
-alone (`REQUEST_READ_TIMEOUT_S`, 30 s), which is what the service did before the rule: the queue waits past
-`REQUEST_TIMEOUT_MS` (25 s) and gets 503.
+Subject: the default `MIN_BODY_RATE_KB_S` (1,000): the slow body falls behind the rate once its 2 s of grace
+are over and gets 408 at the next look (`librarian_svc/body_window.py`), and the queue is served. Baseline, in
+the same run: `MIN_BODY_RATE_KB_S=0`, the read timeout alone (`REQUEST_READ_TIMEOUT_S`, 30 s), which is what
+the service did before the rule: the queue waits past `REQUEST_TIMEOUT_MS` (25 s) and gets 503.
 """
 
 from __future__ import annotations

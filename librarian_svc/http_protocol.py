@@ -10,15 +10,12 @@ has been read. When it runs out the connection is answered 408 with the ERROR bo
 had begun; a connection that sent nothing is just closed); a step waiting for its body sees the client
 disconnect.
 A request waiting for memory at the door (`memory_budget`) has its body unread on purpose: its window
-starts again while it waits. Once admitted it holds worker memory, and the door gives its body a shorter
-window from that moment (`body_window`: 2 s plus its size at `MIN_BODY_RATE_KB_S`). When that window ends
-with the body still coming, the connection looks again every `RECHECK_S` and lets it go on while it keeps
-arriving at the minimum rate, up to the read timeout from the admission; otherwise it answers 408 with the
-ERROR body and closes. That keeps the rule about the client: when this worker's event loop was held (a
-heavy step), TCP held the client back meanwhile, and its body misses the window through no fault of its
-own; once the loop runs, the bytes waiting in the socket and those the client goes on sending count. An
-answered request's window ends with its answer: a next request on the connection gets its own from its
-first byte.
+starts again while it waits. Once admitted it holds worker memory, and the door has its body timed from
+that moment by a stricter rule (`body_window`): it must keep pace with `MIN_BODY_RATE_KB_S`, looked at
+every `CHECK_EVERY_S`, with the worker's own delays not held against it, and never past the read timeout
+from the admission; a body that falls behind is answered 408 with the ERROR body. A request's window ends
+with its answer: a pipelined request's runs from its turn, and a next request on the connection gets its
+own from its first byte.
 
 Timeouts alone do not bound how many connections are open: a burst of more idle or half-sent
 connections than the descriptor limit within the read timeout exhausted the worker's descriptors, and
@@ -35,7 +32,6 @@ not descriptors, and it evicts nobody, so a flood of idle sockets would shut rea
 from __future__ import annotations
 
 import asyncio
-import math
 import resource
 import uuid
 from collections import OrderedDict
@@ -135,11 +131,11 @@ NOT_HTTP = (
 )
 NOT_IN_TIME = "request not received in good time (REQUEST_READ_TIMEOUT_S); the connection is closed"
 RECHECK_S = 0.5
-"""When an admitted body's window ends with the body still coming, how often to look again (module docstring)."""
+"""How often to look again at a pipelined request's window while the request ahead of it runs."""
 BODY_TOO_SLOW = (
-    "request body not received in good time: a request that holds worker memory (WORKER_MEMORY_BUDGET_MB) "
-    "must send its body at MIN_BODY_RATE_KB_S or faster, and this one had {window:.1f} s from its admission; "
-    "nothing of it was run: the connection is closed"
+    "request body arrived too slowly: {received} bytes of it by {elapsed:.1f} s after its admission; a request that "
+    "holds worker memory (WORKER_MEMORY_BUDGET_MB) must send its body at MIN_BODY_RATE_KB_S or faster after its "
+    "first {grace:g} s; nothing of it was run: the connection is closed"
 )
 
 
@@ -165,11 +161,12 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._window_opened = 0.0
         self._head_begun = False
         """A request's first byte has arrived since the last answer (its head may be incomplete)."""
-        self._body_window_s = math.inf
-        """The window the door gave the current request's body (`open_body_window`); infinite until then."""
         self._min_bytes_per_s = 0.0
-        self._keeping_up_since: tuple[float, int] | None = None
-        """When the body's window ended (or was last looked at) and the bytes received by then."""
+        """The rate the door gave the current request's body (`open_body_window`); 0: the read timeout alone."""
+        self._body_received = 0
+        self._not_the_clients_s = 0.0
+        """Since the admission: the time this worker could not read the body (`body_window`)."""
+        self._look_due = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Accepted: within the cap (see the module docstring), and the first request must arrive in time too."""
@@ -203,20 +200,25 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         """A request is in flight: this connection is no longer one to close for room; the door may time its body."""
         super().on_headers_complete()
         _idle.pop(self, None)
+        self._head_begun, self._body_received = False, 0
         if self.cycle is not None:
             body_window.offer(self.scope, self, self.cycle)
 
+    def on_body(self, body: bytes) -> None:
+        """Count the body's own bytes (chunk framing is not body): what the rate of an admitted body counts."""
+        self._body_received += len(body)
+        super().on_body(body)
+
     def on_response_complete(self) -> None:
-        """Answered: the answered request's window ends here; idle again, or the pipelined request's turn."""
+        """Answered: the answered request's window ends here; idle again, or the next request's turn."""
         super().on_response_complete()
         self._close_window()
-        self._head_begun = False
         if self.transport.is_closing():
             return
-        if self._between_requests():
+        if self._head_begun or not (self._between_requests() or self._request_read()):
+            self._open_window()  # a pipelined request, its head or body still to come, runs from now
+        elif self._between_requests():
             _idle[self] = None
-        elif not self._request_read():
-            self._open_window()  # a pipelined request, its body still to come, runs from now
 
     def data_received(self, data: bytes) -> None:
         """A request's first byte opens its window; the last byte of its body closes it."""
@@ -242,30 +244,36 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self.transport.write(response)
         self.transport.close()
 
-    def open_body_window(self, cycle: RequestResponseCycle, window_s: float, min_bytes_per_s: float) -> None:
-        """The rest of `cycle`'s body must arrive within `window_s` from now, then keep `min_bytes_per_s`.
+    def open_body_window(self, cycle: RequestResponseCycle, min_bytes_per_s: float) -> None:
+        """Time the rest of `cycle`'s body from now, by its rate (`body_window`) or, with none, the read timeout.
 
-        Called by the door when it admits the request (`body_window`); a request already read, or no longer
-        this connection's current one, is left alone. Never longer than the read timeout.
+        Called by the door when it admits the request; a request already read, or no longer this connection's
+        current one, is left alone.
         """
         if cycle is not self.cycle or self.transport.is_closing() or self._request_read():
             return
+        if min_bytes_per_s <= 0:  # no rate: a whole read timeout from its admission
+            self._open_window()
+            return
         self._close_window()
-        self._window_opened = self.loop.time()
-        self._body_window_s, self._min_bytes_per_s = window_s, min_bytes_per_s
-        self._read_timer = self.loop.call_later(min(window_s, self._read_timeout_s), self._read_timed_out)
+        self._window_opened = self._look_due = self.loop.time()
+        self._min_bytes_per_s, self._not_the_clients_s = min_bytes_per_s, 0.0
+        self._look_again_later()
 
-    def _body_still_coming(self) -> bool:
-        """At the end of an admitted body's window: may it go on (the module docstring says when)?"""
+    def _body_keeps_pace(self) -> bool:
+        """At a look at an admitted body: does it keep pace with its rate (the worker's own delays taken out)?"""
         now = self.loop.time()
-        if self._body_window_s >= self._read_timeout_s or now >= self._window_opened + self._read_timeout_s:
-            return False  # the read timeout is the limit for every window
-        if self._keeping_up_since is not None:
-            since, received = self._keeping_up_since
-            if self._bytes_in_window - received < self._min_bytes_per_s * (now - since):
-                return False
-        self._keeping_up_since = (now, self._bytes_in_window)
-        return True
+        self._not_the_clients_s += max(0.0, now - self._look_due)  # the event loop was held: nothing was read
+        if self.flow.read_paused:  # read, not yet taken by the app: the worker is the one behind
+            self._not_the_clients_s += body_window.CHECK_EVERY_S
+        if now - self._window_opened >= self._read_timeout_s:
+            return False
+        elapsed = now - self._window_opened - self._not_the_clients_s
+        return not body_window.behind(self._body_received, elapsed, self._min_bytes_per_s)
+
+    def _look_again_later(self) -> None:
+        self._look_due = self.loop.time() + body_window.CHECK_EVERY_S
+        self._read_timer = self.loop.call_later(body_window.CHECK_EVERY_S, self._read_timed_out)
 
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
@@ -279,7 +287,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._close_window()
         self._bytes_in_window = 0
         self._window_opened = self.loop.time()
-        self._body_window_s, self._min_bytes_per_s, self._keeping_up_since = math.inf, 0.0, None
+        self._min_bytes_per_s = 0.0
         self._read_timer = self.loop.call_later(self._read_timeout_s, self._read_timed_out)
 
     def _close_window(self) -> None:
@@ -295,25 +303,33 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         if scope is not None and waiting_for_admission(scope):
             self._open_window()  # its body is unread on purpose: the window starts again once it may read
             return
-        head_missing = self._between_requests()
-        if self.pipeline or (not head_missing and self._body_still_coming()):
-            # A queued request's time starts with its turn (`on_response_complete`); a body still coming may go on.
+        if self.pipeline:  # a queued request's time starts with its turn (`on_response_complete`)
             self._read_timer = self.loop.call_later(RECHECK_S, self._read_timed_out)
             return
-        too_slow = not head_missing and self._body_window_s < self._read_timeout_s
+        head_missing = self._between_requests()
+        timed_by_rate = not head_missing and self._min_bytes_per_s > 0
+        if timed_by_rate and self._body_keeps_pace():
+            self._look_again_later()
+            return
+        elapsed = self.loop.time() - self._window_opened
+        too_slow = timed_by_rate and elapsed < self._read_timeout_s
         log.info(
             "closed a connection: request not read in time",
             phase="head" if head_missing else "body",
             bytes_received=self._bytes_in_window,
             read_timeout_s=self._read_timeout_s,
-            body_window_s=round(self._body_window_s, 2) if too_slow else None,
+            body_too_slow=too_slow,
             client=f"{self.client[0]}:{self.client[1]}" if self.client else None,
         )
         headers = list(self.server_state.default_headers)
         if head_missing and self._head_begun:
             self.transport.write(invalid_request(b"408 Request Timeout", NOT_IN_TIME, headers))
         elif scope is not None and self.cycle is not None and not self.cycle.response_started:
-            message = BODY_TOO_SLOW.format(window=self._body_window_s) if too_slow else NOT_IN_TIME
+            message = (
+                BODY_TOO_SLOW.format(received=self._body_received, elapsed=elapsed, grace=body_window.BODY_GRACE_S)
+                if too_slow
+                else NOT_IN_TIME
+            )
             self.transport.write(invalid_request(b"408 Request Timeout", message, headers, current_request_id(scope)))
             answered_below_the_app(scope, 408)
         self.transport.close()

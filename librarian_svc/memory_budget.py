@@ -14,8 +14,8 @@ after decoding (the first version) lowered the peak at a dozen such requests at 
 memory held before admission dominated and the budget bounded nothing. A body without `Content-Length`
 (chunked) is counted at `MAX_BODY_BYTES`; one declared over `MAX_BODY_BYTES` is not held (it gets its 413).
 
-Once admitted, a heavy request's body must arrive at `MIN_BODY_RATE_KB_S` or faster (`body_window`), so a
-slow sender cannot keep the memory it was given for long.
+Once admitted, a heavy request's body must keep pace with `MIN_BODY_RATE_KB_S` (`body_window`), so a slow
+sender cannot keep the memory it was given for long.
 
 A request's budget is its own `timeout_ms`, which is in the body, so at the door only the server's
 budget (`REQUEST_TIMEOUT_MS`) bounds the wait. Past it the request is answered 503 with `Retry-After` and
@@ -185,17 +185,16 @@ def admission_middleware(
         async def admit(scope: Scope, receive: Receive, send: Send) -> None:
             handler = scope.get("route_handler")
             spec = handler.opt.get(spec_key) if handler is not None else None
-            size, need = 0, 0.0
+            need = 0.0
             if spec is not None and spec.body != "none":  # its working memory, from its declared body size
-                size = body_bytes(list(scope["headers"]), max_body_bytes)
-                need = size * spec.memory_per_body_byte / 1_000_000
+                need = body_bytes(list(scope["headers"]), max_body_bytes) * spec.memory_per_body_byte / 1_000_000
             if need < EXEMPT_MB:
                 await app(scope, receive, send)
                 return
             held = await _wait_at_door(scope, send, budget, need, max_wait_s)
             if held is None:
                 return
-            body_window.open_window(scope, size, min_body_rate_kb_s)  # the memory is held from now
+            body_window.open_window(scope, min_body_rate_kb_s)  # the memory is held from now
             try:
                 await app(scope, receive, send)
             finally:

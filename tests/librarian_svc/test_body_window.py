@@ -7,7 +7,6 @@ kept each request's scope and body until a garbage collection, which the workers
 from __future__ import annotations
 
 import gc
-import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,32 +14,40 @@ import httpx
 import pytest
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-from librarian_svc.body_window import BODY_GRACE_S, BODY_WINDOW_EXTENSION, BodyWindowHook, body_window_s, offer
+from librarian_svc.body_window import (
+    BODY_GRACE_S,
+    BODY_WINDOW_EXTENSION,
+    BodyWindowHook,
+    behind,
+    offer,
+)
 from librarian_svc.http_protocol import ReadTimeoutProtocol
 from tests.support.thread_server import ThreadServer
 
 
 @pytest.mark.parametrize(
-    ("size", "rate_kb_s", "window_s"),
+    ("received", "elapsed_s", "rate", "is_behind"),
     [
-        (0, 1000.0, BODY_GRACE_S),
-        (8_388_608, 1000.0, BODY_GRACE_S + 8.388608),  # the largest body (or one without a length) by default
-        (400_000, 100.0, BODY_GRACE_S + 4.0),
-        (8_000_000, 0.0, math.inf),  # no rate: the read timeout alone
+        (0, BODY_GRACE_S, 100_000.0, False),  # nothing yet, within the grace
+        (0, BODY_GRACE_S + 0.5, 100_000.0, True),  # nothing after it: a late start is behind at once
+        (50_000, BODY_GRACE_S + 0.5, 100_000.0, False),  # exactly the pace
+        (49_999, BODY_GRACE_S + 0.5, 100_000.0, True),
+        (4_000, 30.0, 100_000.0, True),  # a trickle
+        (2_800_000, 30.0, 100_000.0, False),  # at the rate since the grace
     ],
 )
-def test_an_admitted_body_has_a_grace_then_its_size_at_the_minimum_rate(
-    size: int, rate_kb_s: float, window_s: float
+def test_a_body_is_behind_once_it_falls_below_the_rate_after_the_grace(
+    received: int, elapsed_s: float, rate: float, is_behind: bool
 ) -> None:
-    assert body_window_s(size, rate_kb_s) == pytest.approx(window_s)
+    assert behind(received, elapsed_s, rate) is is_behind
 
 
 class _Connection:
     def __init__(self) -> None:
-        self.opened: list[tuple[int, float, float]] = []
+        self.opened: list[tuple[int, float]] = []
 
-    def open_body_window(self, cycle: Any, window_s: float, min_bytes_per_s: float) -> None:
-        self.opened.append((id(cycle), window_s, min_bytes_per_s))
+    def open_body_window(self, cycle: Any, min_bytes_per_s: float) -> None:
+        self.opened.append((id(cycle), min_bytes_per_s))
 
 
 class _Cycle:
@@ -53,10 +60,10 @@ def test_the_hook_reaches_the_connection_without_keeping_it_or_its_request_alive
     offer(scope, connection, cycle)
     hook = scope["extensions"][BODY_WINDOW_EXTENSION]["open"]
     assert isinstance(hook, BodyWindowHook)
-    hook(3.5, 1_000_000.0)
-    assert connection.opened == [(id(cycle), 3.5, 1_000_000.0)]
+    hook(1_000_000.0)
+    assert connection.opened == [(id(cycle), 1_000_000.0)]
     del cycle  # the request ended: reference counting frees it, and the hook does nothing
-    hook(3.5, 1_000_000.0)
+    hook(1_000_000.0)
     assert len(connection.opened) == 1
 
 

@@ -11,12 +11,13 @@ import json
 import select
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
+from librarian_svc.body_window import BODY_GRACE_S, CHECK_EVERY_S
 from tests.support.live_service import LiveService
 from tests.support.raw_http import connect, read_response, send_slowly
 
@@ -133,32 +134,54 @@ def fixture_rated_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     yield from _budgeted_service(tmp_path_factory, 30.0, RATE_KB_S)
 
 
-def test_a_heavy_body_sent_slower_than_the_minimum_rate_is_cut_off_and_the_queue_behind_it_served(
-    rated_service: LiveService,
-) -> None:
-    """A client that declares a heavy body and trickles it held the whole budget for the read timeout (30 s),
-    longer than the request queued behind it may wait (25 s), which got the 503. Now the slow body gets 408
-    at the end of its window (2 s + 400 KB at 100 KB/s) and the queued request is served right after."""
-    slow_body, queued_body = _search(300), _search(301)
-    window_s = 2.0 + len(slow_body) / (RATE_KB_S * 1000)
-    with connect(rated_service) as slow:
+def _cut_off_and_queue_served(service: LiveService, start: bytes, trickle: Callable[[socket.socket], bytes]) -> None:
+    """A heavy request opened with `start` and fed by `trickle` is cut off with 408 soon after the grace, and a
+    heavy search queued behind it is served right after: it no longer waits for the read timeout and a 503."""
+    with connect(service) as slow:
         started = time.monotonic()
-        slow.sendall(_head(slow_body) + slow_body[:1000])
+        slow.sendall(start)
         with ThreadPoolExecutor(1) as pool:
             time.sleep(0.3)  # the slow one is admitted first
-            queued = pool.submit(_post_timed, rated_service, queued_body)
-            cut = send_slowly(slow, slow_body[1000:], 1000, 0.25)  # 4 KB/s
+            queued = pool.submit(_post_timed, service, _search(301))
+            cut = trickle(slow)
             cut_after = time.monotonic() - started
             status, queued_after = queued.result()
     assert cut.startswith(b"HTTP/1.1 408"), cut[:300]
     error = json.loads(cut.partition(b"\r\n\r\n")[2])
     assert (error["action"], error["error_type"]) == ("ERROR", "INVALID_INPUT")
     assert "MIN_BODY_RATE_KB_S" in error["message"]
-    assert window_s - 0.5 <= cut_after <= window_s + SLACK_S
+    assert BODY_GRACE_S <= cut_after <= BODY_GRACE_S + CHECK_EVERY_S + SLACK_S
     assert status == 200
-    assert queued_after <= window_s + SLACK_S + 5.0, "the queued request waited past the slow body's window"
-    access = [json.loads(line) for line in rated_service.logs().splitlines() if '"latency_ms"' in line]
+    assert queued_after <= BODY_GRACE_S + SLACK_S + 5.0, "the queued request waited well past the slow body's cut"
+    access = [json.loads(line) for line in service.logs().splitlines() if '"latency_ms"' in line]
     assert error["request_id"] in {line["request_id"] for line in access if line["status"] == 408}
+
+
+def test_a_heavy_body_sent_slower_than_the_minimum_rate_is_cut_off_and_the_queue_behind_it_served(
+    rated_service: LiveService,
+) -> None:
+    """A client that declares a heavy body and trickles it (4 KB/s against 100 KB/s) held the whole budget for
+    the read timeout (30 s), longer than the request queued behind it may wait (25 s), which got the 503."""
+    body = _search(300)
+    _cut_off_and_queue_served(
+        rated_service, _head(body) + body[:1000], lambda sock: send_slowly(sock, body[1000:], 1000, 0.25)
+    )
+
+
+def test_a_chunked_body_is_timed_by_its_body_bytes_not_its_framing(rated_service: LiveService) -> None:
+    """One body byte per chunk: about 60 KB/s on the wire, 10 KB/s of body. Counting the wire's bytes kept such a
+    trickle alive for the read timeout; the body's own bytes are what must keep pace."""
+    head = (
+        b"POST /agent/ace/search HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+    )
+    body = _search(305)
+
+    def trickle(sock: socket.socket) -> bytes:
+        framed = b"".join(b"1\r\n" + body[i : i + 1] + b"\r\n" for i in range(len(body)))
+        return send_slowly(sock, framed, 6_000, 0.1)
+
+    _cut_off_and_queue_served(rated_service, head, trickle)
 
 
 def test_a_heavy_body_sent_faster_than_the_minimum_rate_is_served(rated_service: LiveService) -> None:
