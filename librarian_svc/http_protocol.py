@@ -272,8 +272,11 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         return not body_window.behind(self._body_received, elapsed, self._min_bytes_per_s)
 
     def _look_again_later(self) -> None:
-        self._look_due = self.loop.time() + body_window.CHECK_EVERY_S
-        self._read_timer = self.loop.call_later(body_window.CHECK_EVERY_S, self._read_timed_out)
+        """The next look at an admitted body: in `CHECK_EVERY_S`, or when the read timeout from its admission ends."""
+        now = self.loop.time()
+        delay = max(0.0, min(body_window.CHECK_EVERY_S, self._window_opened + self._read_timeout_s - now))
+        self._look_due = now + delay
+        self._read_timer = self.loop.call_later(delay, self._read_timed_out)
 
     def _between_requests(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
