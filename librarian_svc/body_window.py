@@ -5,14 +5,15 @@ A heavy request holds its estimate of the worker's memory budget from its admiss
 body and sending it slowly held the whole budget for the read timeout (30 s, longer than the 25 s the
 requests queued behind it may wait), and every other heavy request of that worker got the 503.
 
-So from its admission the body must keep pace with `MIN_BODY_RATE_KB_S`: after `BODY_GRACE_S`, the body
-bytes received (not the bytes on the wire: chunk framing does not count) must never fall behind that rate
-times the time since the admission (`behind`). The connection looks every `CHECK_EVERY_S`. A body that keeps
-pace arrives by `BODY_GRACE_S` plus its size at the rate; one that falls behind is cut off at the first look
-after it does, whether it trickles, pauses or starts late. The time the worker itself could not read is not
-held against the client: how late a look comes (the event loop was held, and TCP held the client back
-meanwhile), and a look's interval when the app had not yet taken what was read (uvicorn stops reading then).
-Nothing goes past the read timeout from the admission.
+So from its admission the body must keep pace with `MIN_BODY_RATE_KB_S`: the body bytes received (counted
+from its head; not the bytes on the wire: chunk framing does not count) must never fall behind that rate
+times the time since the admission less `BODY_GRACE_S` and less the worker's own delays (`behind`). The
+connection looks every `CHECK_EVERY_S`. A body that keeps pace arrives by `BODY_GRACE_S` plus its size at
+the rate; one that falls behind is cut off at the first look after it does, whether it trickles, pauses or
+starts late: by `BODY_GRACE_S` plus what it sent, at the rate. The time the worker itself could not read is
+not held against the client: how late a look comes (the event loop was held, and TCP held the client back
+meanwhile), and the `CHECK_EVERY_S` before a look at which the app had not yet taken what was read (uvicorn
+stops reading then). Nothing goes past the read timeout from the admission.
 
 The door knows when; the connection (`http_protocol`) owns the timer. The connection puts a hook in the ASGI
 scope's `extensions` under `BODY_WINDOW_EXTENSION`, and the door calls it. The hook holds weak references

@@ -215,8 +215,10 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._close_window()
         if self.transport.is_closing():
             return
-        if self._head_begun or not (self._between_requests() or self._request_read()):
-            self._open_window()  # a pipelined request, its head or body still to come, runs from now
+        if (self._head_begun and not self._request_read()) or not (self._between_requests() or self._request_read()):
+            # A pipelined request, its head or body still to come, runs from now; a head begun behind a request
+            # that is whole and now running waits for that one's answer.
+            self._open_window()
         elif self._between_requests():
             _idle[self] = None
 
