@@ -15,12 +15,13 @@ not held against the client: how late a look comes (the event loop was held, and
 meanwhile), and the `CHECK_EVERY_S` before a look at which the app had not yet taken what was read (uvicorn
 stops reading then). Nothing goes past the read timeout from the admission.
 
-The door knows when; the connection (`http_protocol`) owns the timer. The connection puts a hook in the ASGI
-scope's `extensions` under `BODY_WINDOW_EXTENSION`, and the door calls it. The hook holds weak references
-only: the scope holds the hook, and a hook holding the connection's request cycle, which holds the scope,
-would keep every request's scope (and the body Litestar caches in it) alive until a garbage collection, which
-the workers make rare on purpose (`startup_gc`). Under another server there is no hook and that server's own
-timeouts apply.
+The door knows when; the connection (`http_protocol`) owns the timer. The connection puts a hook in each
+request's ASGI scope (`extensions`, under `BODY_WINDOW_EXTENSION`), and the door calls it with that scope. The
+hook is made once per connection and holds it weakly: the scope holds the hook, the connection holds its
+request's cycle, and the cycle holds the scope, so a strong reference would make a cycle that keeps every
+connection, its last request and the body Litestar caches in its scope alive until a garbage collection,
+which the workers make rare on purpose (`startup_gc`). Under another server there is no hook and that
+server's own timeouts apply.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CHECK_EVERY_S = 0.5
 """How often the connection looks at an admitted body's progress."""
 
 BODY_WINDOW_EXTENSION = "librarian.body_window"
-"""The scope extension the connection provides: `{"open": hook}`, `hook(min_bytes_per_s)`."""
+"""The scope extension the connection provides: `{"open": hook}`, `hook(scope, min_bytes_per_s)`."""
 
 
 def behind(received: int, elapsed_s: float, min_bytes_per_s: float) -> bool:
@@ -48,34 +49,30 @@ def behind(received: int, elapsed_s: float, min_bytes_per_s: float) -> bool:
 
 
 class Connection(Protocol):
-    """What the hook calls: the connection that times the body of its request `cycle`."""
+    """What the hook calls: the connection that times the body of the request whose scope it is given."""
 
-    def open_body_window(self, cycle: Any, min_bytes_per_s: float) -> None:
-        """Time the rest of `cycle`'s body from now: it must keep pace with `min_bytes_per_s` (`behind`)."""
+    def open_body_window(self, scope: Any, min_bytes_per_s: float) -> None:
+        """Time the rest of the body of the request of `scope` from now (`behind`)."""
 
 
 class BodyWindowHook:
-    """The scope's `open`: the connection and the request it was made for, weakly (see the module docstring)."""
+    """The scope's `open`: one per connection, holding it weakly (see the module docstring)."""
 
-    __slots__ = ("_connection", "_cycle")
+    __slots__ = ("_connection",)
 
-    def __init__(self, connection: Connection, cycle: object) -> None:
+    def __init__(self, connection: Connection) -> None:
         self._connection = weakref.ref(connection)
-        self._cycle = weakref.ref(cycle)
 
-    def __call__(self, min_bytes_per_s: float) -> None:
-        """Pass the rate on, if the connection and its request are still there."""
-        connection, cycle = self._connection(), self._cycle()
-        if connection is not None and cycle is not None:
-            connection.open_body_window(cycle, min_bytes_per_s)
+    def __call__(self, scope: Any, min_bytes_per_s: float) -> None:
+        """Pass the rate on, if the connection is still there."""
+        connection = self._connection()
+        if connection is not None:
+            connection.open_body_window(scope, min_bytes_per_s)
 
 
-def offer(scope: Any, connection: Connection, cycle: object) -> None:
-    """Let the door give this request's body its window (the connection calls this once the head is in).
-
-    `scope` is uvicorn's (a TypedDict, so not a `MutableMapping` to the type checker).
-    """
-    scope.setdefault("extensions", {})[BODY_WINDOW_EXTENSION] = {"open": BodyWindowHook(connection, cycle)}
+def offer(connection: Connection) -> dict[object, object]:  # the type of an ASGI extension's value
+    """The extension a connection puts in each of its requests' scopes (made once, when it opens)."""
+    return {"open": BodyWindowHook(connection)}
 
 
 def open_window(scope: Any, min_rate_kb_s: float) -> None:
@@ -86,4 +83,4 @@ def open_window(scope: Any, min_rate_kb_s: float) -> None:
     extension = (scope.get("extensions") or {}).get(BODY_WINDOW_EXTENSION) or {}
     hook = extension.get("open")
     if callable(hook):
-        hook(max(0.0, min_rate_kb_s) * 1000)
+        hook(scope, max(0.0, min_rate_kb_s) * 1000)

@@ -38,7 +38,7 @@ from collections import OrderedDict
 from typing import Any
 
 import structlog
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from contracts.common import ErrorDetail
 from librarian_svc import body_window
@@ -167,6 +167,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._not_the_clients_s = 0.0
         """Since the admission: the time this worker could not read the body (`body_window`)."""
         self._look_due = 0.0
+        self._body_window = body_window.offer(self)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Accepted: within the cap (see the module docstring), and the first request must arrive in time too."""
@@ -201,8 +202,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         _idle.pop(self, None)
         self._head_begun, self._body_received = False, 0
-        if self.cycle is not None:
-            body_window.offer(self.scope, self, self.cycle)
+        self.scope.setdefault("extensions", {})[body_window.BODY_WINDOW_EXTENSION] = self._body_window
 
     def on_body(self, body: bytes) -> None:
         """Count the body's own bytes (chunk framing is not body): what the rate of an admitted body counts."""
@@ -215,12 +215,12 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._close_window()
         if self.transport.is_closing():
             return
-        if (self._head_begun and not self._request_read()) or not (self._between_requests() or self._request_read()):
-            # A pipelined request, its head or body still to come, runs from now; a head begun behind a request
-            # that is whole and now running waits for that one's answer.
-            self._open_window()
-        elif self._between_requests():
+        if self._between_requests():
             _idle[self] = None
+            if self._head_begun:
+                self._open_window()  # a head begun while the answered request ran: its time starts now
+        elif not self._request_read():
+            self._open_window()  # the pipelined request now running, its body still to come
 
     def data_received(self, data: bytes) -> None:
         """A request's first byte opens its window; the last byte of its body closes it."""
@@ -246,13 +246,13 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self.transport.write(response)
         self.transport.close()
 
-    def open_body_window(self, cycle: RequestResponseCycle, min_bytes_per_s: float) -> None:
-        """Time the rest of `cycle`'s body from now, by its rate (`body_window`) or, with none, the read timeout.
+    def open_body_window(self, scope: Any, min_bytes_per_s: float) -> None:
+        """Time the rest of the body of `scope`'s request from now: by its rate (`body_window`), or the read timeout.
 
         Called by the door when it admits the request; a request already read, or no longer this connection's
         current one, is left alone.
         """
-        if cycle is not self.cycle or self.transport.is_closing() or self._request_read():
+        if self.cycle is None or self.cycle.scope is not scope or self.transport.is_closing() or self._request_read():
             return
         if min_bytes_per_s <= 0:  # no rate: a whole read timeout from its admission
             self._open_window()

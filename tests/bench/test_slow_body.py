@@ -24,8 +24,9 @@ def test_the_slow_body_is_as_large_as_asked() -> None:
 
 @pytest.mark.slow
 def test_the_subject_cuts_the_slow_body_off_and_serves_the_queue() -> None:
-    """3 MB at 50 KB/s against the default 1,000 KB/s: 408 at about 2 s + 3 s, then the queued search is served."""
+    """3 MB at 50 KB/s against the default 1,000 KB/s: 408 soon after the 2 s grace, then the queued search is
+    served."""
     figures = slow_body.one_variant(None, queued=1, slow_mb=3.0, trickle_kb_s=50.0)
     assert figures["slow_connection"]["answer"].startswith("HTTP/1.1 408")
-    assert figures["slow_connection"]["after_s"] < 12.0
+    assert figures["slow_connection"]["after_s"] < 6.0
     assert figures["served"] == 1

@@ -2,7 +2,9 @@
 
 A queued request's body is unread on purpose (it waits in the kernel), so the read timeout, which closes
 connections whose request does not arrive in time, must not count the wait. The worker is started with a
-read timeout far shorter than the queue, and a budget that lets one heavy request in at a time.
+read timeout far shorter than the queue, and a budget that lets one heavy request in at a time. Once admitted,
+a body must keep pace with `MIN_BODY_RATE_KB_S` (`librarian_svc/body_window.py`): the later tests trickle,
+frame and hold bodies back against services with a low rate.
 """
 
 from __future__ import annotations
@@ -28,17 +30,15 @@ QUEUED = 6
 SLACK_S = 2.0  # scheduling on a busy machine
 
 
-def _budgeted_service(
-    factory: pytest.TempPathFactory, read_timeout_s: float, min_body_rate_kb_s: float = 0.0
-) -> Iterator[LiveService]:
-    """A worker whose 16 MB budget lets one heavy request in at a time, with this read timeout and body rate
-    (none by default: these tests are about the read timeout)."""
+def _budgeted_service(factory: pytest.TempPathFactory, read_timeout_s: float) -> Iterator[LiveService]:
+    """A worker whose 16 MB budget lets one heavy request in at a time, with this read timeout and no body rate
+    (these tests are about the read timeout)."""
     from tests.support.live_service import start_service
 
     env = {
         "WORKER_MEMORY_BUDGET_MB": "16",
         "REQUEST_READ_TIMEOUT_S": str(read_timeout_s),
-        "MIN_BODY_RATE_KB_S": str(min_body_rate_kb_s),
+        "MIN_BODY_RATE_KB_S": "0",
         "LOG_LEVEL": "info",
     }
     service = start_service(env, log_dir=factory.mktemp("admission"))
@@ -126,12 +126,25 @@ def test_a_request_admitted_late_in_its_window_gets_a_whole_window_for_its_body(
 
 
 RATE_KB_S = 100.0
-"""The third service's `MIN_BODY_RATE_KB_S`: a 400 KB body has 2 s + 4 s from its admission."""
+"""The third service's `MIN_BODY_RATE_KB_S`: a 400 KB body that keeps pace arrives within 2 s + 4 s."""
 
 
 @pytest.fixture(name="rated_service", scope="module")
 def fixture_rated_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    yield from _budgeted_service(tmp_path_factory, 30.0, RATE_KB_S)
+    """One worker with a 16 MB budget and 100 KB/s, and a route that holds its event loop
+    (`tests.support.spin_service`), with `WORKER_HUNG_AFTER_S` long enough that the supervisor does not replace a
+    worker held for 5 s."""
+    from tests.support.live_service import start_service
+
+    env = {
+        "WORKER_MEMORY_BUDGET_MB": "16",
+        "MIN_BODY_RATE_KB_S": str(RATE_KB_S),
+        "WEB_CONCURRENCY": "1",
+        "WORKER_HUNG_AFTER_S": "30",
+    }
+    service = start_service(env, log_dir=tmp_path_factory.mktemp("rated"), module="tests.support.spin_service")
+    yield service
+    service.stop()
 
 
 def _cut_off_and_queue_served(service: LiveService, start: bytes, trickle: Callable[[socket.socket], bytes]) -> None:
@@ -185,14 +198,15 @@ def test_a_chunked_body_is_timed_by_its_body_bytes_not_its_framing(rated_service
 
 
 def test_a_heavy_body_sent_faster_than_the_minimum_rate_is_served(rated_service: LiveService) -> None:
-    """The same body at about 133 KB/s, over three seconds (past the 2 s grace, within its 6 s window)."""
+    """The same body at about 133 KB/s (the minimum is 100), over three seconds: past the 2 s grace, so the rate
+    is applied all along, and the body keeps pace."""
     body = _search(302)
     with connect(rated_service) as sock:
         started = time.monotonic()
         sock.sendall(_head(body))
         answer = send_slowly(sock, body, 13_300, 0.1)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
-    assert time.monotonic() - started > 2.5, "sent within the grace: the window's size term was not tested"
+    assert time.monotonic() - started > 2.5, "sent within the grace: the rate was never applied"
 
 
 def _post_timed(service: LiveService, body: bytes) -> tuple[int, float]:
@@ -203,45 +217,25 @@ def _post_timed(service: LiveService, body: bytes) -> tuple[int, float]:
     return answer.status_code, time.monotonic() - started
 
 
-BUSY_RATE_KB_S = 100.0
-"""The busy service's `MIN_BODY_RATE_KB_S`: a 400 KB body has 2 s + 4 s from its admission."""
-
-
-@pytest.fixture(name="busy_service", scope="module")
-def fixture_busy_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    """One worker with a route that holds its event loop (`tests.support.spin_service`), a 16 MB budget, 100 KB/s,
-    and `WORKER_HUNG_AFTER_S` long enough that the supervisor does not replace a worker held for 5 s."""
-    from tests.support.live_service import start_service
-
-    env = {
-        "WORKER_MEMORY_BUDGET_MB": "16",
-        "MIN_BODY_RATE_KB_S": str(BUSY_RATE_KB_S),
-        "WEB_CONCURRENCY": "1",
-        "WORKER_HUNG_AFTER_S": "30",
-    }
-    service = start_service(env, log_dir=tmp_path_factory.mktemp("busy"), module="tests.support.spin_service")
-    yield service
-    service.stop()
-
-
 def test_a_client_held_back_while_the_worker_was_busy_is_not_cut_off_while_it_keeps_the_rate(
-    busy_service: LiveService,
+    rated_service: LiveService,
 ) -> None:
     """A client sends a 400 KB body at 200 KB/s, twice the minimum. Half a second in, the worker's event loop is
     held for 5 s, and the client is held back meanwhile (TCP would do it once the buffers fill; here the client
-    waits for the stall to end, so the test does not hang on how much the kernel buffers). Its window (2 s + 4 s)
-    ends with the body still coming at 200 KB/s: it goes on, and is served. Cutting it off there was the bug."""
+    waits for the stall to end, so the test does not hang on how much the kernel buffers). Counted from the
+    admission it falls far behind the rate, but the stall was the worker's (the look due during it came 5 s
+    late), so it is served. Cutting it off was the bug."""
     body = _search(304)
-    window_s = 2.0 + len(body) / (BUSY_RATE_KB_S * 1000)
+    window_s = 2.0 + len(body) / (RATE_KB_S * 1000)
     piece, every_s = 20_000, 0.1
-    with connect(busy_service) as sock, ThreadPoolExecutor(1) as pool:
+    with connect(rated_service) as sock, ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         sock.sendall(_head(body))
         stall = None
         for start in range(0, len(body), piece):
             if stall is None and time.monotonic() - started >= 0.5:
                 stall = pool.submit(
-                    httpx.post, f"{busy_service.base_url}/test/spin?check=false&seconds=5", timeout=30.0
+                    httpx.post, f"{rated_service.base_url}/test/spin?check=false&seconds=5", timeout=30.0
                 )
                 assert stall.result().status_code == 200  # held back until the loop runs again
             sock.sendall(body[start : start + piece])
@@ -249,11 +243,11 @@ def test_a_client_held_back_while_the_worker_was_busy_is_not_cut_off_while_it_ke
         answer = read_response(sock)
         answered_after = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 200"), answer[:300]
-    assert answered_after > window_s, "the body arrived within its window: the rule after it was not tested"
+    assert answered_after > window_s, "the body kept pace without the stall's credit: nothing was tested"
 
 
 def _small_heavy_search() -> bytes:
-    """About 20 KB: heavy for ACE (a 2 MB estimate), so the door gives it a window of 2 s + 0.2 s."""
+    """About 20 KB: heavy for ACE (a 2 MB estimate), so the door has its body timed by the rate."""
     bullets = [{"id": f"g-{i}", "section": "general", "content": f"lesson {i} " + "word " * 36} for i in range(100)]
     return json.dumps({"query": {"query_text": "lesson word"}, "playbook": {"bullets": bullets}}).encode()
 
@@ -268,7 +262,7 @@ def _answered_early(sock: socket.socket) -> None:
 
 
 def test_a_window_ends_with_its_answer_and_does_not_time_the_connection_after_it(rated_service: LiveService) -> None:
-    """A heavy request answered early had its 2.2 s window still running on the kept-alive connection: it then
+    """A heavy request answered early had its body's timer still running on the kept-alive connection: it then
     sent an unsolicited 408 on the idle connection, and cut off the next request there (sent over 3 s, well
     within its own read timeout of 30 s)."""
     with connect(rated_service) as idle:

@@ -194,7 +194,7 @@ async def test_the_door_has_an_admitted_body_timed_before_reading_it() -> None:
     exchanges: list[_Exchange] = []
     async with AsyncTestClient(app):
         for name, body in (("heavy", heavy), ("light", light)):
-            hook = {BODY_WINDOW_EXTENSION: {"open": lambda r, n=name: windows.append((n, r, exchanges[-1].reads))}}
+            hook = {BODY_WINDOW_EXTENSION: {"open": lambda _, r, n=name: windows.append((n, r, exchanges[-1].reads))}}
             exchanges.append(_Exchange(app, body, extensions=hook))
             assert (await exchanges[-1].answer())[0] == 200
         assert (await _Exchange(app, heavy).answer())[0] == 200  # served under a server without the hook
