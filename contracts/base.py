@@ -19,12 +19,23 @@ def anchored(body: str) -> str:
     return rf"^(?!.*\n){body}$"
 
 
+REQUEST_ID_MAX_CHARS = 200
+
+REQUEST_ID_CHARS = "[!-~]"
+"""Visible ASCII, no space: the id is echoed in the `X-Request-ID` response header, which carries ASCII as sent
+(a control character could split the header; other characters would come back altered, and spaces at the ends
+are trimmed), so an id the header could not carry intact is refused rather than echoed as another one."""
+
 RequestId = Annotated[
     str,
     msgspec.Meta(
         min_length=1,
-        max_length=200,
-        description="Caller's tracing id; echoed in the response and every log line.",
+        max_length=REQUEST_ID_MAX_CHARS,
+        pattern=anchored(f"{REQUEST_ID_CHARS}+"),
+        description=(
+            "Caller's tracing id (1-200 visible ASCII characters, no space); echoed in the response, "
+            "its X-Request-ID header and every log line."
+        ),
     ),
 ]
 

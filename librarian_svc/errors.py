@@ -27,7 +27,13 @@ from contracts.common import ErrorDetail, ErrorResponse, ErrorType
 from contracts.state import StateToken
 from graphs.ace.playbook.store import PlaybookStoreError
 from graphs.errors import InvalidInput
-from librarian_svc.request_context import CLIENT_CLOSED_REQUEST, adopt_request_id, client_gone, current_request_id
+from librarian_svc.request_context import (
+    CLIENT_CLOSED_REQUEST,
+    adopt_request_id,
+    client_gone,
+    current_request_id,
+    valid_request_id,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -63,7 +69,7 @@ def _request_id_for(request: Request[Any, Any, Any]) -> str:
         body = ScopeState.from_scope(request.scope).body  # cached by Litestar once the body was read
         if isinstance(body, bytes) and body:
             probe = _probe_decoder.decode(body)
-            if probe.request_id and len(probe.request_id) <= 200:
+            if probe.request_id and valid_request_id(probe.request_id):
                 adopt_request_id(request.scope, probe.request_id)
                 return probe.request_id
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):

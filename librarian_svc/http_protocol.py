@@ -42,7 +42,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from contracts.common import ErrorDetail
 from librarian_svc import body_window
-from librarian_svc.memory_budget import error_below_the_app, unavailable, waiting_for_admission
+from librarian_svc.memory_budget import waiting_for_admission
+from librarian_svc.raw_error import error_below_the_app, unavailable
 from librarian_svc.request_context import answered_below_the_app, current_request_id
 
 log = structlog.get_logger(__name__)

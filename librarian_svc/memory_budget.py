@@ -47,13 +47,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
 import structlog
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from contracts.common import ErrorDetail, ErrorResponse, ErrorType
 from librarian_svc import body_window, drain
 from librarian_svc.malloc_thresholds import libc_function
+from librarian_svc.raw_error import unavailable
 from librarian_svc.request_context import current_request_id
 
 log = structlog.get_logger(__name__)
@@ -247,26 +246,3 @@ async def _refuse(scope: Scope, send: Send, need_mb: float, budget: MemoryBudget
     headers, body = unavailable(current_request_id(scope), "TIMEOUT", message, math.ceil(RETRY_AFTER_S))
     await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def unavailable(
-    request_id: str, error_type: ErrorType, message: str, retry_after_s: int
-) -> tuple[list[tuple[bytes, bytes]], bytes]:
-    """The headers and ERROR body of a 503 that asks the caller to send the same request again after a while.
-
-    For the doors that answer below Litestar, before anything of the request was read: this one (memory,
-    as ASGI messages) and the connection cap (`http_protocol`, raw bytes on the socket). Same body and
-    headers from both, so a client handles one kind of "retry later".
-    """
-    headers, body = error_below_the_app(request_id, error_type, message)
-    return [*headers, (b"retry-after", str(retry_after_s).encode())], body
-
-
-def error_below_the_app(
-    request_id: str, error_type: ErrorType, message: str, details: list[ErrorDetail] | None = None
-) -> tuple[list[tuple[bytes, bytes]], bytes]:
-    """The headers and the ERROR body of an answer given below Litestar (whose exception handlers build the rest)."""
-    body = msgspec.json.encode(
-        ErrorResponse(request_id=request_id, error_type=error_type, message=message, details=details or [])
-    )
-    return [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())], body

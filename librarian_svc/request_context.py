@@ -18,14 +18,16 @@ from typing import Any
 import structlog
 from litestar.types import ASGIApp, HTTPResponseStartEvent, Message, Receive, ReceiveMessage, Scope, Send
 
+from contracts.base import REQUEST_ID_MAX_CHARS
+from contracts.common import ErrorDetail
 from librarian_svc.log_setup import trace_field
+from librarian_svc.raw_error import error_below_the_app
 
 _STATE_KEY = "librarian_request_id"
 _GONE_KEY = "librarian_client_gone"
 _ANSWERED_BELOW_KEY = "librarian_answered_below"
 CLIENT_CLOSED_REQUEST = 499
 """The access-line status of a request whose client left before the answer (nginx's convention; never sent)."""
-_MAX_ID_LEN = 200
 
 access_log = structlog.get_logger("librarian_svc.access")
 _PID = os.getpid()
@@ -55,8 +57,9 @@ def new_request_id() -> str:
     return f"{(random.getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
 
 
-def _valid_id(value: str) -> bool:
-    return 0 < len(value) <= _MAX_ID_LEN and value.isprintable()
+def valid_request_id(value: str) -> bool:
+    """What the contract's `RequestId` accepts (`contracts.base.REQUEST_ID_CHARS`): 1-200 visible ASCII characters."""
+    return 0 < len(value) <= REQUEST_ID_MAX_CHARS and value.isascii() and value.isprintable() and " " not in value
 
 
 def current_request_id(scope: Scope | Mapping[str, Any]) -> str:
@@ -87,7 +90,7 @@ def answered_below_the_app(scope: Any, status: int) -> None:  # uvicorn's scope 
 
 def adopt_request_id(scope: Scope | dict[str, Any], request_id: str) -> None:
     """Make the body's request_id the one echoed in the header and bound to log lines."""
-    if _valid_id(request_id):
+    if valid_request_id(request_id):
         scope.setdefault("state", {})[_STATE_KEY] = request_id
         structlog.contextvars.bind_contextvars(request_id=request_id)
 
@@ -96,18 +99,53 @@ _CONTEXT_HEADERS = frozenset({b"x-request-id", b"traceparent", b"x-cloud-trace-c
 """The request headers this middleware reads; the others are not decoded (half of the old cost of a request's start)."""
 
 
-def _start_request(scope: Scope, google_cloud_project: str | None) -> None:
-    """Give the request its id (the caller's `X-Request-ID` when valid) and bind it, with the trace, to log lines."""
+def _start_request(scope: Scope, google_cloud_project: str | None) -> str | None:
+    """Give the request its id (the caller's `X-Request-ID`, else a new one) and bind it, with the trace, to log lines.
+
+    Returns why the caller's `X-Request-ID` cannot be the request's id, if it cannot: the request is then
+    refused (400), not run under a generated id the caller would not find in the logs.
+    """
     headers: dict[str, str] = {}
+    sent_ids: list[str] = []
     for name, value in scope["headers"]:
         lowered = name.lower()
         if lowered in _CONTEXT_HEADERS:
-            headers[lowered.decode("latin-1")] = value.decode("latin-1")
-    header_id = headers.get("x-request-id", "")
-    request_id = header_id if _valid_id(header_id) else new_request_id()
+            text = value.decode("latin-1")
+            headers[lowered.decode("latin-1")] = text
+            if lowered == b"x-request-id":
+                sent_ids.append(text)
+    problem = _header_id_problem(sent_ids)
+    request_id = sent_ids[0] if sent_ids and problem is None else new_request_id()
     scope.setdefault("state", {})[_STATE_KEY] = request_id
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))
+    return problem
+
+
+def _header_id_problem(sent: list[str]) -> str | None:
+    """Why the `X-Request-ID` headers sent cannot name the request (None when they can, or when none was sent)."""
+    if not sent:
+        return None
+    if len(set(sent)) > 1:
+        return f"X-Request-ID was sent {len(sent)} times with different values; send one"
+    if not valid_request_id(sent[0]):
+        return (
+            f"X-Request-ID must be 1 to {REQUEST_ID_MAX_CHARS} visible ASCII characters without spaces "
+            f"(it is echoed as sent); got {len(sent[0])} characters: {sent[0][:40]!r}"
+        )
+    return None
+
+
+def _refusal(problem: str) -> ASGIApp:
+    """An app that answers 400 with the ERROR body in the app's stead (a body, if any, is not read)."""
+
+    async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
+        details = [ErrorDetail(path="$", message=problem)]
+        headers, body = error_below_the_app(current_request_id(scope), "INVALID_INPUT", problem, details)
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return refuse
 
 
 def _echo_request_id(start: HTTPResponseStartEvent, scope: Scope) -> None:
@@ -127,6 +165,21 @@ def _access_status(scope: Scope, status: int) -> tuple[int, bool]:
     return (CLIENT_CLOSED_REQUEST if gone and status >= 500 else status), gone
 
 
+def _write_access_line(scope: Scope, status: int, started: float) -> None:
+    """The request's one access line (with the status the client saw), then unbind its context."""
+    status, gone = _access_status(scope, status)
+    access_log.info(
+        "request",
+        method=scope.get("method"),
+        path=scope.get("path"),
+        status=status,
+        latency_ms=round((time.perf_counter() - started) * 1000, 2),
+        pid=_PID,
+        **({"client_disconnected": True} if gone else {}),
+    )
+    structlog.contextvars.clear_contextvars()
+
+
 def make_request_context_middleware(google_cloud_project: str | None) -> Callable[[ASGIApp], ASGIApp]:
     """Build the middleware factory Litestar wants, closed over the trace project id."""
 
@@ -135,7 +188,7 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
             if scope["type"] != "http":  # type: ignore[comparison-overlap]  # lifespan scopes pass too
                 await app(scope, receive, send)
                 return
-            _start_request(scope, google_cloud_project)
+            problem = _start_request(scope, google_cloud_project)
             status = 500
             started = time.perf_counter()
 
@@ -153,19 +206,9 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
                 await send(message)
 
             try:
-                await app(scope, receive_watched, send_with_id)
+                await (app if problem is None else _refusal(problem))(scope, receive_watched, send_with_id)
             finally:
-                status, gone = _access_status(scope, status)
-                access_log.info(
-                    "request",
-                    method=scope.get("method"),
-                    path=scope.get("path"),
-                    status=status,
-                    latency_ms=round((time.perf_counter() - started) * 1000, 2),
-                    pid=_PID,
-                    **({"client_disconnected": True} if gone else {}),
-                )
-                structlog.contextvars.clear_contextvars()
+                _write_access_line(scope, status, started)
 
         return wrapped
 

@@ -94,6 +94,37 @@ def test_request_id_is_generated_when_absent(client: TestClient[Litestar]) -> No
     assert len(response.headers["x-request-id"]) == 32
 
 
+@pytest.mark.parametrize(
+    ("headers", "shown"),
+    [
+        pytest.param([(b"X-Request-ID", b"two words")], "'two words'", id="space"),
+        pytest.param([(b"X-Request-ID", b"x" * 201)], "got 201 characters", id="too-long"),
+        pytest.param([(b"X-Request-ID", "\u00e9t\u00e9".encode())], "got 5 characters", id="utf-8"),
+    ],
+)
+def test_an_x_request_id_the_header_cannot_echo_is_refused_before_anything_runs(
+    client: TestClient[Litestar], headers: list[tuple[bytes, bytes]], shown: str
+) -> None:
+    response = client.post(THINK, json=VALID, headers=headers)
+    body = response.json()
+    assert_error_body(body, status=400, response_status=response.status_code)
+    assert "X-Request-ID" in body["message"]
+    assert shown in body["message"]
+    assert body["request_id"] == response.headers["x-request-id"]
+    assert len(body["request_id"]) == 32  # its own id: neither the header's nor the body's (the body is not read)
+
+
+@pytest.mark.parametrize("request_id", ["two words", "caf\u00e9", "new\nline", "tab\there"])
+def test_a_body_request_id_the_header_cannot_echo_is_422_at_its_path(
+    client: TestClient[Litestar], request_id: str
+) -> None:
+    response = client.post(THINK, json={**VALID, "request_id": request_id}, headers={"X-Request-ID": "hdr-1"})
+    body = response.json()
+    assert_error_body(body, status=422, response_status=response.status_code)
+    assert [d["path"] for d in body["details"]] == ["$.request_id"]
+    assert body["request_id"] == response.headers["x-request-id"] == "hdr-1"
+
+
 def test_success_echoes_the_body_request_id(client: TestClient[Litestar]) -> None:
     response = client.post(THINK, json=VALID, headers={"X-Request-ID": "other"})
     assert response.status_code == 200

@@ -5,11 +5,16 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import msgspec
+import pytest
 import structlog
+from hypothesis import given
+from hypothesis import strategies as st
 from litestar.types import Scope
 
+from contracts.librarian import LibrarianRequest
 from librarian_svc.log_setup import redact_secrets
-from librarian_svc.request_context import _start_request, current_request_id, new_request_id
+from librarian_svc.request_context import _start_request, current_request_id, new_request_id, valid_request_id
 
 
 def test_generated_request_ids_are_distinct_uuid4_hex() -> None:
@@ -42,13 +47,55 @@ def test_start_request_reads_the_id_and_trace_whatever_the_header_case() -> None
     structlog.contextvars.clear_contextvars()
 
 
-def test_start_request_generates_an_id_for_a_missing_or_invalid_header() -> None:
-    for headers in ([], [(b"x-request-id", b"")], [(b"x-request-id", b"bad\x00id")]):
-        scope = _scope(headers)
-        _start_request(scope, None)
-        assert uuid.UUID(current_request_id(scope)).version == 4
-        assert structlog.contextvars.get_contextvars() == {"request_id": current_request_id(scope)}
+def test_start_request_generates_an_id_when_no_header_names_one() -> None:
+    scope = _scope([(b"host", b"x")])
+    assert _start_request(scope, None) is None
+    assert uuid.UUID(current_request_id(scope)).version == 4
+    assert structlog.contextvars.get_contextvars() == {"request_id": current_request_id(scope)}
     structlog.contextvars.clear_contextvars()
+
+
+@pytest.mark.parametrize(
+    ("values", "problem"),
+    [
+        pytest.param([b""], "1 to 200 visible ASCII", id="empty"),
+        pytest.param([b"bad\x00id"], "1 to 200 visible ASCII", id="control-character"),
+        pytest.param([b"two words"], "1 to 200 visible ASCII", id="space"),
+        pytest.param(["caf\u00e9".encode("latin-1")], "1 to 200 visible ASCII", id="latin-1"),
+        pytest.param([b"x" * 201], "got 201 characters", id="too-long"),
+        pytest.param([b"a", b"b"], "sent 2 times with different values", id="two-values"),
+    ],
+)
+def test_start_request_names_what_is_wrong_with_the_header_and_runs_nothing_under_it(
+    values: list[bytes], problem: str
+) -> None:
+    scope = _scope([(b"X-Request-ID", value) for value in values])
+    found = _start_request(scope, None)
+    assert found is not None
+    assert problem in found
+    assert uuid.UUID(current_request_id(scope)).version == 4  # the 400 carries an id of its own
+    structlog.contextvars.clear_contextvars()
+
+
+@pytest.mark.parametrize("value", ["a", "x" * 200, "0af7651916cd43dd-8448:eb21/1c80_319c", "!~"])
+def test_an_id_of_visible_ascii_up_to_200_characters_is_kept_as_sent(value: str) -> None:
+    assert valid_request_id(value)
+    scope = _scope([(b"x-request-id", value.encode()), (b"x-request-id", value.encode())])  # repeated, same value
+    assert _start_request(scope, None) is None
+    assert current_request_id(scope) == value
+    structlog.contextvars.clear_contextvars()
+
+
+@given(st.one_of(st.text(max_size=220), st.text(st.characters(max_codepoint=0x7F), max_size=220)))
+def test_the_header_rule_and_the_contract_s_request_id_accept_the_same_ids(value: str) -> None:
+    decoder = msgspec.json.Decoder(LibrarianRequest)
+    body = msgspec.json.encode({"request_id": value, "user_query": "q", "subject_id": "s"})
+    try:
+        decoder.decode(body)
+        contract_accepts = True
+    except msgspec.ValidationError:
+        contract_accepts = False
+    assert valid_request_id(value) == contract_accepts
 
 
 def test_redaction_passes_a_plain_line_on_and_redacts_secrets_every_time() -> None:

@@ -2016,7 +2016,8 @@ type EvidenceItem struct {
 type LibrarianRequest struct {
 	Constraints  *LibrarianConstraints `json:"constraints,omitempty"`
 	Conversation []ConversationTurn    `json:"conversation,omitempty"`
-	// Caller's tracing id; echoed in the response and every log line.
+	// Caller's tracing id (1-200 visible ASCII characters, no space); echoed in the response,
+	// its X-Request-ID header and every log line.
 	RequestID     string        `json:"request_id"`
 	SearchHistory []SearchRound `json:"search_history,omitempty"`
 	State         *string       `json:"state,omitempty"`
