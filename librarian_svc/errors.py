@@ -27,6 +27,7 @@ from contracts.common import ErrorDetail, ErrorResponse, ErrorType
 from contracts.state import StateToken
 from graphs.ace.playbook.store import PlaybookStoreError
 from graphs.errors import InvalidInput
+from librarian_svc.head_requests import allow_with_head
 from librarian_svc.request_context import (
     CLIENT_CLOSED_REQUEST,
     adopt_request_id,
@@ -125,8 +126,15 @@ def handle_http(request: Request[Any, Any, Any], exc: HTTPException) -> Response
         detail,
         status,
         [ErrorDetail(path="$", message=detail)],
-        headers=exc.headers,  # e.g. `Allow` on a 405 (RFC 9110)
+        headers=_with_head_allowed(exc.headers),  # e.g. `Allow` on a 405 (RFC 9110)
     )
+
+
+def _with_head_allowed(headers: dict[str, str] | None) -> dict[str, str] | None:
+    """A 405's `Allow` with HEAD beside GET, as `head_requests` answers HEAD wherever GET is."""
+    if not headers:
+        return headers
+    return {name: allow_with_head(value) if name.lower() == "allow" else value for name, value in headers.items()}
 
 
 def handle_bad_encoding(request: Request[Any, Any, Any], exc: UnicodeDecodeError) -> Response[ErrorResponse]:
