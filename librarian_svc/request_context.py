@@ -1,7 +1,8 @@
 """Per-request context: request id, trace correlation and the access log line.
 
 A raw ASGI middleware (cheaper than Litestar's abstractions on the hot path) that takes the
-request id from `X-Request-ID` (or makes one), binds it and the Cloud Trace id to structlog's
+request id from `X-Request-ID` (or makes one; a header it could not echo as sent is refused with 400
+before the app sees the request), binds it and the Cloud Trace id to structlog's
 contextvars for every log line of the request, echoes it as a response header and writes one
 access line with status and latency. A controller that finds a `request_id` in the body calls
 `adopt_request_id` so the body's id wins everywhere.

@@ -67,12 +67,3 @@ def test_the_server_sends_no_body_after_a_head_and_the_connection_goes_on(live_s
         time.sleep(0.05)
     line = next(line for line in live_service.logs().splitlines() if '"head-probe-1"' in line)
     assert '"method":"HEAD"' in line.replace(" ", "")
-
-
-@pytest.mark.live
-def test_two_different_x_request_ids_are_refused_by_the_real_server(live_service: LiveService) -> None:
-    with connect(live_service) as sock:
-        sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Request-ID: a\r\nX-Request-ID: b\r\n\r\n")
-        answer = read_response(sock)
-    assert answer.startswith(b"HTTP/1.1 400"), answer
-    assert b"sent 2 times with different values" in answer

@@ -15,6 +15,8 @@ from litestar.types import Scope
 from contracts.librarian import LibrarianRequest
 from librarian_svc.log_setup import redact_secrets
 from librarian_svc.request_context import _start_request, current_request_id, new_request_id, valid_request_id
+from tests.support.live_service import LiveService
+from tests.support.raw_http import connect, read_response
 
 
 def test_generated_request_ids_are_distinct_uuid4_hex() -> None:
@@ -96,6 +98,33 @@ def test_the_header_rule_and_the_contract_s_request_id_accept_the_same_ids(value
     except msgspec.ValidationError:
         contract_accepts = False
     assert valid_request_id(value) == contract_accepts
+
+
+@pytest.mark.live
+def test_two_different_x_request_ids_are_refused_by_the_real_server(live_service: LiveService) -> None:
+    with connect(live_service) as sock:  # the real server hands the app both headers, as sent
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Request-ID: a\r\nX-Request-ID: b\r\n\r\n")
+        answer = read_response(sock)
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b"sent 2 times with different values" in answer
+
+
+@pytest.mark.live
+def test_a_refused_request_s_unread_body_does_not_spill_into_the_next_request(live_service: LiveService) -> None:
+    body = b'{"request_id": "r", "user_query": "' + b"q" * 100_000 + b'", "subject_id": "s"}'
+    head = (
+        b"POST /agent/librarian/think HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        b"X-Request-ID: two words\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+    with connect(live_service) as sock:
+        sock.sendall(head + body)
+        first = read_response(sock)
+        assert first.startswith(b"HTTP/1.1 400"), first[:300]
+        assert b"X-Request-ID must be" in first
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\nX-Request-ID: after-refusal\r\n\r\n")
+        second = read_response(sock)
+    assert second.startswith(b"HTTP/1.1 200"), second[:300]
+    assert b"x-request-id: after-refusal" in second.lower()
 
 
 def test_redaction_passes_a_plain_line_on_and_redacts_secrets_every_time() -> None:
