@@ -31,14 +31,19 @@ MAX_BULLET_NUMBER = 10**12
 
 _PRINTABLE = r"[^\s\x00-\x1f\x7f](?:[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?"
 """No control characters anywhere, and no whitespace at either end (`"general "` is not `"general"`)."""
-SECTION_NAME_PATTERN = anchored(_PRINTABLE)
-DATASET_NAME_PATTERN = anchored(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+SECTION_NAME_PATTERN = anchored(_PRINTABLE, means="text without control characters or whitespace at either end")
+DATASET_NAME_PATTERN = anchored(
+    r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", means="a letter or digit, then up to 63 letters, digits, '_' or '-'"
+)
 """Also the stored playbooks' file names (`graphs/ace/playbook_store.py`)."""
 
 BulletId = Annotated[
     str,
     msgspec.Meta(
-        pattern=anchored(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}"),
+        pattern=anchored(
+            r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}",
+            means="a letter or digit, then up to 127 of them or '_', '.', ':', '-'",
+        ),
         description="`<section-prefix>-<nnnnn>` for bullets the curator creates, e.g. `shr-00001`.",
     ),
 ]

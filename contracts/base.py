@@ -6,17 +6,23 @@ from typing import Annotated
 
 import msgspec
 
+PATTERN_MEANINGS: dict[str, str] = {}
+"""What each anchored pattern accepts, in words, for the message of a value that does not match it."""
 
-def anchored(body: str) -> str:
+
+def anchored(body: str, means: str = "") -> str:
     r"""`^body$` as a pattern that refuses a trailing newline too.
 
     msgspec checks patterns with Python's `re.search`, where `$` also matches before a final "\n", so
     `^[a-z]+$` accepts `"appworld\n"`. `\Z` would fix that for Python but is not ECMA-262, the regex
     dialect of the JSON Schemas and the OpenAPI document generated from these types. The leading
     lookahead (no newline anywhere) reads the same in both, so every reader of the contract and the
-    service agree on what matches.
+    service agree on what matches. `means` says in words what matches, for the error of a value that does not.
     """
-    return rf"^(?!.*\n){body}$"
+    pattern = rf"^(?!.*\n){body}$"
+    if means:
+        PATTERN_MEANINGS[pattern] = means
+    return pattern
 
 
 REQUEST_ID_MAX_CHARS = 200
@@ -31,7 +37,10 @@ RequestId = Annotated[
     msgspec.Meta(
         min_length=1,
         max_length=REQUEST_ID_MAX_CHARS,
-        pattern=anchored(f"{REQUEST_ID_CHARS}+"),
+        pattern=anchored(
+            f"{REQUEST_ID_CHARS}+",
+            means="visible ASCII characters without spaces (the id is echoed in the X-Request-ID header)",
+        ),
         description=(
             "Caller's tracing id (1-200 visible ASCII characters, no space); echoed in the response, "
             "its X-Request-ID header and every log line."

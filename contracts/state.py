@@ -16,7 +16,10 @@ import msgspec
 
 from contracts.base import anchored
 
-STATE_TOKEN_PATTERN = anchored(r"v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+STATE_TOKEN_PATTERN = anchored(
+    r"v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+",
+    means="a state token exactly as the service returned it (v1.<payload>.<signature>)",
+)
 
 StateToken = Annotated[
     str,

@@ -35,6 +35,7 @@ from librarian_svc.request_context import (
     current_request_id,
     valid_request_id,
 )
+from librarian_svc.request_runner import is_json
 
 log = structlog.get_logger(__name__)
 
@@ -65,10 +66,14 @@ def error_response(
 
 
 def _request_id_for(request: Request[Any, Any, Any]) -> str:
-    """The body's request_id when it is readable, else the header's (or the generated) one."""
+    """The body's request_id when it is a readable JSON body, else the header's (or the generated) one.
+
+    Only a body sent as JSON names the request: a text body (`PUT /playbooks/{dataset}`) that happens to
+    parse as JSON with a `request_id` is content, not the caller's id.
+    """
     try:
         body = ScopeState.from_scope(request.scope).body  # cached by Litestar once the body was read
-        if isinstance(body, bytes) and body:
+        if isinstance(body, bytes) and body and is_json(request.headers.get("content-type", "")):
             probe = _probe_decoder.decode(body)
             if probe.request_id and valid_request_id(probe.request_id):
                 adopt_request_id(request.scope, probe.request_id)

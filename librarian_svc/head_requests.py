@@ -5,7 +5,7 @@ probe with it; Litestar routes a HEAD only to handlers declared for it, so `HEAD
 middleware, outside routing, hands the app a GET and passes on its status and headers (`Content-Length`
 included, as the GET's) with an empty body. The access line still says HEAD (the request context reads the
 caller's scope). A 405's `Allow` names HEAD beside GET (`allow_with_head`, applied where 405s are answered,
-`librarian_svc.errors`), so other requests pass through here untouched.
+`librarian_svc.errors`), and so does an OPTIONS answer (here); other requests pass through untouched.
 """
 
 from __future__ import annotations
@@ -23,11 +23,33 @@ def allow_with_head(allow: str) -> str:
     return allow
 
 
+def _with_head(allow: bytes) -> bytes:
+    return allow_with_head(allow.decode("latin-1")).encode("latin-1")
+
+
+def _listing_head(send: Send) -> Send:
+    """`send` with HEAD added beside GET in an answer's `Allow` (Litestar's own OPTIONS answers list GET only)."""
+
+    async def send_allow(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [
+                (name, _with_head(value) if name.lower() == b"allow" else value)
+                for name, value in message.get("headers", [])
+            ]
+        await send(message)
+
+    return send_allow
+
+
 def answer_head_as_get(app: ASGIApp) -> ASGIApp:
-    """Wrap `app` so that HEAD is served by its GET handlers, without the body."""
+    """Wrap `app` so that HEAD is served by its GET handlers, without the body, and OPTIONS lists HEAD."""
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or cast(HTTPScope, scope)["method"] != "HEAD":  # type: ignore[comparison-overlap]
+        method = cast(HTTPScope, scope)["method"] if scope["type"] == "http" else ""  # type: ignore[comparison-overlap]
+        if method == "OPTIONS":
+            await app(scope, receive, _listing_head(send))
+            return
+        if method != "HEAD":
             await app(scope, receive, send)
             return
 

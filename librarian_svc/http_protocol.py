@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import resource
-import uuid
 from collections import OrderedDict
 from typing import Any
 
@@ -44,7 +43,7 @@ from contracts.common import ErrorDetail
 from librarian_svc import body_window
 from librarian_svc.memory_budget import waiting_for_admission
 from librarian_svc.raw_error import error_below_the_app, unavailable
-from librarian_svc.request_context import answered_below_the_app, current_request_id
+from librarian_svc.request_context import answered_below_the_app, current_request_id, new_request_id
 
 log = structlog.get_logger(__name__)
 
@@ -97,18 +96,17 @@ def _closing_response(status: bytes, headers: list[tuple[bytes, bytes]], body: b
     return b"HTTP/1.1 " + status + b"\r\n" + head + b"\r\n" + body
 
 
-def _refusal(retry_after_s: int) -> bytes:
+def refused_503(retry_after_s: int = 1) -> bytes:
+    """The 503 for a connection over the cap, with an id of its own in the body and `X-Request-ID`, as every answer."""
+    request_id = new_request_id()
     headers, body = unavailable(
-        uuid.uuid4().hex,
+        request_id,
         "OTHER",
         "the worker's connection limit (MAX_CONNECTIONS_PER_WORKER) is reached and every connection "
         "has a request in flight; send the request again after Retry-After",
         retry_after_s,
     )
-    return _closing_response(b"503 Service Unavailable", headers, body)
-
-
-REFUSED_503 = _refusal(1)
+    return _closing_response(b"503 Service Unavailable", [*headers, (b"x-request-id", request_id.encode())], body)
 
 
 def invalid_request(
@@ -120,9 +118,9 @@ def invalid_request(
     client does) would fail on it.
     """
     details = [ErrorDetail(path="$", message=message)]
-    headers, body = error_below_the_app(request_id or uuid.uuid4().hex, "INVALID_INPUT", message, details)
-    if request_id:  # the request's own id, as the app's answers carry it
-        headers.append((b"x-request-id", request_id.encode("latin-1", "replace")))
+    request_id = request_id or new_request_id()  # the request's own id when it got one, as the app's answers
+    headers, body = error_below_the_app(request_id, "INVALID_INPUT", message, details)
+    headers.append((b"x-request-id", request_id.encode("latin-1", "replace")))
     return _closing_response(status, [*(default_headers or []), *headers], body)
 
 
@@ -187,7 +185,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
             victim.transport.close()
             return True
         _count("refused", open=len(self.connections))
-        self.transport.write(REFUSED_503)
+        self.transport.write(refused_503())
         self.transport.close()
         return False
 

@@ -31,6 +31,7 @@ CLIENT_CLOSED_REQUEST = 499
 """The access-line status of a request whose client left before the answer (nginx's convention; never sent)."""
 
 access_log = structlog.get_logger("librarian_svc.access")
+log = structlog.get_logger(__name__)
 _PID = os.getpid()
 """Which worker served the request (WEB_CONCURRENCY > 1). Workers are forked from a fork server that
 imported this module (`librarian_svc.worker_preload`): each sets its own after the fork."""
@@ -113,8 +114,8 @@ def _start_request(scope: Scope, google_cloud_project: str | None) -> str | None
         if lowered in _CONTEXT_HEADERS:
             text = value.decode("latin-1")
             headers[lowered.decode("latin-1")] = text
-            if lowered == b"x-request-id":
-                sent_ids.append(text)
+            if lowered == b"x-request-id" and (sent := text.strip(" \t")):  # RFC 9110 §5.5: no edge whitespace
+                sent_ids.append(sent)  # an empty one names nothing (a client setting it from an empty variable)
     problem = _header_id_problem(sent_ids)
     request_id = sent_ids[0] if sent_ids and problem is None else new_request_id()
     scope.setdefault("state", {})[_STATE_KEY] = request_id
@@ -130,9 +131,10 @@ def _header_id_problem(sent: list[str]) -> str | None:
     if len(set(sent)) > 1:
         return f"X-Request-ID was sent {len(sent)} times with different values; send one"
     if not valid_request_id(sent[0]):
+        shown = sent[0].encode("latin-1").decode("utf-8", "replace")  # the bytes as the caller likely wrote them
         return (
             f"X-Request-ID must be 1 to {REQUEST_ID_MAX_CHARS} visible ASCII characters without spaces "
-            f"(it is echoed as sent); got {len(sent[0])} characters: {sent[0][:40]!r}"
+            f"(it is echoed as sent); got {len(shown)} characters: {shown[:40]!r}"
         )
     return None
 
@@ -141,6 +143,7 @@ def _refusal(problem: str) -> ASGIApp:
     """An app that answers 400 with the ERROR body in the app's stead (a body, if any, is not read)."""
 
     async def refuse(scope: Scope, receive: Receive, send: Send) -> None:
+        log.warning("request refused for its X-Request-ID", problem=problem)
         details = [ErrorDetail(path="$", message=problem)]
         headers, body = error_below_the_app(current_request_id(scope), "INVALID_INPUT", problem, details)
         await send({"type": "http.response.start", "status": 400, "headers": headers})

@@ -130,12 +130,17 @@ def check_identity_encoding(request: Request[Any, Any, Any]) -> None:
     raise _refuse(415, f"Content-Encoding {encoding!r} is not supported; send the body uncompressed")
 
 
+def is_json(content_type: str) -> bool:
+    """Whether a `Content-Type` value names JSON: `application/json` or any `application/…+json` type."""
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
+
+
 def check_content_type(request: Request[Any, Any, Any]) -> None:
     """JSON bodies only: `application/json` or any `+json` type (415 otherwise, a missing header included)."""
     check_identity_encoding(request)
     raw = request.headers.get("content-type", "")
-    media_type = raw.split(";", 1)[0].strip().lower()
-    if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
+    if is_json(raw):
         return
     shown = f"Content-Type {raw!r}" if raw else "no Content-Type"
     raise _refuse(415, f"request body must be JSON (Content-Type: application/json); got {shown}")

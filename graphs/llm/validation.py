@@ -26,6 +26,8 @@ from typing import Annotated, Any
 import msgspec
 import msgspec.inspect as mi
 
+from contracts.base import PATTERN_MEANINGS
+
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MSGSPEC_PATH = re.compile(r"^(?P<message>.*) - at `(?P<path>[^`]*)`$", re.DOTALL)
 
@@ -235,7 +237,9 @@ def _check_str(value: str, info: mi.StrType, path: str, errors: list[str]) -> No
     if info.max_length is not None and len(value) > info.max_length:
         errors.append(f"{path}: must be at most {info.max_length} characters long")
     if info.pattern is not None and not re.search(info.pattern, value):
-        errors.append(f"{path}: must match the pattern {info.pattern!r}")
+        meaning = PATTERN_MEANINGS.get(info.pattern)
+        shown = f"be {meaning} (the pattern {info.pattern!r})" if meaning else f"match the pattern {info.pattern!r}"
+        errors.append(f"{path}: must {shown}")
 
 
 def _check_length(value: Sized, info: Any, path: str, noun: str, errors: list[str]) -> None:

@@ -97,6 +97,9 @@ def test_when_every_connection_has_a_request_in_flight_a_new_one_gets_503_and_is
         error = json.loads(body)
         assert (error["action"], error["error_type"]) == ("ERROR", "OTHER")
         assert "MAX_CONNECTIONS_PER_WORKER" in error["message"]
+        assert f"x-request-id: {error['request_id']}\r\n".encode() in head_part.lower() + b"\r\n"
+        with connect(service) as again:  # each refusal has an id of its own
+            assert json.loads(read_response(again).partition(b"\r\n\r\n")[2])["request_id"] != error["request_id"]
         assert closed_by_server(busy, wait_s=0.5) == [], "a connection with a request in flight was closed"
     finally:
         for sock in busy:

@@ -99,7 +99,7 @@ def test_request_id_is_generated_when_absent(client: TestClient[Litestar]) -> No
     [
         pytest.param([(b"X-Request-ID", b"two words")], "'two words'", id="space"),
         pytest.param([(b"X-Request-ID", b"x" * 201)], "got 201 characters", id="too-long"),
-        pytest.param([(b"X-Request-ID", "\u00e9t\u00e9".encode())], "got 5 characters", id="utf-8"),
+        pytest.param([(b"X-Request-ID", "\u00e9t\u00e9".encode())], "got 3 characters: '\u00e9t\u00e9'", id="utf-8"),
     ],
 )
 def test_an_x_request_id_the_header_cannot_echo_is_refused_before_anything_runs(
@@ -122,7 +122,18 @@ def test_a_body_request_id_the_header_cannot_echo_is_422_at_its_path(
     body = response.json()
     assert_error_body(body, status=422, response_status=response.status_code)
     assert [d["path"] for d in body["details"]] == ["$.request_id"]
+    assert "visible ASCII characters without spaces" in body["details"][0]["message"]  # the rule in words
     assert body["request_id"] == response.headers["x-request-id"] == "hdr-1"
+
+
+def test_a_text_body_that_parses_as_json_does_not_name_the_request(client: TestClient[Litestar]) -> None:
+    response = client.put(
+        "/playbooks/id_probe",
+        content=b'{"request_id": "from-the-text"}',
+        headers={"Content-Type": "text/plain", "X-Request-ID": "put-1"},
+    )
+    assert response.status_code == 400  # not the official text format
+    assert response.json()["request_id"] == response.headers["x-request-id"] == "put-1"
 
 
 def test_success_echoes_the_body_request_id(client: TestClient[Litestar]) -> None:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
+from typing import Any
 
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from librarian_svc.head_requests import answer_head_as_get
 from tests.support.live_service import LiveService
 from tests.support.raw_http import connect, read_response
 
 
-@pytest.mark.parametrize("path", ["/health", "/ready", "/playbooks", "/schema/openapi.json"])
+@pytest.mark.parametrize(
+    "path", ["/health", "/ready", "/playbooks", "/schema", "/schema/swagger", "/schema/openapi.json"]
+)
 def test_head_answers_as_get_without_the_body(client: TestClient[Litestar], path: str) -> None:
     got = client.get(path)
     head = client.head(path)
@@ -28,6 +33,37 @@ def test_head_of_a_stored_file_is_404_as_its_get_is(client: TestClient[Litestar]
     head = client.head("/playbooks/nothing_stored_here")
     assert head.status_code == 404
     assert head.content == b""
+
+
+def test_the_middleware_itself_drops_a_body_even_streamed_under_a_server_that_would_send_it() -> None:
+    async def streaming_get(scope: Any, receive: Any, send: Any) -> None:
+        assert scope["method"] == "GET"
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"6")]})
+        await send({"type": "http.response.body", "body": b"abc", "more_body": True})
+        await send({"type": "http.response.body", "body": b"def", "more_body": False})
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "method": "HEAD", "path": "/x", "headers": []}
+    asyncio.run(answer_head_as_get(streaming_get)(scope, receive, send))  # type: ignore[arg-type]
+    assert scope["method"] == "HEAD"  # the server's own scope is left as it was
+    assert sent == [
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"6")]},
+        {"type": "http.response.body", "body": b"", "more_body": False},
+    ]
+
+
+@pytest.mark.parametrize(("path", "allow"), [("/health", {"GET", "HEAD"}), ("/agent/librarian/think", {"POST"})])
+def test_options_lists_head_wherever_it_lists_get(client: TestClient[Litestar], path: str, allow: set[str]) -> None:
+    response = client.options(path)
+    assert response.status_code == 204
+    assert {m.strip() for m in response.headers["allow"].split(",")} - {"OPTIONS"} == allow
 
 
 @pytest.mark.parametrize(

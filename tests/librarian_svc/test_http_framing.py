@@ -45,6 +45,7 @@ def test_unparseable_http_gets_the_error_body(live_service: LiveService, request
     assert payload["error_type"] == "INVALID_INPUT"
     assert "not valid HTTP/1.1" in payload["message"]
     assert payload["details"] == [{"path": "$", "message": payload["message"]}]
+    assert f"x-request-id: {payload['request_id']}\r\n".encode() in head.lower() + b"\r\n"  # one id, both places
 
 
 def test_the_service_still_answers_afterwards(live_service: LiveService) -> None:

@@ -26,7 +26,7 @@ func (f SearcherFunc) Search(ctx context.Context, subjectID string, search *api.
 
 // Question is what one Librarian search is about.
 type Question struct {
-	RequestID    string // the base of every call's request_id ("<RequestID>-<step>", retries "-r<n>")
+	RequestID    string // the base of every call's request_id ("<RequestID>-<step>", retries "-r<n>"): visible ASCII without spaces, and short enough that the suffixes keep it within 200 characters (the service refuses other ids with 422)
 	UserQuery    string
 	SubjectID    string
 	Conversation []api.ConversationTurn
