@@ -160,6 +160,8 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._window_opened = 0.0
         self._head_begun = False
         """A request's first byte has arrived since the last answer (its head may be incomplete)."""
+        self._rest_of_answered_body = False
+        """The current request was answered before its whole body came; the rest is thrown away as it comes."""
         self._min_bytes_per_s = 0.0
         """The rate the door gave the current request's body (`open_body_window`); 0: the read timeout alone."""
         self._body_received = 0
@@ -208,10 +210,29 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         self._body_received += len(body)
         super().on_body(body)
 
+    def on_message_complete(self) -> None:
+        """A body's last byte: after an early answer, the connection is idle again, on the keep-alive timeout.
+
+        A request answered before its body was read (a 400 or 404 that did not need it) has the rest of its body
+        thrown away as it arrives. Once it is in, the connection waits for a next request under the keep-alive
+        timeout (uvicorn cancelled it when that rest began to arrive), not under the read window that rest opened.
+        """
+        answered = self.cycle is not None and self.cycle.response_complete
+        super().on_message_complete()
+        if not answered or self.transport.is_closing():
+            return
+        self._rest_of_answered_body = False
+        self._close_window()
+        _idle[self] = None
+        self._unset_keepalive_if_required()
+        self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
+
     def on_response_complete(self) -> None:
         """Answered: the answered request's window ends here; idle again, or the next request's turn."""
         super().on_response_complete()
         self._close_window()
+        cycle = self.cycle  # the answered request's, unless a pipelined one is parsed (and then not complete)
+        self._rest_of_answered_body = cycle is not None and cycle.response_complete and cycle.more_body
         if self.transport.is_closing():
             return
         if self._between_requests():
@@ -319,7 +340,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         too_slow = timed_by_rate and elapsed < self._read_timeout_s
         log.info(
             "closed a connection: request not read in time",
-            phase="head" if head_missing else "body",
+            phase="rest of an answered body" if self._rest_of_answered_body else "head" if head_missing else "body",
             bytes_received=self._bytes_in_window,
             read_timeout_s=self._read_timeout_s,
             body_too_slow=too_slow,

@@ -142,6 +142,43 @@ def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(se
     assert received == b""
 
 
+@pytest.mark.parametrize(
+    ("target", "extra_header", "status"),
+    [
+        pytest.param(b"/nope", b"", b"404", id="unknown-path"),
+        pytest.param(b"/agent/librarian/think", b"X-Request-ID: two words\r\n", b"400", id="refused-request-id"),
+    ],
+)
+def test_after_an_answer_given_before_the_body_the_connection_waits_on_the_keep_alive_timeout(
+    service: LiveService, target: bytes, extra_header: bytes, status: bytes
+) -> None:
+    """The rest of the body is thrown away as it comes; then the connection is idle, not a request late to arrive."""
+    body = b'{"x": "' + b"y" * 1990 + b'"}'
+    head = b"POST " + target + b" HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" + extra_header
+    with connect(service) as sock:
+        sock.sendall(head + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:1000])
+        answer = read_response(sock)
+        assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]
+        sock.sendall(body[1000:])
+        after, received = closed_after(sock)
+    assert KEEPALIVE_S - 0.2 <= after <= KEEPALIVE_S + SLACK_S, after  # not the 1 s read timeout
+    assert received == b""
+    lines = log_lines(service)
+    assert not any(line.get("phase") == "head" and line.get("bytes_received", 0) >= 900 for line in lines)
+
+
+def test_the_rest_of_an_answered_body_must_still_come_within_the_read_timeout(service: LiveService) -> None:
+    head = b"POST /nope HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+    with connect(service) as sock:
+        sock.sendall(head + b"{" * 100)
+        assert read_response(sock).startswith(b"HTTP/1.1 404"), "answered before its body was read"
+        sock.sendall(b"{" * 100)  # then nothing more
+        after, received = closed_after(sock)
+    assert READ_TIMEOUT_S - 0.2 <= after <= READ_TIMEOUT_S + SLACK_S, after
+    assert received == b""
+    assert wait_for_log(service, lambda line: line.get("phase") == "rest of an answered body")
+
+
 def test_a_slow_but_complete_request_within_the_window_is_served(service: LiveService) -> None:
     """The timeout bounds a request's arrival, not ordinary pauses: a request sent in pieces in time gets its answer."""
     with connect(service) as sock:
