@@ -25,6 +25,7 @@ from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_d
 from graphs.ace.playbook.store import PlaybookStore
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput, raise_if_problems
+from graphs.text.blank import blank_problems
 
 
 def playbook_problems(playbook: Playbook, rules: SectionRules, path: str = "$.playbook") -> list[ErrorDetail]:
@@ -150,7 +151,10 @@ def _target_problems(delta: DeltaContextItem, section: str, content: str, where:
 
 
 def check_search(request: AceSearchRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    """A query with visible text; the playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    raise_if_problems(
+        blank_problems([("$.query.query_text", request.query.query_text)]), "blank query", status_code=422
+    )
     request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
@@ -158,7 +162,8 @@ def check_search(request: AceSearchRequest, prior: None, context: AgentContext) 
 
 
 def check_generate(request: AceGenerateRequest, prior: None, context: AgentContext) -> None:
-    """The playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    """A query with visible text; the playbook's size; its ids and sections, and the section filter, fit the dataset."""
+    raise_if_problems(blank_problems([("$.query", request.query)]), "blank query", status_code=422)
     request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
@@ -208,7 +213,18 @@ def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) 
 
 
 def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext) -> None:
-    """A save goes into a playbook an operator stored: requests update playbooks, never create files."""
+    """Visible text where text is given; a save has something to save, in a playbook an operator stored.
+
+    Without a ground truth or a test report nothing is reflected on, so a save would silently save nothing;
+    requests update playbooks, never create files.
+    """
+    problems = blank_problems(
+        [("$.query", request.query), ("$.ground_truth", request.ground_truth), ("$.test_report", request.test_report)]
+    )
+    if request.save and request.ground_truth is None and request.test_report is None:
+        message = "save needs ground_truth or test_report: without either nothing is reflected on, so nothing to save"
+        problems.append(ErrorDetail(path="$.save", message=message))
+    raise_if_problems(problems, "invalid workflow request", status_code=422)
     store = PlaybookStore(context.ace.playbook_data_dir)
     if request.save and not store.path_for(request.dataset).is_file():
         message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"

@@ -19,6 +19,7 @@ from graphs.config_files import GraceConfig
 from graphs.errors import InvalidInput
 from graphs.grace.intervention import input_required, thresholds_problem
 from graphs.grace.plan_rules import plan_errors
+from graphs.text.blank import is_blank
 from graphs.text.normalize import normalize
 
 
@@ -43,8 +44,8 @@ def check_request(request: GraceRequest, prior: GraceState | None, config: Grace
 
 
 def _check_first(request: GraceRequest, config: GraceConfig) -> None:
-    if request.query is None or not request.query.strip():
-        raise _refuse("$.query", "query is required on the first call (state: null)")
+    if is_blank(request.query):
+        raise _refuse("$.query", "query is required on the first call (state: null), with visible text")
     if request.tool_result is not None:
         raise _refuse("$.tool_result", "nothing was asked yet: send tool_result only to answer a SEARCH")
     if request.user_response is not None:
@@ -201,6 +202,6 @@ def _check_user_response(request: GraceRequest, step_id: int | None, kind: str |
         response.decision == "PROCEED"
         and kind in ("ESCALATE", "QUESTION")
         and input_required(kind)  # type: ignore[arg-type]
-        and not (response.input or "").strip()
+        and is_blank(response.input)
     ):
         raise _refuse("$.user_response.input", f"input is required to proceed after an ASK_USER of kind {kind}")

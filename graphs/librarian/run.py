@@ -7,14 +7,21 @@ from typing import Any
 from contracts.librarian import LIBRARIAN_STATE_VERSION, LibrarianRequest, LibrarianResponse, LibrarianState
 from graphs.agent_spec import AgentSpec, StateSpec
 from graphs.context import AgentContext
+from graphs.errors import raise_if_problems
 from graphs.invoke import run_to_output
 from graphs.librarian.history_check import verify_continuation
 from graphs.librarian.loop_limit import pinned_loop_limit
 from graphs.request_limits import check_librarian
+from graphs.text.blank import blank_problems
 
 
 def check(request: LibrarianRequest, prior: LibrarianState | None, context: AgentContext) -> None:
-    """Within the request limits; the history continues the state exactly; the loop limit is the pinned one."""
+    """Visible text to search for; within the limits; the history continues the state; the pinned loop limit."""
+    raise_if_problems(
+        blank_problems([("$.user_query", request.user_query), ("$.subject_id", request.subject_id)]),
+        "the question is blank",
+        status_code=422,
+    )
     check_librarian(request)
     verify_continuation(request, prior)
     pinned_loop_limit(request, prior)

@@ -136,6 +136,39 @@ def test_a_text_body_that_parses_as_json_does_not_name_the_request(client: TestC
     assert response.json()["request_id"] == response.headers["x-request-id"] == "put-1"
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "status", "where"),
+    [
+        pytest.param(THINK, {**VALID, "user_query": "   "}, 422, "$.user_query", id="librarian-spaces"),
+        pytest.param(THINK, {**VALID, "user_query": "\u200b"}, 422, "$.user_query", id="librarian-zero-width"),
+        pytest.param(THINK, {**VALID, "subject_id": "\u3000"}, 422, "$.subject_id", id="librarian-subject"),
+        pytest.param(
+            "/agent/ace/search",
+            {"query": {"query_text": "\t"}, "playbook": {"bullets": []}},
+            422,
+            "$.query.query_text",
+            id="ace-search",
+        ),
+        pytest.param("/agent/ace/generate", {"query": " ", "playbook": {"bullets": []}}, 422, "$.query", id="generate"),
+        pytest.param(
+            "/workflow/run",
+            {"query": "x", "dataset": "default", "ground_truth": " "},
+            422,
+            "$.ground_truth",
+            id="truth",
+        ),
+        pytest.param("/workflow/run", {"query": "x", "dataset": "default", "save": True}, 422, "$.save", id="save"),
+        pytest.param("/agent/grace/step", {"request_id": "g", "query": "\u200b"}, 400, "$.query", id="grace"),
+    ],
+)
+def test_blank_text_is_refused_at_its_path_not_answered(
+    client: TestClient[Litestar], path: str, body: dict[str, Any], status: int, where: str
+) -> None:
+    response = client.post(path, json=body)
+    assert_error_body(response.json(), status=status, response_status=response.status_code)
+    assert [d["path"] for d in response.json()["details"]] == [where]
+
+
 def test_success_echoes_the_body_request_id(client: TestClient[Litestar]) -> None:
     response = client.post(THINK, json=VALID, headers={"X-Request-ID": "other"})
     assert response.status_code == 200

@@ -1,0 +1,37 @@
+"""`is_blank`: a caller's text with nothing visible in it is refused, whatever invisible characters it holds."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graphs.text.blank import blank_problems, is_blank
+
+
+@pytest.mark.parametrize(
+    ("text", "blank"),
+    [
+        pytest.param(None, True, id="none"),
+        pytest.param("", True, id="empty"),
+        pytest.param(" \t\n\u3000", True, id="ascii-and-ideographic-space"),
+        pytest.param("\u200b\ufeff\u200d", True, id="zero-width-and-bom"),
+        pytest.param("\x00\x1f", True, id="control"),
+        pytest.param("a", False, id="letter"),
+        pytest.param(" \u200b東京 ", False, id="japanese-among-invisibles"),
+        pytest.param("?", False, id="punctuation"),
+    ],
+)
+def test_is_blank(text: str | None, blank: bool) -> None:
+    assert is_blank(text) is blank
+
+
+@given(st.text(st.characters(categories=("Zs", "Cc", "Cf")), max_size=20), st.text(min_size=1).filter(str.isalnum))
+def test_one_visible_character_is_enough_wherever_it_stands(invisible: str, visible: str) -> None:
+    assert is_blank(invisible)
+    assert not is_blank(invisible + visible[0] + invisible)
+
+
+def test_only_given_blank_fields_are_problems() -> None:
+    problems = blank_problems([("$.a", None), ("$.b", " "), ("$.c", "x")])
+    assert [p.path for p in problems] == ["$.b"]
