@@ -207,9 +207,22 @@ def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) 
     )
     rules = section_rules(context.sections, curate_dataset(request))
     problems = playbook_problems(request.playbook, rules)
+    problems += _query_mismatch(request)
     problems += evaluation_problems(request)
     problems += delta_problems(request.deltas, request.playbook, rules)
     raise_if_problems(problems, "invalid curate request")
+
+
+def _query_mismatch(request: AceCurateRequest) -> list[ErrorDetail]:
+    """A reflection on another query than the trajectory's: which one the lessons are about would be a guess."""
+    trajectory, reflection = request.trajectory, request.reflection
+    if trajectory is None or reflection.trajectory_query == trajectory.query:
+        return []
+    message = (
+        f"the reflection is on query {reflection.trajectory_query[:80]!r}, the trajectory on "
+        f"{trajectory.query[:80]!r}: send the reflection of this trajectory"
+    )
+    return [ErrorDetail(path="$.reflection.trajectory_query", message=message)]
 
 
 def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext) -> None:

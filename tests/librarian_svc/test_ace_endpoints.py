@@ -372,6 +372,17 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
         pytest.param(
             CURATE,
             {
+                "reflection": {**REFLECTION, "trajectory_query": "another question"},
+                "trajectory": {"query": "q", "dataset": "appworld"},
+                "playbook": APPWORLD,
+            },
+            400,
+            "$.reflection.trajectory_query",
+            id="curate-reflection-on-another-query",
+        ),
+        pytest.param(
+            CURATE,
+            {
                 "reflection": {**REFLECTION, "bullet_evaluations": [{"bullet_id": "shr-00001", "tag": "helpful"}]},
                 "trajectory": {"query": "q", "dataset": "appworld", "used_bullet_ids": ["shr-00005"]},
                 "playbook": APPWORLD,
