@@ -222,8 +222,7 @@ class ReadTimeoutProtocol(HttpToolsProtocol):
         if not answered or self.transport.is_closing():
             return
         self._rest_of_answered_body = False
-        self._close_window()
-        _idle[self] = None
+        self._close_window()  # idle since its answer (`on_response_complete`), in `_idle` already
         self._unset_keepalive_if_required()
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 

@@ -12,9 +12,14 @@ import unicodedata
 from contracts.common import ErrorDetail
 
 
+def invisible(ch: str) -> bool:
+    """A control or format character (Cc, Cf: a zero-width space, a byte-order mark): it shows nothing."""
+    return unicodedata.category(ch) in ("Cc", "Cf")
+
+
 def is_blank(text: str | None) -> bool:
-    """True for None, "" and any text with no visible character (only whitespace, Cc or Cf characters)."""
-    return text is None or all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+    """True for None, "" and any text with no visible character (only whitespace and `invisible` ones)."""
+    return text is None or all(ch.isspace() or invisible(ch) for ch in text)
 
 
 def blank_problems(fields: list[tuple[str, str | None]]) -> list[ErrorDetail]:

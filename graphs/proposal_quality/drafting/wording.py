@@ -17,6 +17,7 @@ from typing import Literal
 
 from graphs.proposal_quality.forbidden_phrases import find_forbidden
 from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN
+from graphs.text.blank import invisible
 from graphs.text.normalize import normalize
 
 FORBIDDEN = (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN)
@@ -66,11 +67,7 @@ def visible(text: str) -> str:
     """`text` in NFKC without its control and format characters (Cc, Cf), whitespace kept."""
     nfkc = text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
     # A printable text has no Cc or Cf character (`str.isprintable`): nothing to drop, no loop over it.
-    return nfkc if nfkc.isprintable() else "".join(ch for ch in nfkc if ch.isspace() or not _invisible(ch))
-
-
-def _invisible(ch: str) -> bool:
-    return unicodedata.category(ch) in ("Cf", "Cc")
+    return nfkc if nfkc.isprintable() else "".join(ch for ch in nfkc if ch.isspace() or not invisible(ch))
 
 
 @lru_cache(maxsize=1024)
