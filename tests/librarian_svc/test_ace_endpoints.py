@@ -554,3 +554,17 @@ def test_a_full_stored_playbook_refuses_new_ids_and_stays_readable(
     assert store.path_for("hw").read_bytes() == before  # nothing written
     assert client.get("/playbooks/hw").status_code == 200
     post(client, WORKFLOW, {**runs[1], "save": False}, 422)  # a dry run could not issue the id either
+
+
+def test_an_id_past_the_maximum_is_kept_and_leaves_no_id_to_issue(
+    store_client: tuple[TestClient[Litestar], PlaybookStore],
+) -> None:
+    """`gen-1000000000001` is a valid id, but no new id can be above it: the mark is the maximum, and ADD is 422."""
+    client, _ = store_client
+    text = "## GENERAL\n[gen-1000000000001] Always paginate.\n"
+    stored = client.put("/playbooks/hw", content=text, headers={"content-type": "text/plain"})
+    assert (stored.status_code, stored.json()["last_bullet_number"]) == (200, MAX_BULLET_NUMBER)
+    run = {"query": "How many songs?", "dataset": "hw", "ground_truth": "At most 77", "save": True}
+    answer = post(client, WORKFLOW, run, 422)
+    assert "'hw' has no bullet id left" in answer["message"]
+    assert client.get("/playbooks/hw").text == text

@@ -94,6 +94,15 @@ def test_an_official_playbook_goes_in_and_comes_back_out(
         ),
         pytest.param(
             "/playbooks/appworld",
+            b"## S\n[a-00001] helpful=-1 harmful=0 :: x\n",
+            TEXT,
+            400,
+            "$",
+            "line 2: bullet 'a-00001' starts like vote counters",
+            id="malformed-votes",
+        ),
+        pytest.param(
+            "/playbooks/appworld",
             "## 戦略\n[s-00001] 確認\n".encode("shift_jis"),
             TEXT,
             400,

@@ -7,7 +7,9 @@ playbook whose metadata was lost or edited still never gets a duplicate. The cou
 contract's `MAX_BULLET_NUMBER`: an id past it would give a playbook the service itself refuses, so the
 allocator, which every new id comes from (`/agent/ace/curate` and `/workflow/run`, through the curator's
 merge), is the one place that says no: `BulletIdsExhausted`, a 422, before anything is returned or saved.
-An import issues no ids: the numbers it reads have at most 12 digits (`id_number`), below the maximum.
+An import issues no ids. An id may end in a number past the maximum (`doc-20240101120000`): it is counted
+as the maximum, so the playbook keeps it but can add no bullet (a new id must be above every id number
+the playbook holds, and none is left).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from contracts.ace import MAX_BULLET_NUMBER, Playbook
 from contracts.common import ErrorDetail
 from graphs.errors import InvalidInput
 
-_NUMBER = re.compile(r"-(\d{1,12})$")
+_NUMBER = re.compile(r"-([0-9]+)$")
 ID_DIGITS = 5
+_MAX_DIGITS = len(str(MAX_BULLET_NUMBER))
 COUNTER_PATH = "$.playbook.metadata.last_bullet_number"
 """Where the counter is in a request that carries its playbook (the default path of `BulletIdsExhausted`)."""
 UNPROCESSABLE = 422
@@ -32,16 +35,22 @@ class BulletIdsExhausted(InvalidInput):
     def __init__(self, dataset: str, path: str) -> None:
         message = (
             f"the playbook of dataset {dataset!r} has no bullet id left: its id counter "
-            f"(metadata.last_bullet_number) is at the contract's maximum, {MAX_BULLET_NUMBER}, so no bullet "
-            "can be added (nothing was changed)"
+            f"(metadata.last_bullet_number, or the largest number ending one of its bullet ids) is at the "
+            f"contract's maximum, {MAX_BULLET_NUMBER}, so no bullet can be added (nothing was changed)"
         )
         super().__init__(message, [ErrorDetail(path=path, message=message)], status_code=UNPROCESSABLE)
 
 
 def id_number(bullet_id: str) -> int | None:
-    """The number at the end of an id (`shr-00042` → 42), or None when the id has none."""
+    """The number at the end of an id (`shr-00042` → 42), at most `MAX_BULLET_NUMBER`; None when it has none.
+
+    A number past the maximum counts as the maximum: the mark must cover it, and the contract's mark stops there.
+    """
     match = _NUMBER.search(bullet_id)
-    return int(match.group(1)) if match else None
+    if match is None:
+        return None
+    digits = match.group(1).lstrip("0") or "0"  # a stored file's ids are not bounded: no int() of 5,000 digits
+    return MAX_BULLET_NUMBER if len(digits) > _MAX_DIGITS else min(int(digits), MAX_BULLET_NUMBER)
 
 
 def high_water(playbook: Playbook) -> int:

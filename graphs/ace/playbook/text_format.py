@@ -8,8 +8,10 @@ A `## HEADING` line starts a section; its snake_case form is the section name (`
 SPECIFIC INFORMATION` → `apis_to_use_for_specific_information`, as in `config/sections.yaml`), and the
 heading itself is kept in `PlaybookMetadata.section_titles` so export writes it back unchanged, empty
 sections included. A bullet is `[id] content`, or `[id] helpful=X harmful=Y :: content` when it has
-counters. Blank lines are layout only. The official format has no multi-line bullets; a bullet whose
-content has line breaks is written with its further lines indented by two spaces, and read back so.
+counters; content that starts like counters (`helpful=`, `Harmful =`) but is not exactly that form is an
+error, not text, and export writes such content after `helpful=0 harmful=0 :: `. Blank lines are layout
+only. The official format has no multi-line bullets; a bullet whose content has line breaks is written
+with its further lines indented by two spaces, and read back so.
 Line breaks are `\n`: a file saved with Windows (`\r\n`) or old Mac (`\r`) line endings reads the same,
 a leading byte-order mark is ignored, and a `\r` inside content is written as a line break.
 
@@ -30,7 +32,12 @@ from graphs.ace.playbook.ids import high_water
 
 _HEADING = re.compile(r"^## (?P<title>.*?)\s*$")
 _BULLET = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<rest>.*)$", re.DOTALL)
-_COUNTERS = re.compile(r"^helpful=(?P<helpful>\d{1,10}) harmful=(?P<harmful>\d{1,10}) :: (?P<content>.*)$", re.DOTALL)
+_COUNTERS = re.compile(
+    r"^helpful=(?P<helpful>[0-9]{1,12}) harmful=(?P<harmful>[0-9]{1,12}) :: (?P<content>.*)$", re.DOTALL
+)
+# What a reader would take for vote counters: such a start that is not exactly `_COUNTERS` is refused, not
+# kept as content (its votes would be lost without a word), and export writes counters before such content.
+_COUNTERS_LIKE = re.compile(r"^\s*(?:helpful|harmful)\s*=", re.IGNORECASE)
 _NOT_WORD = re.compile(r"[\W_]+")
 CONTINUATION = "  "
 
@@ -118,6 +125,13 @@ def _bullet_row(line: str, number: int, section: str | None) -> dict[str, Any]:
     rest = match.group("rest")
     counters = _COUNTERS.match(rest)
     row: dict[str, Any] = {"id": match.group("id"), "section": section, "content": rest}
+    if counters is None and _COUNTERS_LIKE.match(rest):
+        raise PlaybookTextError(
+            f"line {number}: bullet {match.group('id')!r} starts like vote counters but is not "
+            "'helpful=X harmful=Y :: content' (X and Y whole numbers in ASCII digits, helpful first, one space "
+            f"between the parts); got {rest[:60]!r}. Content that begins so is written after "
+            "'helpful=0 harmful=0 :: '"
+        )
     if counters:
         row |= {
             "content": counters.group("content"),
@@ -165,6 +179,6 @@ def export_playbook(playbook: Playbook) -> str:
 
 def _line(bullet: Bullet) -> str:
     content = normalize_newlines(bullet.content).replace("\n", "\n" + CONTINUATION)
-    if bullet.helpful or bullet.harmful or _COUNTERS.match(bullet.content):
+    if bullet.helpful or bullet.harmful or _COUNTERS_LIKE.match(bullet.content):
         return f"[{bullet.id}] helpful={bullet.helpful} harmful={bullet.harmful} :: {content}"
     return f"[{bullet.id}] {content}"

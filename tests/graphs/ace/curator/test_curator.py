@@ -354,6 +354,33 @@ def test_a_full_playbook_refuses_an_add_and_returns_nothing() -> None:
     assert run_merge(full, [update]).playbook.metadata.last_bullet_number == MAX_BULLET_NUMBER  # no id needed
 
 
+@pytest.mark.parametrize(
+    ("bullet_id", "number"),
+    [
+        ("shr-00042", 42),
+        ("a-b-0007", 7),
+        ("shr", None),
+        ("shr-", None),
+        ("shr-1e5", None),
+        (f"gen-{MAX_BULLET_NUMBER}", MAX_BULLET_NUMBER),
+        (f"gen-{MAX_BULLET_NUMBER + 1}", MAX_BULLET_NUMBER),  # past the maximum: counted as it
+        ("doc-20240101120000", MAX_BULLET_NUMBER),
+        ("gen-" + "0" * 120 + "3", 3),
+        ("gen-" + "9" * 120, MAX_BULLET_NUMBER),
+    ],
+)
+def test_an_ids_number_is_read_up_to_the_maximum(bullet_id: str, number: int | None) -> None:
+    assert id_number(bullet_id) == number
+
+
+def test_an_id_past_the_maximum_leaves_no_id_to_issue() -> None:
+    """A new id must be above every id number the playbook holds; none is left above this one."""
+    held = playbook(bullet("gen-1000000000001", "Always paginate."))
+    assert high_water(held) == MAX_BULLET_NUMBER
+    with pytest.raises(BulletIdsExhausted):
+        IdAllocator(held).issue("gen")
+
+
 def test_the_allocator_skips_taken_ids() -> None:
     allocator = IdAllocator(playbook(bullet("a-00002", "x"), bullet("a-00001-x", "y")))
     assert allocator.issue("a") == "a-00003"

@@ -101,11 +101,48 @@ def test_counters_and_multi_line_content_round_trip() -> None:
         ("## S\n[bad id!] x", "line 2"),
         ("## S\n[a-00001] ", "line 2"),
         ("## ???", "line 1: a heading needs a name"),
+        ("## S\n[a-1] x\n[a-2] helpful=99999999999 harmful=0 :: x", "line 3: Expected `int` <= 1000000000"),
     ],
 )
 def test_malformed_text_names_the_line(text: str, message: str) -> None:
     with pytest.raises(PlaybookTextError, match=message.replace("(", r"\(")):
         parse_playbook(text)
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        "helpful=-1 harmful=0 :: x",
+        "harmful=1 helpful=2 :: x",
+        "helpful=3 :: x",
+        "helpful=0x10 harmful=0 :: x",
+        "helpful=1_000 harmful=0 :: x",
+        "helpful=+5 harmful=0 :: x",
+        "helpful=\uff11\uff12 harmful=0 :: x",  # full-width digits
+        "helpful=3  harmful=1 :: x",
+        "helpful=3 harmful=1 ::x",
+        "helpful=3 harmful=1 ::",
+        "Helpful=3 harmful=1 :: x",
+        " helpful = 3",
+    ],
+)
+def test_a_malformed_vote_prefix_is_refused_not_kept_as_content(rest: str) -> None:
+    """Kept as text, its votes would be lost and the bullet would say `helpful=…` to every reader."""
+    with pytest.raises(PlaybookTextError, match=r"line 3: bullet 'a-2' starts like vote counters"):
+        parse_playbook(f"## S\n[a-1] fine\n[a-2] {rest}")
+
+
+@pytest.mark.parametrize("content", ["helpful tips first", "Helpful: read the docs", "harmful side effects"])
+def test_text_that_only_mentions_votes_is_content(content: str) -> None:
+    assert parse_playbook(f"## S\n[a-1] {content}").bullets[0].content == content
+
+
+@pytest.mark.parametrize("content", ["helpful=abc", "Harmful = 2 :: x", " helpful=3 harmful=1 :: x"])
+def test_content_that_starts_like_counters_is_exported_after_counters(content: str) -> None:
+    p = playbook(bullet("shr-00001", content, section="strategies_and_hard_rules"))
+    text = export_playbook(p)
+    assert f"[shr-00001] helpful=0 harmful=0 :: {content}" in text
+    assert parse_playbook(text).bullets == p.bullets
 
 
 @pytest.mark.parametrize(
