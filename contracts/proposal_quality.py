@@ -138,7 +138,17 @@ class DashboardNode(WireStruct, forbid_unknown_fields=False):
     title: Annotated[str, msgspec.Meta(max_length=PROPOSAL.title_chars)] = ""
     status: Annotated[str, msgspec.Meta(max_length=200)] = ""
     parent_id: (
-        Annotated[str, msgspec.Meta(max_length=256, description="The node this one is a child of, if any.")] | None
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=256,
+                description=(
+                    "The node this one is a child of, if any: another node on the dashboard, and no chain of "
+                    "parents may come back to a node (else 422)."
+                ),
+            ),
+        ]
+        | None
     ) = msgspec.field(default=None, name="parentId")
 
 

@@ -109,15 +109,18 @@ def check_board_size(dashboard: Dashboard, *, path: str = "$.dashboard") -> None
 
 
 def check_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> None:
-    """The checks every operation makes on a dashboard: its size (`check_board_size`), then each id once.
+    """The checks every operation makes on a dashboard: its size, each id once, then its `parentId`s.
 
     Raises:
         InvalidInput: 413 over the node total; 422 for each listing of an id already listed, at that
-            listing's `id` with the first listing's path in the message.
+            listing's `id` with the first listing's path in the message; 422 for each `parentId` that
+            contradicts the board, at that `parentId`.
     """
     check_board_size(dashboard, path=path)
     ids = [node.id for _, tray in _keyed_trays(dashboard) for node in tray]
-    if len(set(ids)) == len(ids):  # the common case, without building a path per node
+    unique = set(ids)
+    if len(unique) == len(ids):  # the common case, without building a path per node
+        _check_parents(dashboard, unique, path)
         return
     first: dict[str, str] = {}
     problems: list[ErrorDetail] = []
@@ -128,6 +131,61 @@ def check_dashboard(dashboard: Dashboard, *, path: str = "$.dashboard") -> None:
             if seen is not where:  # an earlier listing has this id
                 problems.append(ErrorDetail(path=where, message=f"node id {node.id!r} is already listed at {seen}"))
     raise_if_problems(problems, "a node id is listed twice on the dashboard", status_code=422)
+
+
+def _check_parents(dashboard: Dashboard, ids: set[str], path: str) -> None:
+    """Refuse a `parentId` the board contradicts: one naming no node on it, the node itself, or a cycle.
+
+    Each would be read as something it does not say: a parent off the board is an id no report may cite,
+    and on a cycle every node is its own ancestor, so "the children of a node" has no answer.
+    """
+    parent_of = {
+        node.id: node.parent_id for _, tray in _keyed_trays(dashboard) for node in tray if node.parent_id is not None
+    }
+    on_board = {child: parent for child, parent in parent_of.items() if parent in ids and parent != child}
+    in_cycle = _cycles(on_board)
+    if len(on_board) == len(parent_of) and not in_cycle:  # the common case, without building a path per node
+        return
+    problems: list[ErrorDetail] = []
+    for key, tray in _keyed_trays(dashboard):
+        for index, node in enumerate(tray):
+            parent = node.parent_id
+            if parent is None:
+                continue
+            if parent == node.id:
+                message = f"node {node.id!r} names itself as its parent"
+            elif parent not in ids:
+                message = (
+                    f"the parent {parent!r} of node {node.id!r} is not on the dashboard "
+                    "(a node without a parent has no parentId, or null)"
+                )
+            elif node.id in in_cycle:
+                message = f"node {node.id!r} is its own ancestor: {' → '.join(in_cycle[node.id])}"
+            else:
+                continue
+            where = f"{child_path(f'{path}.trays', key)}[{index}].parentId"
+            problems.append(ErrorDetail(path=where, message=message))
+    raise_if_problems(problems, "a parentId contradicts the dashboard", status_code=422)
+
+
+def _cycles(parent_of: dict[str, str]) -> dict[str, list[str]]:
+    """Every node on a parent cycle, with the cycle read from it (`a → b → a`); one walk up from each node."""
+    in_cycle: dict[str, list[str]] = {}
+    settled: set[str] = set()
+    for start in parent_of:
+        if start in settled:
+            continue
+        walk: dict[str, int] = {}
+        current: str | None = start
+        while current is not None and current not in settled and current not in walk:
+            walk[current] = len(walk)
+            current = parent_of.get(current)
+        if current is not None and current in walk:
+            cycle = list(walk)[walk[current] :]
+            for i, member in enumerate(cycle):
+                in_cycle[member] = [*cycle[i:], *cycle[:i], member]
+        settled.update(walk)
+    return in_cycle
 
 
 def has_node(dashboard: Dashboard, node_id: str) -> bool:

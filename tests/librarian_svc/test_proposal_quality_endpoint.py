@@ -269,6 +269,41 @@ def test_a_node_id_listed_twice_is_422_naming_the_id_and_both_paths(
     assert again in error["message"]
 
 
+@pytest.mark.parametrize(
+    ("trays", "path", "message"),
+    [
+        pytest.param(
+            {"todo": [{"id": "n1", "parentId": "n1"}]},
+            "$.dashboard.trays.todo[0].parentId",
+            "node 'n1' names itself as its parent",
+            id="self",
+        ),
+        pytest.param(
+            {"todo": [{"id": "n1"}, {"id": "n2", "parentId": "n9"}]},
+            "$.dashboard.trays.todo[1].parentId",
+            "the parent 'n9' of node 'n2' is not on the dashboard (a node without a parent has no parentId, or null)",
+            id="off-the-board",
+        ),
+        pytest.param(
+            [[{"id": "n1", "parentId": "n2"}], [{"id": "n2", "parentId": "n1"}]],
+            "$.dashboard.trays[0][0].parentId",
+            "node 'n1' is its own ancestor: n1 → n2 → n1",
+            id="cycle",
+        ),
+    ],
+)
+@pytest.mark.parametrize("endpoint", [ORGANIZER, ADVISOR, VALIDATE])
+def test_a_parent_the_dashboard_contradicts_is_422_at_its_parent_id(
+    client: TestClient[Litestar], endpoint: str, trays: Any, path: str, message: str
+) -> None:
+    body: dict[str, Any] = {"dashboard": {"trays": trays}}
+    if endpoint == VALIDATE:
+        body |= {"kind": "advisor", "report": {}}
+    error = _error(client.post(endpoint, json=body), 422, path)
+    assert error["details"][0] == {"path": path, "message": message}
+    assert error["message"].startswith("a parentId contradicts the dashboard")
+
+
 def test_an_enormous_report_is_refused_with_its_path(client: TestClient[Litestar]) -> None:
     report = ORGANIZER_SAMPLES[0].fresh_report() | {"summary": "まず" + "あ" * 100_000}
     body = {"kind": "organizer", "report": report, "validNodeIds": []}

@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langgraph.graph import END
 
 from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ProposalRunRequest, ValidationResult
@@ -154,6 +156,73 @@ def test_check_dashboard_refuses_each_repeated_id_at_its_path(trays: Any, paths:
     assert caught.value.status_code == 422
     assert [d.path for d in caught.value.details] == paths
     assert caught.value.message.startswith(f"a node id is listed twice on the dashboard: {summary}")
+
+
+@pytest.mark.parametrize(
+    ("trays", "problems"),
+    [
+        pytest.param({"t": [{"id": "a"}, {"id": "b", "parentId": "a"}, {"id": "c", "parentId": None}]}, [], id="tree"),
+        pytest.param(
+            {"t": [{"id": "a", "parentId": "a"}]}, [("t[0]", "node 'a' names itself as its parent")], id="self"
+        ),
+        pytest.param(
+            {"t": [{"id": "a"}], "u": [{"id": "b", "parentId": "gone"}]},
+            [("u[0]", "the parent 'gone' of node 'b' is not on the dashboard")],
+            id="missing",
+        ),
+        pytest.param(
+            {"t": [{"id": "a", "parentId": ""}]}, [("t[0]", "the parent '' of node 'a' is not on")], id="empty"
+        ),
+        pytest.param(
+            {"t": [{"id": "a", "parentId": "b"}, {"id": "c", "parentId": "a"}], "u": [{"id": "b", "parentId": "a"}]},
+            [("t[0]", "node 'a' is its own ancestor: a → b → a"), ("u[0]", "node 'b' is its own ancestor: b → a → b")],
+            id="two-cycle",
+        ),
+    ],
+)
+def test_check_dashboard_refuses_a_parent_the_board_contradicts(trays: Any, problems: list[tuple[str, str]]) -> None:
+    """A child of a cycle (`c` above) is not refused: its parent is on the board; the cycle is named at its members."""
+    dashboard = msgspec.convert({"trays": trays}, Dashboard)
+    if not problems:
+        check_dashboard(dashboard)
+        return
+    with pytest.raises(InvalidInput) as caught:
+        check_dashboard(dashboard)
+    assert caught.value.status_code == 422
+    assert caught.value.message.startswith("a parentId contradicts the dashboard")
+    assert [d.path for d in caught.value.details] == [f"$.dashboard.trays.{at}.parentId" for at, _ in problems]
+    assert all(d.message.startswith(m) for d, (_, m) in zip(caught.value.details, problems, strict=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.integers(0, 11)), min_size=1, max_size=12))
+def test_a_parent_is_refused_exactly_when_it_is_off_the_board_or_on_a_cycle(parents: list[int | None]) -> None:
+    """Against a walk of at most n steps up from each node: it is on a cycle when the walk comes back to it."""
+    size = len(parents)
+    nodes = [{"id": f"n{i}", **({} if p is None else {"parentId": f"n{p}"})} for i, p in enumerate(parents)]
+
+    def on_cycle(i: int) -> bool:
+        current = parents[i]
+        for _ in range(size):
+            if current is None or current >= size:
+                return False
+            if current == i:
+                return True
+            current = parents[current]
+        return False
+
+    expected = [
+        f"$.dashboard.trays[0][{i}].parentId"
+        for i, p in enumerate(parents)
+        if p is not None and (p >= size or on_cycle(i))
+    ]
+    dashboard = msgspec.convert({"trays": [nodes]}, Dashboard)
+    try:
+        check_dashboard(dashboard)
+        refused: list[str] = []
+    except InvalidInput as caught:
+        refused = [d.path for d in caught.details]
+    assert refused == expected[:MAX_DETAILS]
 
 
 # --- grounding of rejected reports ----------------------------------------------------------------
