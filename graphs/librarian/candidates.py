@@ -3,6 +3,8 @@
 Exact duplicates (same document/page/chunk, or the same normalised text) and near-duplicates
 (`graphs.text.near_duplicates`: character-shingle Jaccard at or above `LIBRARIAN_NEAR_DUP_THRESHOLD`)
 collapse into one candidate that keeps the best-scored copy and every query and round that found it.
+Texts that disagree (other figures, opposite claims, other names) never collapse, even at one location:
+the same chunk returned with other figures is another version, a candidate of its own.
 The pool is rebuilt rather than stored in state: it is deterministic, so every instance derives the
 same pool. Building it is bulk numpy work plus one walk over the hits, in chunks between which an
 async caller checks the request's deadline (`build_pool_async`), so no history blocks the event loop.
@@ -254,9 +256,10 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
     for index, entry in enumerate(placed):
         text, location = normalized[index], entry.location
         found = by_location.get(location) if entry.locates else None
-        if found is None and text is not None:
-            found = by_text.get(text)
         if found is not None:
+            found, cost = _at_location(pool, found, entry, by_text)
+            work += cost
+        elif text is not None and (found := by_text.get(text)) is not None:
             _merge(pool.candidates[found], entry, text)
         elif similar.earlier[own := distinct_of[index]]:
             found, work = _near_duplicate_or_new(pool, entry, texts, own, similar, created_by, work)
@@ -270,6 +273,38 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
         if work >= _HITS_PER_CHUNK:
             work = 0
             yield
+
+
+def _at_location(pool: CandidatePool, found: int, entry: _Placed, by_text: dict[str, int]) -> tuple[int, int]:
+    """Merge a hit into `found`, the candidate at its location, unless their texts disagree; the candidate, the work.
+
+    A hit at a known location was not normalised (`_TextPlan`): only a text that differs is looked at.
+    """
+    candidate = pool.candidates[found]
+    if entry.hit.snippet == candidate.snippet:
+        _merge(candidate, entry, None)
+        return found, 0
+    if disagree(entry.hit.snippet, candidate.snippet):
+        return _another_version(pool, entry, by_text), _DISAGREE_COST
+    _merge(candidate, entry, None)
+    return found, _DISAGREE_COST
+
+
+def _another_version(pool: CandidatePool, entry: _Placed, by_text: dict[str, int]) -> int:
+    """A hit at a known location whose text disagrees with the candidate there: its own candidate, or its text's.
+
+    The same chunk read in two rounds with other figures or names (re-indexed between them, say) is two
+    sources that disagree; merged by location, the second would vanish. Kept apart, both can be selected
+    and the notes name the disagreement. Excerpts of one chunk that do not disagree still merge.
+    """
+    version = normalize(entry.hit.snippet)
+    found = by_text.get(version)
+    if found is not None:
+        _merge(pool.candidates[found], entry, version)
+        return found
+    found = by_text[version] = len(pool.candidates)
+    pool.candidates.append(_first_sighting(found, entry, version))
+    return found
 
 
 def _near_duplicate_or_new(

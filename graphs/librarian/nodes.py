@@ -203,7 +203,8 @@ def plan_queries(state: LibrarianGraphState, context: AgentContext) -> SearchAct
     seen = list(state["pool"].candidates)[:MAX_HINT_LOCATIONS]
     hints: dict[str, object] = {}
     if seen:
-        hints["exclude_seen"] = [{"document_id": c.document_id, "page": c.page, "chunk_id": c.chunk_id} for c in seen]
+        places = dict.fromkeys((c.document_id, c.page, c.chunk_id) for c in seen)  # two versions: one place
+        hints["exclude_seen"] = [{"document_id": d, "page": p, "chunk_id": c} for d, p, c in places]
     top_docs = list(dict.fromkeys(s.candidate.document_id for s in state["assessment"].usable[:3]))
     if top_docs:
         hints["prefer_documents"] = top_docs

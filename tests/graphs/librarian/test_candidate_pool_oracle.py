@@ -24,6 +24,7 @@ from graphs.text.shingles import jaccard_arrays, minhash_signature, shingle_arra
 from tests.graphs.librarian.helpers import hit, round_of
 
 NUM_PERM = 64
+NO_SIGNATURE = np.full(NUM_PERM, np.iinfo(np.uint64).max, dtype=np.uint64)
 
 
 @dataclass
@@ -51,11 +52,35 @@ class OraclePool:
                 return int(index)
         return None
 
+    def _new(self, hit: SearchHit, normalized: str, sh: np.ndarray, sig: np.ndarray) -> int:
+        """A new candidate; one with no shingles (another version of a location) is no near-duplicate's target."""
+        self.candidates.append(
+            Candidate(
+                cid=f"c{len(self.candidates) + 1}",
+                document_id=hit.document_id,
+                page=hit.page,
+                chunk_id=hit.chunk_id,
+                snippet=hit.snippet,
+                best_score=hit.score,
+                normalized=normalized,
+            )
+        )
+        self.shingles.append(sh)
+        self.signatures.append(sig)
+        return len(self.candidates) - 1
+
     def add(self, hit: SearchHit, *, round_index: int, rank: int, query: str | None, top_score: float | None) -> None:
         location = (hit.document_id, hit.page, hit.chunk_id)
         index = self.by_location.get(location) if (hit.page is not None or hit.chunk_id) else None
         normalized = ""
         text_key = ""
+        known = self.candidates[index].snippet if index is not None else hit.snippet
+        if known != hit.snippet and disagree(hit.snippet, known):  # another version: by its text, or its own
+            normalized = normalize(hit.snippet)
+            text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+            index = self.by_text.get(text_key)
+            if index is None:
+                index = self._new(hit, normalized, np.zeros(0, dtype=np.uint64), NO_SIGNATURE)
         if index is None:
             normalized = normalize(hit.snippet)
             text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
@@ -65,20 +90,7 @@ class OraclePool:
             sig = minhash_signature(sh, NUM_PERM)
             index = self.find_near_duplicate(sh, sig, hit.snippet)
             if index is None:
-                index = len(self.candidates)
-                self.candidates.append(
-                    Candidate(
-                        cid=f"c{index + 1}",
-                        document_id=hit.document_id,
-                        page=hit.page,
-                        chunk_id=hit.chunk_id,
-                        snippet=hit.snippet,
-                        best_score=hit.score,
-                        normalized=normalized,
-                    )
-                )
-                self.shingles.append(sh)
-                self.signatures.append(sig)
+                index = self._new(hit, normalized, sh, sig)
         candidate = self.candidates[index]
         if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
             candidate.merged.append(location)
@@ -162,8 +174,13 @@ CASES = {
         )
     ],
     "snippet replaced by a better-scored copy before a near-duplicate arrives": [
+        round_of(hit("a", TOWER, page=1, score=1.0), hit("a", TOWER.replace("総合", ""), page=1, score=3.0)),
+        round_of(hit("b", TOWER.replace("総合", "").replace("公園", ""), page=5, score=2.0)),
+    ],
+    "a copy at the same place that disagrees is another version, before a near-duplicate arrives": [
         round_of(hit("a", TOWER, page=1, score=1.0), hit("a", TOWER.replace("333", "334"), page=1, score=3.0)),
         round_of(hit("b", TOWER.replace("333", "334").replace("総合", ""), page=5, score=2.0)),
+        round_of(hit("a", TOWER.replace("333", "334"), page=1, score=0.5), hit("a", TOWER, page=1, score=0.4)),
     ],
     "no page nor chunk: location never merges": [
         round_of(hit("a", TOWER), hit("a", FUJI), hit("a", TOWER.replace("総合", "")))

@@ -118,3 +118,30 @@ def test_near_duplicates_that_agree_still_collapse(client: TestClient[Litestar])
     )
     assert len([s for e in final["evidence"] for s in e["snippets"]]) == 1
     assert "disagree" not in final["coverage_notes"]
+
+
+@pytest.mark.parametrize("second_score", [5.0, 12.0], ids=["first-scores-higher", "second-scores-higher"])
+def test_one_place_read_with_other_figures_keeps_both_and_the_notes_say_so(
+    client: TestClient[Litestar], second_score: float
+) -> None:
+    """The same document and page returned with another text (re-indexed between rounds, say) is two sources."""
+    old = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
+    new = "東京タワーの高さは334メートルである。東京都港区にある電波塔。"
+    final = _complete(
+        client, "東京タワーの高さは何メートルですか", _hits(("tower", 3, old, 9.0), ("tower", 3, new, second_score))
+    )
+    assert final["action"] == "COMPLETE", final
+    assert sorted(s for e in final["evidence"] for s in e["snippets"]) == [old, new]
+    assert "disagree" in final["coverage_notes"], final["coverage_notes"]
+    assert "333" in final["coverage_notes"]
+
+
+def test_one_place_read_again_with_the_same_figures_is_one_source(client: TestClient[Litestar]) -> None:
+    text = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
+    final = _complete(
+        client,
+        "東京タワーの高さは何メートルですか",
+        _hits(("tower", 3, text, 9.0), ("tower", 3, "東京タワーの高さは333メートル。", 5.0)),
+    )
+    assert [s for e in final["evidence"] for s in e["snippets"]] == [text]
+    assert "disagree" not in final["coverage_notes"]
