@@ -24,7 +24,7 @@ from librarian_svc.controllers.health import HealthController
 from librarian_svc.controllers.librarian import LibrarianController
 from librarian_svc.controllers.proposal_quality import ProposalQualityController
 from librarian_svc.errors import EXCEPTION_HANDLERS
-from librarian_svc.head_requests import answer_head_as_get
+from librarian_svc.head_requests import answer_head_as_get, methods_by_path
 from librarian_svc.instance_readiness import WorkersServing
 from librarian_svc.memory_budget import admission_middleware
 from librarian_svc.request_context import make_request_context_middleware
@@ -101,6 +101,6 @@ def create_app(
     # and an access line too (Litestar's `middleware=` only wraps matched route handlers).
     openapi.install(app)
     app.asgi_handler = make_request_context_middleware(settings.google_cloud_project)(
-        answer_head_as_get(app.asgi_handler)
+        answer_head_as_get(app.asgi_handler, methods_by_path(app.routes))
     )
     return app
