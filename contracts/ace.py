@@ -87,13 +87,14 @@ def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
-class Bullet(msgspec.Struct, frozen=True, kw_only=True):
+class Bullet(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One piece of learned guidance in a playbook.
 
     `confidence_score` is derived, never trusted: whatever a client sends for it is replaced with the
     value computed from `helpful` and `harmful` whenever a Bullet is built, decoded or replaced, so it
     cannot disagree with the counters. The struct is frozen for the same reason (and so derives from
-    `msgspec.Struct` directly: a frozen struct cannot extend the non-frozen `WireStruct`).
+    `msgspec.Struct` directly: a frozen struct cannot extend the non-frozen `WireStruct`), and repeats
+    `WireStruct`'s `forbid_unknown_fields`: a misspelled `helpfull: 7` is a 422, not seven votes lost.
     """
 
     id: BulletId

@@ -37,3 +37,21 @@ def test_error_body_schema_names_every_error_type() -> None:
     schema = msgspec.json.schema(EXPORTED["ErrorResponse"])
     error = schema["$defs"]["ErrorResponse"]["properties"]["error_type"]
     assert set(error["enum"]) == {"LOOP_LIMIT", "TIMEOUT", "INVALID_INPUT", "MODEL_FAILURE", "OTHER"}
+
+
+LENIENT = {"DashboardNode"}
+"""Objects a request may carry fields of its own in: a dashboard node is another system's document (README)."""
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPORTED if n.endswith("Request") or n == "Playbook"))
+def test_every_object_a_request_carries_refuses_unknown_fields(name: str) -> None:
+    """A misspelled field anywhere in a request (`helpfull` in a bullet) is a 422, never silently dropped."""
+    schema = json.loads((SCHEMA_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    open_objects = [
+        title
+        for title, definition in schema.get("$defs", {}).items()
+        if definition.get("type") == "object"
+        and "properties" in definition
+        and definition.get("additionalProperties") is not False
+    ]
+    assert sorted(set(open_objects) - LENIENT) == []

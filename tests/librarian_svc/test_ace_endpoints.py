@@ -262,6 +262,16 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
             id="negative-counter",
         ),
         pytest.param(
+            CURATE,
+            {
+                "reflection": REFLECTION,
+                "playbook": {"bullets": [{"id": "a-1", "section": "s", "content": "c", "helpfull": 7}]},
+            },
+            422,
+            "$.playbook.bullets[0].helpfull",
+            id="misspelled-counter",
+        ),
+        pytest.param(
             GENERATE,
             {
                 "query": "x",

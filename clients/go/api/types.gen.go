@@ -1417,7 +1417,10 @@ type SearchResult struct {
 // replaced, so it
 // cannot disagree with the counters. The struct is frozen for the same reason (and so
 // derives from
-// `msgspec.Struct` directly: a frozen struct cannot extend the non-frozen `WireStruct`).
+// `msgspec.Struct` directly: a frozen struct cannot extend the non-frozen `WireStruct`),
+// and repeats
+// `WireStruct`'s `forbid_unknown_fields`: a misspelled `helpfull: 7` is a 422, not seven
+// votes lost.
 type Bullet struct {
 	// helpful / (helpful + harmful); 0.5 when both are 0. Recomputed on input.
 	ConfidenceScore *float64 `json:"confidence_score,omitempty"`
