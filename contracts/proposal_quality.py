@@ -143,8 +143,8 @@ class DashboardNode(WireStruct, forbid_unknown_fields=False):
             msgspec.Meta(
                 max_length=256,
                 description=(
-                    "The node this one is a child of, if any: another node on the dashboard, and no chain of "
-                    "parents may come back to a node (else 422)."
+                    "The node this one is a child of, if any. No chain of parents may come back to a node "
+                    "(422); a parent not on the dashboard leaves the node without one on it."
                 ),
             ),
         ]

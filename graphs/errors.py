@@ -23,17 +23,26 @@ MAX_DETAILS = 20
 """Problems listed in one error body; the message says how many there were in all."""
 
 
-def raise_if_problems(problems: list[ErrorDetail], what: str, *, status_code: int = 400) -> None:
+def raise_if_problems(
+    problems: list[ErrorDetail], what: str, *, status_code: int = 400, total: int | None = None
+) -> None:
     """Raise `InvalidInput` naming the first problems, when there are any.
+
+    Args:
+        problems: The problems found (a caller may stop building them after `MAX_DETAILS`).
+        what: What is wrong, in a few words.
+        status_code: The HTTP status.
+        total: How many problems there are, when more were found than built (default: `len(problems)`).
 
     Raises:
         InvalidInput: `<what>: <n> problem(s): <the first three>`, the first `MAX_DETAILS` as details.
     """
     if problems:
+        count = max(total or 0, len(problems))
         shown = problems[:MAX_DETAILS]
-        more = f" (and {len(problems) - len(shown)} more)" if len(problems) > len(shown) else ""
+        more = f" (and {count - len(shown)} more)" if count > len(shown) else ""
         summary = "; ".join(f"{d.path}: {d.message}" for d in shown[:3])
-        raise InvalidInput(f"{what}: {len(problems)} problem(s){more}: {summary}", shown, status_code=status_code)
+        raise InvalidInput(f"{what}: {count} problem(s){more}: {summary}", shown, status_code=status_code)
 
 
 class DeadlineExceeded(TimeoutError):

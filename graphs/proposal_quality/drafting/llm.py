@@ -81,7 +81,8 @@ def generation_prompt(
         lines.append(
             f"- id: {_data(node.id, 256)} | status: {_data(node.status_label, 100) or '(未設定)'}"
             f" | title: {_data(node.title, TITLE_CHARS)}"
-            + (f" | parent: {_data(node.parent_id, 256)}" if node.parent_id else "")
+            # A parent off the board is an id no report may cite: the model is not shown it.
+            + (f" | parent: {_data(node.parent_id, 256)}" if node.parent_id in board.by_id else "")
         )
     hidden = len(board.nodes) - len(ids)
     if hidden > 0:

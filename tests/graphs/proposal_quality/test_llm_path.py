@@ -326,3 +326,22 @@ def test_a_report_copying_the_prompts_placeholders_is_corrected(
     (problem,) = answer["attempt_log"][0]["errors"]
     assert problem.startswith("$.next_decision: '業者に頼むか自分で運ぶか' repeats the prompt's example")
     assert problem in request_text(llm_server.chat_requests[1])  # the correction names it
+
+
+def test_the_prompt_names_a_parent_on_the_board_and_not_one_off_it(
+    llm_client_for: Callable[[str], TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    """A parent off the board is an id no report may cite; showing it would invite the model to."""
+    llm_server.script(VALID)
+    trays = {
+        "todo": [
+            {"id": "n1", "title": "企画書の作成"},
+            {"id": "n2", "title": "予算の確認", "parentId": "n1"},
+            {"id": "n3", "title": "会場の予約", "parentId": "archived-7"},
+        ]
+    }
+    run(llm_client_for("openai"), dashboard={"trays": trays})
+    prompt = request_text(llm_server.chat_requests[0])
+    assert "- id: n2 | status: todo | title: 予算の確認 | parent: n1" in prompt
+    assert "- id: n3 | status: todo | title: 会場の予約\n" in prompt
+    assert "archived-7" not in prompt
