@@ -566,15 +566,16 @@ def test_a_full_stored_playbook_refuses_new_ids_and_stays_readable(
     post(client, WORKFLOW, {**runs[1], "save": False}, 422)  # a dry run could not issue the id either
 
 
-def test_an_id_past_the_maximum_is_kept_and_leaves_no_id_to_issue(
+def test_an_id_past_the_maximum_is_kept_and_moves_no_mark(
     store_client: tuple[TestClient[Litestar], PlaybookStore],
 ) -> None:
-    """`gen-1000000000001` is a valid id, but no new id can be above it: the mark is the maximum, and ADD is 422."""
+    """`doc-20240101120000` is a valid id; no id the service issues can equal it, so new ids go on from the mark."""
     client, _ = store_client
-    text = "## GENERAL\n[gen-1000000000001] Always paginate.\n"
+    text = "## GENERAL\n[doc-20240101120000] Always paginate.\n[gen-00003] Count the results first.\n"
     stored = client.put("/playbooks/hw", content=text, headers={"content-type": "text/plain"})
-    assert (stored.status_code, stored.json()["last_bullet_number"]) == (200, MAX_BULLET_NUMBER)
+    assert (stored.status_code, stored.json()["last_bullet_number"]) == (200, 3)
     run = {"query": "How many songs?", "dataset": "hw", "ground_truth": "At most 77", "save": True}
-    answer = post(client, WORKFLOW, run, 422)
-    assert "'hw' has no bullet id left" in answer["message"]
-    assert client.get("/playbooks/hw").text == text
+    answer = post(client, WORKFLOW, run)
+    assert [d["bullet_id"] for d in answer["deltas"] if d["type"] == "ADD"] == ["general-00004"]
+    exported = client.get("/playbooks/hw").text
+    assert "[doc-20240101120000] Always paginate." in exported

@@ -7,9 +7,9 @@ playbook whose metadata was lost or edited still never gets a duplicate. The cou
 contract's `MAX_BULLET_NUMBER`: an id past it would give a playbook the service itself refuses, so the
 allocator, which every new id comes from (`/agent/ace/curate` and `/workflow/run`, through the curator's
 merge), is the one place that says no: `BulletIdsExhausted`, a 422, before anything is returned or saved.
-An import issues no ids. An id may end in a number past the maximum (`doc-20240101120000`): it is counted
-as the maximum, so the playbook keeps it but can add no bullet (a new id must be above every id number
-the playbook holds, and none is left).
+An import issues no ids. An id may end in a number past the maximum (`doc-20240101120000`, a ticket or a
+timestamp): it does not move the mark, since no id the allocator issues can be that large, so it can never
+be repeated; counting it would leave the playbook unable to add a bullet, for good (an import keeps the mark).
 """
 
 from __future__ import annotations
@@ -42,15 +42,16 @@ class BulletIdsExhausted(InvalidInput):
 
 
 def id_number(bullet_id: str) -> int | None:
-    """The number at the end of an id (`shr-00042` → 42), at most `MAX_BULLET_NUMBER`; None when it has none.
+    """The number at the end of an id (`shr-00042` → 42); None when it has none, or one past `MAX_BULLET_NUMBER`.
 
-    A number past the maximum counts as the maximum: the mark must cover it, and the contract's mark stops there.
+    A number past the maximum is not one the allocator could issue (see the module docstring).
     """
     match = _NUMBER.search(bullet_id)
     if match is None:
         return None
     digits = match.group(1).lstrip("0") or "0"  # a stored file's ids are not bounded: no int() of 5,000 digits
-    return MAX_BULLET_NUMBER if len(digits) > _MAX_DIGITS else min(int(digits), MAX_BULLET_NUMBER)
+    number = int(digits) if len(digits) <= _MAX_DIGITS else None
+    return number if number is not None and number <= MAX_BULLET_NUMBER else None
 
 
 def high_water(playbook: Playbook) -> int:
