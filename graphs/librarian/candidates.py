@@ -3,8 +3,10 @@
 Exact duplicates (same document/page/chunk, or the same normalised text) and near-duplicates
 (`graphs.text.near_duplicates`: character-shingle Jaccard at or above `LIBRARIAN_NEAR_DUP_THRESHOLD`)
 collapse into one candidate that keeps the best-scored copy and every query and round that found it.
-Texts that disagree (other figures, opposite claims, other names) never collapse, even at one location:
-the same chunk returned with other figures is another version, a candidate of its own.
+Near-duplicates that disagree (other figures, opposite claims, other names) never collapse. At one location,
+texts collapse unless they are versions of one passage (`same_passage`) that contradict each other (other
+figures, opposite claims: what the notes name): the same chunk returned with other figures is another version,
+a candidate of its own, while other excerpts of it, or a typo fixed, are the same source.
 The pool is rebuilt rather than stored in state: it is deterministic, so every instance derives the
 same pool. Building it is bulk numpy work plus one walk over the hits, in chunks between which an
 async caller checks the request's deadline (`build_pool_async`), so no history blocks the event loop.
@@ -29,6 +31,8 @@ Location = tuple[str, int | None, str | None]
 
 RRF_K = 10
 """Reciprocal-rank-fusion constant: small, because result lists are short (top-k per query)."""
+SAME_PASSAGE = 0.5
+"""Token Jaccard at which two snippets count as versions of one passage (whose contradictions the notes name)."""
 
 
 @dataclass
@@ -85,6 +89,21 @@ _NAME = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}|\b[A-Z][a-zA-Z]+\b")
 def _names(text: str) -> set[str]:
     """Name-like words: katakana runs and capitalised Latin words (a proxy for named entities)."""
     return {m.group() for m in _NAME.finditer(text)}
+
+
+def same_passage(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two non-empty token sets overlap enough to be versions of one passage (Jaccard ≥ `SAME_PASSAGE`).
+
+    |a ∩ b| / |a ∪ b| is at most the smaller size over the larger (rounding keeps that order), so a pair of
+    very different lengths is settled without the intersection; the union's size is the sizes' sum less the
+    intersection's, without building it. Empty sets are never the same passage.
+    """
+    if not a or not b:
+        return False
+    if min(len(a), len(b)) / max(len(a), len(b)) < SAME_PASSAGE:
+        return False
+    shared = len(a & b)
+    return shared / (len(a) + len(b) - shared) >= SAME_PASSAGE
 
 
 def disagree(first: str, second: str) -> bool:
@@ -246,9 +265,11 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
     """Walk the hits in history order, merging each into the first candidate it matches or opening a new one.
 
     Pauses after about `_HITS_PER_CHUNK` hits' worth of work (a contradiction check counts as
-    `_DISAGREE_COST` hits), so a bucket of near-duplicates that disagree cannot hold the loop.
+    `check_cost` hits, more for long texts), so a bucket of near-duplicates that disagree, or of long texts
+    at one location, cannot hold the loop.
     """
     by_location: dict[tuple[str, int | None, str | None], int] = {}
+    versions: dict[Location, list[int]] = {}  # the candidates standing at a location, when it has several texts
     by_text: dict[str, int] = {}
     created_by: list[int | None] = [None] * len(texts.distinct)  # the candidate each distinct text created
     normalized, distinct_of = texts.normalized, texts.distinct_of  # locals: a hot loop
@@ -257,8 +278,7 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
         text, location = normalized[index], entry.location
         found = by_location.get(location) if entry.locates else None
         if found is not None:
-            found, cost = _at_location(pool, found, entry, by_text)
-            work += cost
+            found, work = _at_location(pool, found, entry, by_text, versions, work)
         elif text is not None and (found := by_text.get(text)) is not None:
             _merge(pool.candidates[found], entry, text)
         elif similar.earlier[own := distinct_of[index]]:
@@ -275,29 +295,52 @@ def _merge_hits(pool: CandidatePool, placed: list[_Placed], texts: _TextPlan, si
             yield
 
 
-def _at_location(pool: CandidatePool, found: int, entry: _Placed, by_text: dict[str, int]) -> tuple[int, int]:
-    """Merge a hit into `found`, the candidate at its location, unless their texts disagree; the candidate, the work.
+def _at_location(
+    pool: CandidatePool,
+    found: int,
+    entry: _Placed,
+    by_text: dict[str, int],
+    versions: dict[Location, list[int]],
+    work: int,
+) -> tuple[int, int]:
+    """Merge a hit into a candidate at its location, or open another version there; the candidate, the work so far.
 
-    A hit at a known location was not normalised (`_TextPlan`): only a text that differs is looked at.
+    A hit at a known location was not normalised (`_TextPlan`): only a text that differs is looked at. It
+    joins the first candidate at the location it does not contradict as a version of the same passage;
+    one that contradicts every candidate there (the first `VERSIONS_COMPARED`) is a version of its own
+    (`_another_version`).
     """
     candidate = pool.candidates[found]
-    if entry.hit.snippet == candidate.snippet:
+    snippet = entry.hit.snippet
+    if snippet == candidate.snippet:
         _merge(candidate, entry, None)
-        return found, 0
-    if disagree(entry.hit.snippet, candidate.snippet):
-        return _another_version(pool, entry, by_text), _DISAGREE_COST
-    _merge(candidate, entry, None)
-    return found, _DISAGREE_COST
+        return found, work
+    version = normalize(snippet)
+    tokens = frozenset(tokenize_normalized(version))
+    here = versions.setdefault(entry.location, [found])
+    for index in here[:VERSIONS_COMPARED]:
+        other = pool.candidates[index]
+        work += check_cost(snippet, other.snippet)
+        if not (same_passage(tokens, other.tokens) and find_contradiction(snippet, other.snippet)):
+            _merge(other, entry, version)
+            return index, work
+    found = _another_version(pool, entry, by_text, version)
+    here.append(found)
+    return found, work
 
 
-def _another_version(pool: CandidatePool, entry: _Placed, by_text: dict[str, int]) -> int:
-    """A hit at a known location whose text disagrees with the candidate there: its own candidate, or its text's.
+def check_cost(first: str, second: str) -> int:
+    """What comparing two texts costs, in hits' worth of merging: it grows with their length (`_CHARS_PER_HIT`)."""
+    return _DISAGREE_COST + (len(first) + len(second)) // _CHARS_PER_HIT
 
-    The same chunk read in two rounds with other figures or names (re-indexed between them, say) is two
-    sources that disagree; merged by location, the second would vanish. Kept apart, both can be selected
-    and the notes name the disagreement. Excerpts of one chunk that do not disagree still merge.
+
+def _another_version(pool: CandidatePool, entry: _Placed, by_text: dict[str, int], version: str) -> int:
+    """A hit at a known location that contradicts what stands there: its own candidate, or its text's.
+
+    The same chunk read in two rounds with other figures (re-indexed between them, say) is two sources that
+    disagree; merged by location, the second would vanish. Kept apart, both can be selected, and the notes
+    name the disagreement.
     """
-    version = normalize(entry.hit.snippet)
     found = by_text.get(version)
     if found is not None:
         _merge(pool.candidates[found], entry, version)
@@ -344,7 +387,7 @@ def _agreeing_near_duplicate(
         candidate_index = created_by[text_index]
         if candidate_index is None:
             continue
-        work += _DISAGREE_COST
+        work += check_cost(hit.snippet, pool.candidates[candidate_index].snippet)
         if not disagree(hit.snippet, pool.candidates[candidate_index].snippet):
             return candidate_index, work
     return None, work
@@ -379,7 +422,12 @@ def _first_sighting(index: int, entry: _Placed, normalized: str) -> Candidate:
 _HITS_PER_CHUNK = 512
 """Hits merged between pauses (a few milliseconds of Python)."""
 _DISAGREE_COST = 16
-"""A contradiction check costs about as much as merging this many hits."""
+"""A contradiction check of two short texts costs about as much as merging this many hits."""
+VERSIONS_COMPARED = 8
+"""Versions of one location a hit is compared with at most: each hit's checks stay bounded when every hit at a
+location contradicts every other (a broken or hostile search side); a hit contradicting all of them is another."""
+_CHARS_PER_HIT = 100
+"""Characters of two texts compared (normalising, parsing clauses) that cost about as much as merging one hit."""
 
 
 def _merge(candidate: Candidate, entry: _Placed, normalized: str | None) -> None:

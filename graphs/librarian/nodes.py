@@ -200,11 +200,13 @@ def plan_queries(state: LibrarianGraphState, context: AgentContext) -> SearchAct
     if not plan.queries_text and not plan.queries_vector:
         return None
     request = state["request"]
-    seen = list(state["pool"].candidates)[:MAX_HINT_LOCATIONS]
+    # Each place once (two versions of a chunk are one place to exclude), at most MAX_HINT_LOCATIONS of them.
+    places = list(dict.fromkeys((c.document_id, c.page, c.chunk_id) for c in state["pool"].candidates))
     hints: dict[str, object] = {}
-    if seen:
-        places = dict.fromkeys((c.document_id, c.page, c.chunk_id) for c in seen)  # two versions: one place
-        hints["exclude_seen"] = [{"document_id": d, "page": p, "chunk_id": c} for d, p, c in places]
+    if places:
+        hints["exclude_seen"] = [
+            {"document_id": d, "page": p, "chunk_id": c} for d, p, c in places[:MAX_HINT_LOCATIONS]
+        ]
     top_docs = list(dict.fromkeys(s.candidate.document_id for s in state["assessment"].usable[:3]))
     if top_docs:
         hints["prefer_documents"] = top_docs

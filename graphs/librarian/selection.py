@@ -20,15 +20,13 @@ from dataclasses import dataclass
 
 from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
-from graphs.librarian.candidates import Location, hit_query, location, only_query
+from graphs.librarian.candidates import Location, hit_query, location, only_query, same_passage
 from graphs.librarian.question import QuestionProfile
 from graphs.text.contradiction import Contradiction, find_contradiction
 from graphs.text.tokenize import tokenize, tokens_present
 
 MIN_GAIN = 0.15
 """A second snippet must add at least this share of the question's (weighted) tokens."""
-SAME_PASSAGE = 0.5
-"""Token Jaccard at which two snippets count as versions of one passage (for disagreement, not merging)."""
 DISAGREE_SHARE = 0.5
 """A source at least this relevant that contradicts the selection is kept too, so the disagreement shows."""
 GAIN_SHARE = 0.6
@@ -298,21 +296,6 @@ def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> 
     return find_contradiction(first.candidate.snippet, second.candidate.snippet)
 
 
-def same_passage(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether two non-empty token sets overlap enough to be versions of one passage (Jaccard ≥ `SAME_PASSAGE`).
-
-    |a ∩ b| / |a ∪ b| is at most the smaller size over the larger (rounding keeps that order), so a pair of
-    very different lengths is settled without the intersection; the union's size is the sizes' sum less the
-    intersection's, without building it. Empty sets are never the same passage.
-    """
-    if not a or not b:
-        return False
-    if min(len(a), len(b)) / max(len(a), len(b)) < SAME_PASSAGE:
-        return False
-    shared = len(a & b)
-    return shared / (len(a) + len(b) - shared) >= SAME_PASSAGE
-
-
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:
     """How the selected sources contradict each other, one line per pair ("tower p.3 vs blog: 333 vs 334")."""
     lines = []
@@ -320,7 +303,9 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
         for second in selected[i + 1 :]:
             found = _versions_contradiction(first, second)
             if found is not None:
-                lines.append(f"{_where(first)} vs {_where(second)}: {found.detail}")
+                where, other = _where(first), _where(second)
+                pair = f"two versions of {where}" if where == other else f"{where} vs {other}"
+                lines.append(f"{pair}: {found.detail}")
     return lines
 
 

@@ -26,6 +26,7 @@ The cue words are data (`contradiction_cues.yaml`), in English and Japanese.
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -396,26 +397,50 @@ def _time(match: re.Match[str]) -> Figure:
 
 
 def figure_conflicts(
-    first: Sequence[Figure], second: Sequence[Figure], *, bare: BareUnits = "either"
+    first: Sequence[Figure], second: Sequence[Figure], *, bare: BareUnits = "either", limit: int | None = None
 ) -> list[tuple[Figure, Figure]]:
     """Pairs (x from `first`, y from `second`) where each states a figure the other lacks, in the same role.
 
     Same role: the same kind, and the same unit or a bare number where `bare` allows one (`either` side,
-    or only the `second`, e.g. a bare ground truth "333" against a bullet's "300メートル").
+    or only the `second`, e.g. a bare ground truth "333" against a bullet's "300メートル"). One pair per
+    pair of figures (kind and value), the first in reading order; at most `limit` of them.
+
+    Work grows with the figures and the pairs returned, not with their product: two texts of 1,500
+    numbers each (a table, or a hostile snippet) are not 2 million comparisons. Only figures a side
+    lacks are paired, one of each figure and unit, and each is paired only with the other side's
+    figures of its own kind and a unit it may stand against.
     """
     first_keys = {f.key for f in first}
     second_keys = {f.key for f in second}
-    only_first = [f for f in first if f.key not in second_keys]
-    only_second = [f for f in second if f.key not in first_keys]
+    only_first = _each_once(first, second_keys)
+    only_second = _each_once(second, first_keys)
+    by_role: dict[tuple[FigureKind, str], list[int]] = {}
+    by_kind: dict[FigureKind, list[int]] = {}
+    for index, y in enumerate(only_second):
+        by_role.setdefault((y.kind, y.unit), []).append(index)
+        by_kind.setdefault(y.kind, []).append(index)
     pairs: dict[tuple[tuple[str, str], tuple[str, str]], tuple[Figure, Figure]] = {}
     for x in only_first:
-        for y in only_second:
-            if x.kind != y.kind:
-                continue
-            same_role = x.unit == y.unit or not y.unit or (bare == "either" and not x.unit)
-            if same_role:
-                pairs.setdefault((x.key, y.key), (x, y))
+        if not x.unit and bare == "either":
+            candidates: Iterable[int] = by_kind.get(x.kind, ())
+        else:
+            same_unit = by_role.get((x.kind, x.unit), []) if x.unit else []
+            candidates = heapq.merge(same_unit, by_role.get((x.kind, ""), []))  # in reading order
+        for index in candidates:
+            y = only_second[index]
+            pairs.setdefault((x.key, y.key), (x, y))
+            if limit is not None and len(pairs) >= limit:
+                return list(pairs.values())
     return list(pairs.values())
+
+
+def _each_once(found: Sequence[Figure], excluded: set[tuple[FigureKind, str]]) -> list[Figure]:
+    """The figures whose key is not `excluded`, the first of each figure and unit (a later one pairs the same)."""
+    kept: dict[tuple[FigureKind, str, str], Figure] = {}
+    for figure in found:
+        if figure.key not in excluded:
+            kept.setdefault((figure.kind, figure.value, figure.unit), figure)
+    return list(kept.values())
 
 
 # --- polarity -------------------------------------------------------------------------------------------
@@ -509,24 +534,44 @@ def polarity_conflict(first: str, second: str) -> tuple[str, str] | None:
     clauses_a, clauses_b = _clauses(first), _clauses(second)
     if not clauses_a or not clauses_b:
         return None
-    pairs: list[tuple[_Clause, _Clause]] = []
-    for a in clauses_a:
-        best = max(clauses_b, key=lambda b: _jaccard(a.content, b.content))
-        if _jaccard(a.content, best.content) >= ALIGN_MIN:
-            pairs.append((a, best))
-    for b in clauses_b:
-        best = max(clauses_a, key=lambda a: _jaccard(a.content, b.content))
-        if _jaccard(best.content, b.content) >= ALIGN_MIN:
-            pairs.append((best, b))
+    pairs = [(a, b) for a, b in _aligned(clauses_a, clauses_b)]
+    pairs += [(a, b) for b, a in _aligned(clauses_b, clauses_a)]
     for a, b in pairs:
         if _clauses_disagree(a, b):
             return a.text, b.text
     return None
 
 
+def _aligned(clauses: Sequence[_Clause], others: Sequence[_Clause]) -> list[tuple[_Clause, _Clause]]:
+    """Each clause with the first of `others` it shares the most of (Jaccard of content), when that is ≥ ALIGN_MIN.
+
+    Only clauses sharing a content token can reach it, so each is scored against those alone, found through
+    an index of the tokens: two texts of 600 clauses are not 360,000 Jaccards, unless every clause shares
+    words with every other.
+    """
+    holding: dict[str, list[int]] = {}
+    for index, other in enumerate(others):
+        for token in other.content:
+            holding.setdefault(token, []).append(index)
+    aligned = []
+    for clause in clauses:
+        shared: dict[int, int] = {}
+        for token in clause.content:
+            for index in holding.get(token, ()):
+                shared[index] = shared.get(index, 0) + 1
+        if not shared:
+            continue
+        size = len(clause.content)
+        # The first of the best: the lowest index among the highest Jaccards (as `max` over `others` picks).
+        best = min(shared, key=lambda i: (-shared[i] / (size + len(others[i].content) - shared[i]), i))
+        if _jaccard(clause.content, others[best].content) >= ALIGN_MIN:
+            aligned.append((clause, others[best]))
+    return aligned
+
+
 def find_contradiction(first: str, second: str) -> Contradiction | None:
     """Why `first` and `second` contradict (differing figures first, then polarity), or None when they agree."""
-    conflicts = figure_conflicts(figures(first), figures(second))
+    conflicts = figure_conflicts(figures(first), figures(second), limit=3)
     if conflicts:
         detail = ", ".join(f"{x.text} vs {y.text}" for x, y in conflicts[:3])
         return Contradiction(kind="figures", detail=detail)

@@ -93,3 +93,37 @@ def test_the_think_endpoint_answers_timeout_within_its_budget_while_ingesting(
     assert answer["action"] == "ERROR", answer
     assert answer["error_type"] == "TIMEOUT"
     assert elapsed < 0.1 + 0.5
+
+
+def one_place_versions(count: int, chars: int = 3_000) -> list[SearchRound]:
+    """`count` hits at one document, page and chunk, each the same long passage with another figure in it."""
+    filler = "東京タワーは港区芝公園にある電波塔である。" * (chars // 21)
+    return [round_of(*(hit("tower", f"{filler}高さは{300 + i}メートル。", page=3) for i in range(count)))]
+
+
+def test_versions_of_one_place_are_compared_a_bounded_number_of_times_and_pause_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every hit contradicts every other: each is checked against at most VERSIONS_COMPARED, and long texts
+    count for their length, so the pool pauses for the deadline as it goes, not once at the end."""
+    calls = 0
+    real = candidates.find_contradiction
+
+    def counting(first: str, second: str) -> object:
+        nonlocal calls
+        calls += 1
+        return real(first, second)
+
+    monkeypatch.setattr(candidates, "find_contradiction", counting)
+    history = one_place_versions(40)
+    steps = candidates.pool_steps(history, near_dup_threshold=0.8)
+    pauses = 0
+    try:
+        while True:
+            next(steps)
+            pauses += 1
+    except StopIteration as done:
+        pool = done.value
+    assert len(pool.candidates) == 40  # every figure is a version of its own
+    assert calls <= 39 * candidates.VERSIONS_COMPARED
+    assert pauses >= 30  # about one pause a hit: 8 checks of 6,000 characters each are over a chunk's work

@@ -18,9 +18,20 @@ from hypothesis import strategies as st
 
 from bench.librarian_throughput import build_payload
 from contracts.librarian import LibrarianRequest, SearchHit, SearchRound
-from graphs.librarian.candidates import Candidate, CandidatePool, _placed_hits, build_pool, disagree
+from graphs.librarian.candidates import (
+    VERSIONS_COMPARED,
+    Candidate,
+    CandidatePool,
+    Location,
+    _placed_hits,
+    build_pool,
+    disagree,
+    same_passage,
+)
+from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
 from graphs.text.shingles import jaccard_arrays, minhash_signature, shingle_array
+from graphs.text.tokenize import tokenize_normalized
 from tests.graphs.librarian.helpers import hit, round_of
 
 NUM_PERM = 64
@@ -35,6 +46,7 @@ class OraclePool:
     candidates: list[Candidate] = field(default_factory=list)
     by_location: dict[tuple[str, int | None, str | None], int] = field(default_factory=dict)
     by_text: dict[str, int] = field(default_factory=dict)
+    versions: dict[Location, list[int]] = field(default_factory=dict)
     shingles: list[np.ndarray] = field(default_factory=list)
     signatures: list[np.ndarray] = field(default_factory=list)
     comparisons: int = 0
@@ -69,18 +81,29 @@ class OraclePool:
         self.signatures.append(sig)
         return len(self.candidates) - 1
 
+    def at_location(self, hit: SearchHit, location: Location, index: int) -> tuple[int, str, str]:
+        """The first version at the location the hit does not contradict, else its text's or a new candidate."""
+        normalized = normalize(hit.snippet)
+        tokens = frozenset(tokenize_normalized(normalized))
+        here = self.versions.setdefault(location, [index])
+        for other_index in here[:VERSIONS_COMPARED]:
+            other = self.candidates[other_index]
+            if not (same_passage(tokens, other.tokens) and find_contradiction(hit.snippet, other.snippet)):
+                return other_index, normalized, ""
+        text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+        found = self.by_text.get(text_key)
+        if found is None:
+            found = self._new(hit, normalized, np.zeros(0, dtype=np.uint64), NO_SIGNATURE)
+        here.append(found)
+        return found, normalized, text_key
+
     def add(self, hit: SearchHit, *, round_index: int, rank: int, query: str | None, top_score: float | None) -> None:
         location = (hit.document_id, hit.page, hit.chunk_id)
         index = self.by_location.get(location) if (hit.page is not None or hit.chunk_id) else None
         normalized = ""
         text_key = ""
-        known = self.candidates[index].snippet if index is not None else hit.snippet
-        if known != hit.snippet and disagree(hit.snippet, known):  # another version: by its text, or its own
-            normalized = normalize(hit.snippet)
-            text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-            index = self.by_text.get(text_key)
-            if index is None:
-                index = self._new(hit, normalized, np.zeros(0, dtype=np.uint64), NO_SIGNATURE)
+        if index is not None and hit.snippet != self.candidates[index].snippet:
+            index, normalized, text_key = self.at_location(hit, location, index)
         if index is None:
             normalized = normalize(hit.snippet)
             text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
@@ -99,6 +122,7 @@ class OraclePool:
             if location[0] == candidate.document_id and hit.snippet != candidate.snippet:
                 candidate.snippet = hit.snippet
                 candidate.normalized = normalized or normalize(hit.snippet)
+                candidate._tokens = None  # read before (a version check), stale now
         self.by_location.setdefault(location, index)
         if text_key:
             self.by_text.setdefault(text_key, index)

@@ -145,3 +145,24 @@ def test_one_place_read_again_with_the_same_figures_is_one_source(client: TestCl
     )
     assert [s for e in final["evidence"] for s in e["snippets"]] == [text]
     assert "disagree" not in final["coverage_notes"]
+
+
+def test_the_next_search_excludes_each_place_seen_once(client: TestClient[Litestar]) -> None:
+    """Two versions of one place are one place to exclude; the cap counts places, not versions."""
+    old = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
+    new = "東京タワーの高さは334メートルである。東京都港区にある電波塔。"
+    body = {"request_id": "seen", "user_query": "東京タワーの設計者と開業した年はいつですか", "subject_id": "s"}
+    first = client.post(THINK, json=body).json()
+    round_ = {
+        "queries_text": first["queries_text"],
+        "queries_vector": first["queries_vector"],
+        "results": [
+            *_hits(("tower", 3, old, 1.0), ("tower", 3, new, 0.9)),
+            *_hits(*((f"other-{i}", 1, f"無関係な文書{i}。", 0.1) for i in range(60))),
+        ],
+    }
+    second = client.post(THINK, json={**body, "state": first["state"], "search_history": [round_]}).json()
+    assert second["action"] == "SEARCH", second
+    seen = [(p["document_id"], p["page"]) for p in second["filters_hint"]["exclude_seen"]]
+    assert len(seen) == len(set(seen)) == 50
+    assert seen[0] == ("tower", 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphs.librarian.selection import SAME_PASSAGE, same_passage
+from graphs.librarian.candidates import SAME_PASSAGE, same_passage
 
 _TOKENS = st.frozensets(st.sampled_from([f"t{i}" for i in range(24)]), max_size=24)
 

@@ -3,8 +3,21 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from graphs.text.contradiction import BareUnits, figure_conflicts, figures, find_contradiction
+from graphs.text.contradiction import (
+    ALIGN_MIN,
+    BareUnits,
+    Figure,
+    _clauses,
+    _clauses_disagree,
+    _jaccard,
+    figure_conflicts,
+    figures,
+    find_contradiction,
+    polarity_conflict,
+)
 
 CONTRADICTING = [
     # polarity: negation
@@ -151,3 +164,83 @@ def test_every_cue_is_text() -> None:
 
     with pytest.raises(TypeError, match="quote it"):
         _only_strings({"negation": {"en": ["not", False]}})
+
+
+def every_pair(first: list[Figure], second: list[Figure], bare: BareUnits) -> list[tuple[Figure, Figure]]:
+    """The rule written as its definition: every x against every y (quadratic, as it first was)."""
+    first_keys, second_keys = {f.key for f in first}, {f.key for f in second}
+    pairs: dict[object, tuple[Figure, Figure]] = {}
+    for x in (f for f in first if f.key not in second_keys):
+        for y in (f for f in second if f.key not in first_keys):
+            if x.kind == y.kind and (x.unit == y.unit or not y.unit or (bare == "either" and not x.unit)):
+                pairs.setdefault((x.key, y.key), (x, y))
+    return list(pairs.values())
+
+
+some_figures = st.lists(
+    st.builds(
+        lambda kind, value, unit, n: Figure(kind, value, unit, f"{value}{unit}#{n}"),
+        st.sampled_from(["number", "date"]),
+        st.sampled_from(["1", "2", "3", "4"]),
+        st.sampled_from(["", "m", "年"]),
+        st.integers(0, 3),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(some_figures, some_figures, st.sampled_from(["either", "second"]), st.one_of(st.none(), st.integers(1, 4)))
+def test_figure_conflicts_are_every_pairs_first_ones(
+    first: list[Figure], second: list[Figure], bare: BareUnits, limit: int | None
+) -> None:
+    """The indexed pairing gives what comparing every pair gives, in the same order, cut at `limit`."""
+    expected = every_pair(first, second, bare)
+    assert figure_conflicts(first, second, bare=bare, limit=limit) == expected[:limit]
+
+
+def test_a_limit_cuts_the_pairs_and_figures_of_other_roles_never_pair() -> None:
+    """1,500 numbers a side: the first three pairs when three are asked for; none across units."""
+    first = [Figure("number", str(i), "", str(i)) for i in range(1_500)]
+    second = [Figure("number", str(i), "", str(i)) for i in range(1_500, 3_000)]
+    assert len(figure_conflicts(first, second, limit=3)) == 3
+    apart = [Figure("number", str(i), "m", str(i)) for i in range(1_500)]
+    other_unit = [Figure("number", str(i), "年", str(i)) for i in range(1_500, 3_000)]
+    assert figure_conflicts(apart, other_unit) == []  # no pair shares a role: nothing to walk
+
+
+def every_alignment(first: str, second: str) -> tuple[str, str] | None:
+    """Polarity as it was first written: every clause scored against every clause of the other text."""
+    clauses_a, clauses_b = _clauses(first), _clauses(second)
+    if not clauses_a or not clauses_b:
+        return None
+    pairs = []
+    for a in clauses_a:
+        best = max(clauses_b, key=lambda b: _jaccard(a.content, b.content))
+        if _jaccard(a.content, best.content) >= ALIGN_MIN:
+            pairs.append((a, best))
+    for b in clauses_b:
+        best = max(clauses_a, key=lambda a: _jaccard(a.content, b.content))
+        if _jaccard(best.content, b.content) >= ALIGN_MIN:
+            pairs.append((best, b))
+    for a, b in pairs:
+        if _clauses_disagree(a, b):
+            return a.text, b.text
+    return None
+
+
+sentences = st.lists(
+    st.lists(
+        st.sampled_from(["always", "never", "not", "paginate", "loop", "pages", "use", "the", "api", "cache", "retry"]),
+        min_size=1,
+        max_size=6,
+    ).map(" ".join),
+    min_size=0,
+    max_size=8,
+).map(". ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sentences, sentences)
+def test_polarity_aligns_clauses_as_comparing_every_pair_does(first: str, second: str) -> None:
+    assert polarity_conflict(first, second) == every_alignment(first, second)
