@@ -10,6 +10,7 @@ from litestar import Litestar
 from litestar.testing import TestClient
 
 import graphs.librarian.candidates as candidates
+import graphs.text.contradiction as contradiction
 from contracts.librarian import SearchRound
 from graphs.errors import DeadlineExceeded
 from graphs.librarian.candidates import build_pool, build_pool_async
@@ -107,7 +108,7 @@ def test_versions_of_one_place_are_compared_a_bounded_number_of_times_and_pause_
     """Every hit contradicts every other: each is checked against at most VERSIONS_COMPARED, and long texts
     count for their length, so the pool pauses for the deadline as it goes, not once at the end."""
     calls = 0
-    real = candidates.find_contradiction
+    real = contradiction.find_contradiction
 
     def counting(first: str, second: str) -> object:
         nonlocal calls
