@@ -579,3 +579,25 @@ def test_an_id_past_the_maximum_is_kept_and_moves_no_mark(
     assert [d["bullet_id"] for d in answer["deltas"] if d["type"] == "ADD"] == ["general-00004"]
     exported = client.get("/playbooks/hw").text
     assert "[doc-20240101120000] Always paginate." in exported
+
+
+@pytest.mark.parametrize("caller", ["UPDATE", "DELETE"])
+def test_the_curator_leaves_alone_a_bullet_the_caller_updates_or_deletes(
+    client: TestClient[Litestar], caller: str
+) -> None:
+    """Its rule would delete the bullet for harmful votes; the caller's own delta of that bullet comes first."""
+    wrong = {"id": "gen-00001", "section": "general", "content": "The Tokyo Tower is 300 metres tall.", "harmful": 3}
+    reflection = {
+        "insights": [],
+        "bullet_evaluations": [{"bullet_id": "gen-00001", "tag": "harmful", "reason": "wrong height"}],
+        "trajectory_query": "How tall is the Tokyo Tower?",
+        "trajectory_dataset": "default",
+    }
+    fix = {"type": caller, "section": "general", "bullet_id": "gen-00001"}
+    if caller == "UPDATE":
+        fix["content"] = "The Tokyo Tower is 333 metres tall."
+    answer = post(client, CURATE, {"reflection": reflection, "playbook": {"bullets": [wrong]}, "deltas": [fix]})
+    assert [(d["type"], d["bullet_id"]) for d in answer["deltas"]] == [(caller, "gen-00001")]
+    assert "the curator's DELETE of gen-00001 was left out" in " ".join(answer["notes"])
+    contents = [b["content"] for b in answer["playbook"]["bullets"]]
+    assert contents == (["The Tokyo Tower is 333 metres tall."] if caller == "UPDATE" else [])

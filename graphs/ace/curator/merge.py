@@ -88,6 +88,29 @@ class MergeOutcome:
     notes: list[str] = field(default_factory=list)
 
 
+def without_superseded(
+    client: list[DeltaContextItem], proposed: list[DeltaContextItem]
+) -> tuple[list[DeltaContextItem], list[str]]:
+    """The curator's deltas without those on a bullet the caller's own UPDATE or DELETE names, and a note for each.
+
+    The caller decided that bullet's fate in this request: a curator's DELETE after the caller's UPDATE would
+    remove the corrected bullet for votes cast on its old content, and a second UPDATE would overwrite it.
+    """
+    named = {d.bullet_id: d.type for d in client if d.type != "ADD" and d.bullet_id is not None}
+    if not named:
+        return proposed, []
+    kept, notes = [], []
+    for delta in proposed:
+        if delta.type != "ADD" and delta.bullet_id in named:
+            notes.append(
+                f"the curator's {delta.type} of {delta.bullet_id} was left out: this request's own "
+                f"{named[delta.bullet_id]} of that bullet comes first"
+            )
+        else:
+            kept.append(delta)
+    return kept, notes
+
+
 def apply_evaluations(playbook: Playbook, evaluations: list[BulletEvaluation]) -> Playbook:
     """The playbook with one helpful/harmful vote added per evaluation (unknown ids are ignored)."""
     votes: dict[str, tuple[int, int]] = {}
