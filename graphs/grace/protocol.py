@@ -178,6 +178,12 @@ def _check_tool_result(request: GraceRequest, step_id: int | None) -> None:
             f"step {result.step_id} is not the pending SEARCH (step {step_id}); "
             "this state was issued for another step (replayed or mixed-up state)",
         )
+    if result.error is not None and is_blank(result.error):
+        raise _refuse(
+            "$.tool_result.error",
+            "error must say what failed (it holds only whitespace or invisible characters); "
+            "leave it out when the search worked",
+        )
     for i, hit in enumerate(result.hits):
         if hit.score is not None and not 0.0 <= hit.score <= 1.0:
             raise _refuse(
@@ -197,6 +203,17 @@ def _check_user_response(request: GraceRequest, step_id: int | None, kind: str |
             "$.user_response.step_id",
             f"step {response.step_id} is not the one asked about (step {step_id}); "
             "this state was issued for another question",
+        )
+    if response.feedback is not None and kind not in ("CONFIRM", "ESCALATE"):
+        raise _refuse(
+            "$.user_response.feedback",
+            f"feedback rates a step's answer and is read after a CONFIRM or ESCALATE ask; this ask is a {kind}, "
+            "so nothing would read it",
+        )
+    if kind == "PLAN" and response.decision == "PROCEED" and not is_blank(response.input):
+        raise _refuse(
+            "$.user_response.input",
+            "PROCEED approves the plan as it is and reads no input; to change the plan, send MODIFY with your input",
         )
     if (
         response.decision == "PROCEED"

@@ -323,6 +323,31 @@ def test_plan_confirmation_is_asked_first_when_requested(walker: Walker) -> None
     assert search["action"] == "SEARCH"
 
 
+@pytest.mark.parametrize(
+    ("decision", "text", "feedback", "path"),
+    [
+        pytest.param("PROCEED", "answer in feet, official site only", None, "$.user_response.input", id="input"),
+        pytest.param("PROCEED", None, "incorrect", "$.user_response.feedback", id="feedback"),
+        pytest.param("MODIFY", "スカイツリーも", "correct", "$.user_response.feedback", id="feedback-with-modify"),
+    ],
+)
+def test_what_a_plan_ask_would_not_read_is_refused(
+    walker: Walker, decision: str, text: str | None, feedback: str | None, path: str
+) -> None:
+    """PROCEED approves the plan as it is; no step answer exists to rate: either was dropped without a word."""
+    walker.start(confirm_plan=True)
+    refused = walker.answer(decision, text, feedback, expect=400)
+    assert refused["details"][0]["path"] == path
+    assert walker.answer("PROCEED")["action"] == "SEARCH"  # the same state still works
+
+
+@pytest.mark.parametrize("error", ["", "  ", "\u200b"])
+def test_a_blank_search_error_is_refused_not_taken_for_a_failure(walker: Walker, error: str) -> None:
+    walker.start()
+    refused = walker.search(STRONG_TOWER_HITS, error=error, expect=400)
+    assert refused["details"][0]["path"] == "$.tool_result.error"
+
+
 def test_modifying_a_plan_that_needs_approval_asks_again(walker: Walker) -> None:
     walker.start(confirm_plan=True)
     again = walker.answer("MODIFY", "スカイツリーも")
@@ -341,11 +366,12 @@ def test_feedback_moves_the_thresholds_within_bounds_and_keeps_their_order(walke
     assert (t["silent"], t["notify"], t["confirm"]) == pytest.approx((0.88, 0.68, 0.38))
 
 
-def test_feedback_on_a_question_is_ignored(walker: Walker) -> None:
+def test_feedback_on_a_question_is_refused_not_ignored(walker: Walker) -> None:
+    """A QUESTION's answer is the user's own: there is no step answer for `feedback` to rate (it was dropped)."""
     walker.start()
     walker.search(error="timeout")
-    after = walker.answer("PROCEED", "333メートル", feedback="incorrect")
-    assert "thresholds_adjusted" not in event_types(after)
+    refused = walker.answer("PROCEED", "333メートル", feedback="incorrect", expect=400)
+    assert refused["details"][0]["path"] == "$.user_response.feedback"
 
 
 def test_a_session_is_deterministic(client: TestClient[Litestar]) -> None:

@@ -69,22 +69,29 @@ class Walker:
         return self.post({"query": query, "state": None, **extra})
 
     def search(
-        self, hits: list[dict[str, Any]] | None = None, *, error: str | None = None, **extra: Any
+        self,
+        hits: list[dict[str, Any]] | None = None,
+        *,
+        error: str | None = None,
+        expect: int = 200,
+        **extra: Any,
     ) -> dict[str, Any]:
         assert self.last["action"] == "SEARCH", self.last
         result: dict[str, Any] = {"step_id": self.last["step_id"], "hits": hits or [], "turn": self.last["turn"]}
         if error is not None:
             result["error"] = error
-        return self.post({"state": self.last["state"], "tool_result": result, **extra})
+        return self.post({"state": self.last["state"], "tool_result": result, **extra}, expect=expect)
 
-    def answer(self, decision: str, text: str | None = None, feedback: str | None = None) -> dict[str, Any]:
+    def answer(
+        self, decision: str, text: str | None = None, feedback: str | None = None, *, expect: int = 200
+    ) -> dict[str, Any]:
         assert self.last["action"] == "ASK_USER", self.last
         response: dict[str, Any] = {"decision": decision, "turn": self.last["turn"]}
         if text is not None:
             response["input"] = text
         if feedback is not None:
             response["feedback"] = feedback
-        return self.post({"state": self.last["state"], "user_response": response})
+        return self.post({"state": self.last["state"], "user_response": response}, expect=expect)
 
 
 def event_types(answer: dict[str, Any]) -> list[str]:
