@@ -27,7 +27,9 @@ MAX_PLAN_STEPS = GRACE.plan_steps
 MAX_HITS = GRACE.hits
 MAX_COLLECTIONS = GRACE.collections
 
-StepId = Annotated[int, msgspec.Meta(ge=1, le=1_000_000, description="A step's id, unique within a session.")]
+MAX_STEP_ID = 1_000_000
+"""The largest step id; a caller's plan leaves room below it for the ids replans add (`graphs.grace.protocol`)."""
+StepId = Annotated[int, msgspec.Meta(ge=1, le=MAX_STEP_ID, description="A step's id, unique within a session.")]
 MAX_QUERY_CHARS = GRACE.query_chars
 Text = Annotated[str, msgspec.Meta(max_length=GRACE.text_chars)]
 """Plan and result text: room for a question of the request's maximum length plus the planner's wording."""

@@ -14,7 +14,7 @@ so the client's state is untouched and still good for a corrected request.
 from __future__ import annotations
 
 from contracts.common import ErrorDetail
-from contracts.grace import MAX_PLAN_STEPS, GraceRequest, GraceState, SearchCollection
+from contracts.grace import MAX_PLAN_STEPS, MAX_STEP_ID, GraceRequest, GraceState, PlanStep, SearchCollection
 from graphs.config_files import GraceConfig
 from graphs.errors import InvalidInput
 from graphs.grace.intervention import input_required, thresholds_problem
@@ -64,8 +64,27 @@ def _check_first(request: GraceRequest, config: GraceConfig) -> None:
             max_steps=config.planner.max_steps,
             path="$.plan_steps",
         )
+        errors += _id_room_errors(request.plan_steps, config)
         if errors:
             raise InvalidInput("plan_steps is not an executable plan: " + "; ".join(e.message for e in errors), errors)
+
+
+def _id_room_errors(steps: list[PlanStep], config: GraceConfig) -> list[ErrorDetail]:
+    """Step ids too high to leave room for the steps replans add above the plan's highest id.
+
+    Each replan numbers its new steps from the session's highest id + 1, up to `planner.max_steps` of them,
+    at most `replan.max_replans` times: a plan ending at 1,000,000 got a replanned step 1,000,001, past the
+    contract, and its session could not go on.
+    """
+    highest = MAX_STEP_ID - config.replan.max_replans * config.planner.max_steps
+    return [
+        ErrorDetail(
+            path=f"$.plan_steps[{i}].step_id",
+            message=f"step ids go up to {highest:,}: the {MAX_STEP_ID - highest} above are for the steps replans add",
+        )
+        for i, step in enumerate(steps)
+        if step.step_id > highest
+    ]
 
 
 def _inconsistent(path: str, message: str) -> InvalidInput:

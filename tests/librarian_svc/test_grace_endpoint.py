@@ -8,6 +8,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.grace import MAX_STEP_ID
 from tests.graphs.grace.helpers import (
     MIDDLING_TOWER_HITS,
     STEP,
@@ -19,6 +20,7 @@ from tests.graphs.grace.helpers import (
     hit,
 )
 from tests.support.asgi import asgi_client
+from tests.support.context import make_context
 from tests.support.state_tokens import read_token, with_state_opened
 
 
@@ -419,3 +421,33 @@ async def test_proceeding_after_escalate_always_terminates(app: Litestar) -> Non
     assert steps[-1]["action"] == "COMPLETE", [s["action"] for s in steps]
     asked = [(s.get("kind"), (s.get("step") or {}).get("step_id")) for s in steps if s["action"] == "ASK_USER"]
     assert len(asked) == len(set(asked)), asked  # never the same question twice
+
+
+def _highest_caller_step_id() -> int:
+    grace = make_context().grace
+    return MAX_STEP_ID - grace.replan.max_replans * grace.planner.max_steps
+
+
+def test_a_plan_at_the_highest_ids_left_replans_within_the_contract(walker: Walker) -> None:
+    """Every replan's new steps still have ids ≤ MAX_STEP_ID, so the session goes on to the end."""
+    top = _highest_caller_step_id()
+    steps = [
+        {"step_id": top - 1, "action": "rag_search", "query": "東京タワー", "collection": "documents"},
+        {"step_id": top, "action": "reasoning", "query": TOWER_QUESTION, "depends_on": [top - 1]},
+    ]
+    walker.start(plan_steps=steps)
+    for _ in range(2):  # replan.max_replans
+        replanned = walker.search(error="down")
+        assert max(s["step_id"] for s in replanned["plan"]["steps"]) <= MAX_STEP_ID
+    assert walker.search(error="down")["action"] == "ERROR"  # LOOP_LIMIT, an answer within the contract
+
+
+def test_a_plan_whose_ids_leave_no_room_for_replans_is_refused(walker: Walker) -> None:
+    """The probe's plan: a failed search at 999,999 was replanned as step 1,000,001, which no state could carry."""
+    steps = [
+        {"step_id": 999_999, "action": "rag_search", "query": "東京タワー", "collection": "documents"},
+        {"step_id": 1_000_000, "action": "reasoning", "query": TOWER_QUESTION, "depends_on": [999_999]},
+    ]
+    refused = walker.post({"query": TOWER_QUESTION, "state": None, "plan_steps": steps}, expect=400)
+    assert [d["path"] for d in refused["details"]] == ["$.plan_steps[0].step_id", "$.plan_steps[1].step_id"]
+    assert f"step ids go up to {_highest_caller_step_id():,}" in refused["details"][0]["message"]
