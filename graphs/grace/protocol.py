@@ -234,6 +234,12 @@ def _check_user_response(request: GraceRequest, step_id: int | None, kind: str |
             "$.user_response.input",
             "PROCEED approves the plan as it is and reads no input; to change the plan, send MODIFY with your input",
         )
+    if kind == "PLAN" and response.decision == "MODIFY" and is_blank(response.input):
+        raise _refuse(
+            "$.user_response.input",
+            "MODIFY on a PLAN ask needs input saying what to change (without it the plan would be made again "
+            "from the question alone, and a plan you sent in plan_steps would be dropped)",
+        )
     if (
         response.decision == "PROCEED"
         and kind in ("ESCALATE", "QUESTION")

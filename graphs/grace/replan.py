@@ -23,7 +23,15 @@ from dataclasses import dataclass
 import msgspec
 import structlog
 
-from contracts.grace import ExecutionPlan, GraceState, PlanStep, ReplanStrategy, ReplanTrigger, StepResult
+from contracts.grace import (
+    MAX_PLAN_STEPS,
+    ExecutionPlan,
+    GraceState,
+    PlanStep,
+    ReplanStrategy,
+    ReplanTrigger,
+    StepResult,
+)
 from graphs.context import AgentContext
 from graphs.grace.complexity import keyword_complexity
 from graphs.grace.llm_planning import ReplanRequest, replan_with_llm
@@ -205,7 +213,8 @@ async def replan(context: AgentContext, session: GraceState, trigger: Trigger) -
             steps = await _model_steps(context, session, trigger, strategy, kept, first_id)
         if steps is None:
             steps = kept + _renumber_new(kept, redo or _fresh_plan(context, session, trigger, first_id), first_id)
-    return Replanned(plan=_finalize(context, session, steps), strategy=strategy)
+    kept_ids = [] if strategy == "FALLBACK" else [s.step_id for s in steps if s.step_id in _completed_ids(session)]
+    return _finalize(context, session, steps, kept_ids, strategy)
 
 
 def _fresh_plan(context: AgentContext, session: GraceState, trigger: Trigger, first_id: int) -> list[PlanStep]:
@@ -241,18 +250,35 @@ async def _model_steps(
     return None if new is None else kept + new
 
 
-def _finalize(context: AgentContext, session: GraceState, steps: list[PlanStep]) -> ExecutionPlan:
-    """Validate the merged plan; replace it with the template when it does not hold up."""
+def _finalize(
+    context: AgentContext, session: GraceState, steps: list[PlanStep], kept: list[int], strategy: ReplanStrategy
+) -> Replanned:
+    """Validate the merged plan; when it does not hold up, the template after the kept steps, else alone.
+
+    `planner.max_steps` bounds the steps still to run: the kept steps are done, so a PARTIAL replan of a
+    plan that used every step is not refused for its length (it was replaced by the template, and the
+    completed steps' results were dropped under a `replanned PARTIAL` event). When the template must stand
+    in, it follows the kept steps and answers from them too; only when even that fails is the replan FULL,
+    and it is reported so.
+    """
     names = {c.name for c in session.collections}
+    limit = min(MAX_PLAN_STEPS, context.grace.planner.max_steps + len(kept))
     ordered = normalize_steps(steps)
-    errors = plan_errors(ordered, collections=names, max_steps=context.grace.planner.max_steps)
+    errors = plan_errors(ordered, collections=names, max_steps=limit)
     if errors:
         log.warning("grace: merged plan invalid, using the template", errors=[e.message for e in errors[:5]])
-        ordered = template_steps(session.query, session.collections, first_id=session.max_step_id + 1)
-    return build_plan(
+        first_id = session.max_step_id + 1  # the merged plan's new steps never existed
+        by_id = {s.step_id: s for s in session.plan.steps}
+        after = [by_id[i] for i in kept if i in by_id]
+        search, answer = template_steps(session.query, session.collections, first_id=first_id)
+        ordered = [*after, search, msgspec.structs.replace(answer, depends_on=[*kept, search.step_id])]
+        if not after or plan_errors(ordered, collections=names, max_steps=limit):
+            ordered, strategy = [search, answer], "FULL"
+    plan = build_plan(
         session.query,
         ordered,
         complexity=session.plan.complexity,
         revision=session.plan.revision + 1,
         requires_confirmation=session.plan.requires_confirmation,
     )
+    return Replanned(plan=plan, strategy=strategy)

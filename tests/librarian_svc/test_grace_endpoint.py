@@ -331,12 +331,14 @@ def test_plan_confirmation_is_asked_first_when_requested(walker: Walker) -> None
         pytest.param("PROCEED", "answer in feet, official site only", None, "$.user_response.input", id="input"),
         pytest.param("PROCEED", None, "incorrect", "$.user_response.feedback", id="feedback"),
         pytest.param("MODIFY", "スカイツリーも", "correct", "$.user_response.feedback", id="feedback-with-modify"),
+        pytest.param("MODIFY", None, None, "$.user_response.input", id="modify-without-input"),
     ],
 )
 def test_what_a_plan_ask_would_not_read_is_refused(
     walker: Walker, decision: str, text: str | None, feedback: str | None, path: str
 ) -> None:
-    """PROCEED approves the plan as it is; no step answer exists to rate: either was dropped without a word."""
+    """PROCEED approves the plan as it is; no step answer exists to rate: either was dropped without a word.
+    A MODIFY with nothing to say made the plan again from the question, dropping the caller's own plan."""
     walker.start(confirm_plan=True)
     refused = walker.answer(decision, text, feedback, expect=400)
     assert refused["details"][0]["path"] == path
@@ -451,3 +453,29 @@ def test_a_plan_whose_ids_leave_no_room_for_replans_is_refused(walker: Walker) -
     refused = walker.post({"query": TOWER_QUESTION, "state": None, "plan_steps": steps}, expect=400)
     assert [d["path"] for d in refused["details"]] == ["$.plan_steps[0].step_id", "$.plan_steps[1].step_id"]
     assert f"step ids go up to {_highest_caller_step_id():,}" in refused["details"][0]["message"]
+
+
+def test_a_partial_replan_of_a_full_plan_keeps_the_completed_steps(walker: Walker) -> None:
+    """Seven searches and an answer use every step; redoing the answer adds a search. The seven are done, so
+    they stay (the plan was replaced by the template, dropping their 21 hits under a `replanned PARTIAL`)."""
+    steps: list[dict[str, Any]] = [
+        {"step_id": i, "action": "rag_search", "query": f"東京タワー {i}", "collection": "documents"}
+        for i in range(1, 8)
+    ]
+    steps.append({"step_id": 8, "action": "reasoning", "query": TOWER_QUESTION, "depends_on": list(range(1, 8))})
+    walker.start(plan_steps=steps)
+    for i in range(7):
+        asked = walker.search([hit(f"d{i}-{j}", "高さは333メートル", 0.9) for j in range(3)])
+    assert (asked["action"], asked["kind"], asked["step"]["step_id"]) == ("ASK_USER", "CONFIRM", 8)
+    replanned = walker.answer("MODIFY")
+    assert [e["strategy"] for e in replanned["events"] if e["type"] == "replanned"] == ["PARTIAL"]
+    plan = replanned["plan"]["steps"]
+    assert [s["step_id"] for s in plan[:7]] == list(range(1, 8))  # the completed searches, kept
+    assert [s["action"] for s in plan[7:]] == ["rag_search", "reasoning"]
+    assert set(range(1, 8)) <= set(plan[-1]["depends_on"])
+    final = walker.search([hit("fresh", "東京タワーの高さは333メートルである。", 0.9)])
+    while final["action"] == "ASK_USER":
+        final = walker.answer("PROCEED")
+    assert final["action"] == "COMPLETE", final
+    assert [(h["step_id"], h["status"]) for h in final["history"][:7]] == [(i, "success") for i in range(1, 8)]
+    assert "d0-0" in {s["document_id"] for s in final["sources"]}  # the kept steps' hits are still evidence
