@@ -8,6 +8,7 @@ against another question or subject.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import msgspec
 
@@ -24,8 +25,44 @@ def chain_digest(rounds: list[SearchRound], start: str = GENESIS) -> str:
     """Fold the rounds into one hash: each link covers the previous digest and the round's canonical JSON."""
     digest = start
     for round_ in rounds:
-        digest = hashlib.sha256(digest.encode() + _encoder.encode(round_)).hexdigest()
+        digest = hashlib.sha256(digest.encode() + _encoder.encode(_canonical(round_))).hexdigest()
     return digest
+
+
+def _canonical(round_: SearchRound) -> SearchRound:
+    """The round with every integral float in its hits' metadata as an integer (`1.0` as `1`).
+
+    A client that keeps the history as decoded JSON sends back `{"rank": 1.0}` as `{"rank": 1}` (Go's
+    `map[string]any`, JavaScript): the same value, so the same round, not an edited one. The typed fields
+    are numbers of one type already; only the free-form metadata can hold either.
+    """
+    if not any(hit.metadata and _has_float(hit.metadata) for hit in round_.results):
+        return round_
+    results = [
+        msgspec.structs.replace(hit, metadata=_integral(hit.metadata)) if hit.metadata else hit
+        for hit in round_.results
+    ]
+    return msgspec.structs.replace(round_, results=results)
+
+
+def _has_float(value: object) -> bool:
+    if type(value) is float:
+        return True
+    if type(value) is dict:
+        return any(_has_float(v) for v in value.values())
+    if type(value) is list:
+        return any(_has_float(v) for v in value)
+    return False
+
+
+def _integral(value: Any) -> Any:
+    if type(value) is float and value.is_integer():
+        return int(value)
+    if type(value) is dict:
+        return {key: _integral(v) for key, v in value.items()}
+    if type(value) is list:
+        return [_integral(v) for v in value]
+    return value
 
 
 def query_digest(user_query: str, subject_id: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import msgspec
 import pytest
@@ -96,6 +97,34 @@ def test_digest_survives_reserialisation_but_not_edits() -> None:
     again = msgspec.json.decode(msgspec.json.encode(ROUNDS), type=list[SearchRound])
     assert chain_digest(again) == chain_digest(ROUNDS)
     assert chain_digest(list(reversed(ROUNDS))) != chain_digest(ROUNDS)
+
+
+def _round_with_metadata(metadata: dict[str, Any]) -> SearchRound:
+    text = '{"queries_text": ["x"], "results": [{"document_id": "a", "snippet": "一", "metadata": %s}]}'
+    return msgspec.json.decode(text % msgspec.json.encode(metadata).decode(), type=SearchRound)
+
+
+@pytest.mark.parametrize(
+    ("sent", "sent_back"),
+    [
+        ('{"rank": 1.0}', '{"rank": 1}'),
+        ('{"rank": 1}', '{"rank": 1.0}'),
+        ('{"ranks": [1.0, {"at": 2.0}]}', '{"ranks": [1, {"at": 2}]}'),
+        ('{"rank": 1e2}', '{"rank": 100}'),
+    ],
+)
+def test_a_number_written_another_way_in_metadata_is_the_same_round(sent: str, sent_back: str) -> None:
+    """A Go `map[string]any` or a JavaScript client writes 1.0 back as 1: the same value, not an edit."""
+    first = _round_with_metadata(msgspec.json.decode(sent))
+    again = _round_with_metadata(msgspec.json.decode(sent_back))
+    assert chain_digest([first]) == chain_digest([again])
+
+
+@pytest.mark.parametrize(("sent", "sent_back"), [('{"rank": 1.5}', '{"rank": 1}'), ('{"rank": 1}', '{"rank": "1"}')])
+def test_a_different_value_in_metadata_is_still_an_edit(sent: str, sent_back: str) -> None:
+    first = _round_with_metadata(msgspec.json.decode(sent))
+    again = _round_with_metadata(msgspec.json.decode(sent_back))
+    assert chain_digest([first]) != chain_digest([again])
 
 
 @pytest.mark.parametrize(
