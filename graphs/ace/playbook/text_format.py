@@ -23,6 +23,7 @@ of blank lines is normalised), and `import(export(p)) == p` for any playbook gro
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 import msgspec
@@ -47,8 +48,13 @@ class PlaybookTextError(ValueError):
 
 
 def heading_to_section(title: str) -> str:
-    """`PROBLEM-SOLVING HEURISTICS AND WORKFLOWS` → `problem_solving_heuristics_and_workflows`."""
-    return _NOT_WORD.sub("_", title.casefold()).strip("_")
+    """`PROBLEM-SOLVING HEURISTICS AND WORKFLOWS` → `problem_solving_heuristics_and_workflows`.
+
+    NFKC first: a heading that looks the same must name the same section, whichever way its characters are
+    encoded (`ガイド` composed or as カ + a combining mark, whose mark is not a word character and became
+    `_`; `ＧＥＮＥＲＡＬ` in full-width letters).
+    """
+    return _NOT_WORD.sub("_", unicodedata.normalize("NFKC", title).casefold()).strip("_")
 
 
 def section_to_heading(section: str) -> str:

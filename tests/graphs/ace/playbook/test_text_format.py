@@ -153,6 +153,10 @@ def test_content_that_starts_like_counters_is_exported_after_counters(content: s
         ("PROBLEM-SOLVING HEURISTICS AND WORKFLOWS", "problem_solving_heuristics_and_workflows"),
         ("TROUBLESHOOTING AND PITFALLS:", "troubleshooting_and_pitfalls"),
         ("よくある 間違い", "よくある_間違い"),
+        ("\u30ac\u30a4\u30c9", "\u30ac\u30a4\u30c9"),  # ガイド, composed
+        ("\u30ab\u3099\u30a4\u30c8\u3099", "\u30ac\u30a4\u30c9"),  # ガイド as カ + dakuten: the same section
+        ("CAFE\u0301", "caf\u00e9"),  # CAFÉ with a combining accent
+        ("\uff27\uff25\uff2e\uff25\uff32\uff21\uff2c", "general"),  # ＧＥＮＥＲＡＬ
     ],
 )
 def test_headings_map_to_snake_case_sections(heading: str, section: str) -> None:
