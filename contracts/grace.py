@@ -227,7 +227,11 @@ class GraceEvent(WireStruct):
 
 
 class GraceSource(WireStruct):
-    """A source the answer cites: one of the caller's hits, as it was sent."""
+    """A source the answer cites: one of the caller's hits, as it was sent, its snippet as the state keeps it.
+
+    The state keeps each hit's first `executor.snippet_chars` characters (1,200 by default,
+    `config/grace_config.yml`), so a longer snippet comes back cut there.
+    """
 
     document_id: str
     snippet: str

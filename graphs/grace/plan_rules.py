@@ -112,16 +112,15 @@ def _dependency_errors(step: PlanStep, index: int, where: str, position: dict[in
 
 def _step_errors(step: PlanStep, where: str, collections: Collection[str]) -> list[ErrorDetail]:
     errors: list[ErrorDetail] = []
-    if step.action == "rag_search":
-        if not step.query.strip():
-            errors.append(ErrorDetail(path=f"{where}.query", message="a rag_search step needs a query"))
-        if step.collection is not None and step.collection not in collections:
-            known = ", ".join(sorted(collections)) or "(none)"
-            errors.append(
-                ErrorDetail(
-                    path=f"{where}.collection", message=f"unknown collection {step.collection!r}; known: {known}"
-                )
-            )
+    if step.action == "rag_search" and not step.query.strip():
+        errors.append(ErrorDetail(path=f"{where}.query", message="a rag_search step needs a query"))
+    # Any step's collection, not only a search's: the plan is echoed back, and a reasoning step naming a
+    # collection nobody has would be shown as if it drew on it.
+    if step.collection is not None and step.collection not in collections:
+        known = ", ".join(sorted(collections)) or "(none)"
+        errors.append(
+            ErrorDetail(path=f"{where}.collection", message=f"unknown collection {step.collection!r}; known: {known}")
+        )
     if step.action == "ask_user" and not (step.description.strip() or step.query.strip()):
         errors.append(ErrorDetail(path=f"{where}.description", message="an ask_user step needs the question"))
     if step.fallback == step.action and step.action != "rag_search":

@@ -276,6 +276,13 @@ SEARCH = {"action": "rag_search", "query": "東京タワー", "collection": "doc
             id="unknown-collection",
         ),
         pytest.param(
+            [{"step_id": 1, **SEARCH}, {"step_id": 2, "action": "reasoning", "depends_on": [1], "collection": "nope"}],
+            400,
+            "$.plan_steps[1].collection",
+            "unknown collection",
+            id="unknown-collection-on-a-reasoning-step",
+        ),
+        pytest.param(
             [{"step_id": 1, "action": "rag_search", "query": ""}],
             400,
             "$.plan_steps[0].query",

@@ -1824,7 +1824,12 @@ type GraceCompleteAction struct {
 	Usage      Usage                     `json:"usage"`
 }
 
-// A source the answer cites: one of the caller's hits, as it was sent.
+// A source the answer cites: one of the caller's hits, as it was sent, its snippet as the
+// state keeps it.
+//
+// The state keeps each hit's first `executor.snippet_chars` characters (1,200 by
+// default,
+// `config/grace_config.yml`), so a longer snippet comes back cut there.
 type GraceSource struct {
 	ChunkID    *string  `json:"chunk_id,omitempty"`
 	DocumentID string   `json:"document_id"`
