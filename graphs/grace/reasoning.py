@@ -281,6 +281,15 @@ async def _corroborating(
     return found
 
 
+_LABEL_LIKE = re.compile(r"\[([SU][0-9]+)\]")
+"""A citation label (`[S7]`) inside a quoted sentence: a hit's own text may carry one."""
+
+
+def _unlabelled(match: re.Match[str]) -> str:
+    """`[S7]` in a quote as `［S7］`: still readable, but not a citation the answer makes (it points at nothing)."""
+    return f"［{match.group(1)}］"
+
+
 def _cite(query: str, chosen: list[_Sentence], self_eval: float) -> Answer:
     """Number the cited sources in order of first use and append the label to each sentence."""
     cited: list[Evidence] = []
@@ -296,7 +305,7 @@ def _cite(query: str, chosen: list[_Sentence], self_eval: float) -> Answer:
             if origin not in cited:
                 cited.append(origin)
             label = f"S{cited.index(origin) + 1}"
-        parts.append(f"{sentence.text}[{label}]")
+        parts.append(f"{_LABEL_LIKE.sub(_unlabelled, sentence.text)}[{label}]")
     joiner = "" if is_japanese(query) else " "
     return Answer(text=joiner.join(parts), cited=cited, cited_inputs=inputs, self_eval=self_eval, support=cited)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -479,3 +480,13 @@ def test_a_partial_replan_of_a_full_plan_keeps_the_completed_steps(walker: Walke
     assert final["action"] == "COMPLETE", final
     assert [(h["step_id"], h["status"]) for h in final["history"][:7]] == [(i, "success") for i in range(1, 8)]
     assert "d0-0" in {s["document_id"] for s in final["sources"]}  # the kept steps' hits are still evidence
+
+
+def test_a_citation_written_in_a_hit_is_not_taken_for_one_of_the_answers(walker: Walker) -> None:
+    """A quoted `[S7]` pointed at no source; every label the answer shows names one of its sources."""
+    walker.start()
+    final = walker.search([hit("tower", "東京タワーの高さは333メートルである[S7]。東京都港区にある電波塔。", 0.95)])
+    assert final["action"] == "COMPLETE", final
+    labels = {int(n) for n in re.findall(r"\[S([0-9]+)\]", final["answer"])}
+    assert labels == set(range(1, len(final["sources"]) + 1))
+    assert "［S7］" in final["answer"]
