@@ -56,7 +56,9 @@ def oracle(steps: list[PlanStep]) -> bool:
     for i, s in enumerate(steps):
         if any(d not in position or position[d] >= i for d in s.depends_on):
             return False
-        if s.action == "rag_search" and (not s.query or (s.collection is not None and s.collection not in COLLECTIONS)):
+        if s.action == "rag_search" and not s.query:
+            return False
+        if s.collection is not None and s.collection not in COLLECTIONS:  # on any step
             return False
         if s.action == "ask_user" and not (s.description or s.query):
             return False
