@@ -406,14 +406,36 @@ def figure_conflicts(
     pair of figures (kind and value), the first in reading order; at most `limit` of them.
 
     Work grows with the figures and the pairs returned, not with their product: two texts of 1,500
-    numbers each (a table, or a hostile snippet) are not 2 million comparisons. Only figures a side
-    lacks are paired, one of each figure and unit, and each is paired only with the other side's
-    figures of its own kind and a unit it may stand against.
+    numbers each (a table, or a hostile snippet) are not 2 million comparisons. Past `_DIRECT_PAIRS`
+    candidate pairs, only one of each figure and unit is paired, and each only with the other side's
+    figures of its own kind and a unit it may stand against (`_indexed_conflicts`).
     """
     first_keys = {f.key for f in first}
     second_keys = {f.key for f in second}
-    only_first = _each_once(first, second_keys)
-    only_second = _each_once(second, first_keys)
+    only_first = [f for f in first if f.key not in second_keys]
+    only_second = [f for f in second if f.key not in first_keys]
+    if len(only_first) * len(only_second) > _DIRECT_PAIRS:
+        return _indexed_conflicts(only_first, only_second, bare, limit)
+    pairs: dict[tuple[tuple[str, str], tuple[str, str]], tuple[Figure, Figure]] = {}
+    for x in only_first:
+        for y in only_second:
+            if x.kind == y.kind and (x.unit == y.unit or not y.unit or (bare == "either" and not x.unit)):
+                pairs.setdefault((x.key, y.key), (x, y))
+                if limit is not None and len(pairs) >= limit:
+                    return list(pairs.values())
+    return list(pairs.values())
+
+
+_DIRECT_PAIRS = 64
+"""Candidate pairs (of figures, of clauses) up to which every pair is compared rather than indexed: most texts."""
+
+
+def _indexed_conflicts(
+    only_first: list[Figure], only_second: list[Figure], bare: BareUnits, limit: int | None
+) -> list[tuple[Figure, Figure]]:
+    """`figure_conflicts` for many figures: the same pairs in the same order, through an index by kind and unit."""
+    only_first = _each_once(only_first)
+    only_second = _each_once(only_second)
     by_role: dict[tuple[FigureKind, str], list[int]] = {}
     by_kind: dict[FigureKind, list[int]] = {}
     for index, y in enumerate(only_second):
@@ -434,12 +456,11 @@ def figure_conflicts(
     return list(pairs.values())
 
 
-def _each_once(found: Sequence[Figure], excluded: set[tuple[FigureKind, str]]) -> list[Figure]:
-    """The figures whose key is not `excluded`, the first of each figure and unit (a later one pairs the same)."""
+def _each_once(found: list[Figure]) -> list[Figure]:
+    """The first of each figure and unit (a later one would pair exactly as the first does)."""
     kept: dict[tuple[FigureKind, str, str], Figure] = {}
     for figure in found:
-        if figure.key not in excluded:
-            kept.setdefault((figure.kind, figure.value, figure.unit), figure)
+        kept.setdefault((figure.kind, figure.value, figure.unit), figure)
     return list(kept.values())
 
 
@@ -543,11 +564,21 @@ def polarity_conflict(first: str, second: str) -> tuple[str, str] | None:
 
 
 def _aligned(clauses: Sequence[_Clause], others: Sequence[_Clause]) -> list[tuple[_Clause, _Clause]]:
-    """Each clause with the first of `others` it shares the most of (Jaccard of content), when that is ≥ ALIGN_MIN.
+    """Each clause with the first of `others` it shares the most of (Jaccard of content), when that is ≥ ALIGN_MIN."""
+    if len(clauses) * len(others) > _DIRECT_PAIRS:
+        return _aligned_by_index(clauses, others)
+    aligned = []
+    for clause in clauses:
+        best = max(others, key=lambda other: _jaccard(clause.content, other.content))
+        if _jaccard(clause.content, best.content) >= ALIGN_MIN:
+            aligned.append((clause, best))
+    return aligned
 
-    Only clauses sharing a content token can reach it, so each is scored against those alone, found through
-    an index of the tokens: two texts of 600 clauses are not 360,000 Jaccards, unless every clause shares
-    words with every other.
+
+def _aligned_by_index(clauses: Sequence[_Clause], others: Sequence[_Clause]) -> list[tuple[_Clause, _Clause]]:
+    """`_aligned` for long texts: only clauses sharing a content token can reach ALIGN_MIN, found by an index.
+
+    Two texts of 600 clauses are not 360,000 Jaccards, unless every clause shares words with every other.
     """
     holding: dict[str, list[int]] = {}
     for index, other in enumerate(others):
