@@ -52,7 +52,8 @@ async def run_grace(
             step = answer.get("step") or {}
             body["user_response"] = {
                 "decision": "PROCEED",
-                "input": "この情報で続けてください",
+                # A PLAN ask is approved as it is and reads no input (400 if given); a question reads it.
+                **({} if answer.get("kind") == "PLAN" else {"input": "この情報で続けてください"}),
                 "turn": answer["turn"],
                 **({"step_id": step["step_id"]} if step.get("step_id") else {}),
             }

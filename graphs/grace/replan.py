@@ -12,8 +12,9 @@ or the user's MODIFY. Strategies:
 
 New steps always get fresh ids (above every id the session has used), so a result can never be
 mistaken for another step's. With a model configured, PARTIAL and FULL ask it for the new steps
-first and fall back to these rules when its reply is unusable. The merged plan is validated again;
-one that fails (or grows past `planner.max_steps`) is replaced by the template plan.
+first and fall back to these rules when its reply is unusable. The merged plan is validated again,
+`planner.max_steps` bounding the steps still to run (completed steps run no more); one that fails is
+replaced by the template plan after its completed steps, or by the template alone (then FULL).
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ async def replan(context: AgentContext, session: GraceState, trigger: Trigger) -
             steps = await _model_steps(context, session, trigger, strategy, kept, first_id)
         if steps is None:
             steps = kept + _renumber_new(kept, redo or _fresh_plan(context, session, trigger, first_id), first_id)
-    kept_ids = [] if strategy == "FALLBACK" else [s.step_id for s in steps if s.step_id in _completed_ids(session)]
+    kept_ids = [s.step_id for s in steps if s.step_id in _completed_ids(session)]  # done: they run no more
     return _finalize(context, session, steps, kept_ids, strategy)
 
 

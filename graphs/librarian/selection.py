@@ -304,9 +304,15 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
             found = _versions_contradiction(first, second)
             if found is not None:
                 where, other = _where(first), _where(second)
-                pair = f"two versions of {where}" if where == other else f"{where} vs {other}"
+                one_place = location_of(first) == location_of(second)  # one chunk read twice, not two on a page
+                pair = f"two versions of {where}" if one_place else f"{where} vs {other}"
                 lines.append(f"{pair}: {found.detail}")
     return lines
+
+
+def location_of(scored: ScoredCandidate) -> Location:
+    """Where a candidate stands: its document, page and chunk."""
+    return scored.candidate.document_id, scored.candidate.page, scored.candidate.chunk_id
 
 
 def _where(scored: ScoredCandidate) -> str:

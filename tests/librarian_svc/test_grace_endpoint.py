@@ -456,7 +456,8 @@ def test_a_plan_whose_ids_leave_no_room_for_replans_is_refused(walker: Walker) -
     assert f"step ids go up to {_highest_caller_step_id():,}" in refused["details"][0]["message"]
 
 
-def test_a_partial_replan_of_a_full_plan_keeps_the_completed_steps(walker: Walker) -> None:
+@pytest.mark.parametrize("second_failure", [False, True], ids=["then-found", "then-failed-again"])
+def test_a_partial_replan_of_a_full_plan_keeps_the_completed_steps(walker: Walker, second_failure: bool) -> None:
     """Seven searches and an answer use every step; redoing the answer adds a search. The seven are done, so
     they stay (the plan was replaced by the template, dropping their 21 hits under a `replanned PARTIAL`)."""
     steps: list[dict[str, Any]] = [
@@ -474,9 +475,15 @@ def test_a_partial_replan_of_a_full_plan_keeps_the_completed_steps(walker: Walke
     assert [s["step_id"] for s in plan[:7]] == list(range(1, 8))  # the completed searches, kept
     assert [s["action"] for s in plan[7:]] == ["rag_search", "reasoning"]
     assert set(range(1, 8)) <= set(plan[-1]["depends_on"])
-    final = walker.search([hit("fresh", "東京タワーの高さは333メートルである。", 0.9)])
-    while final["action"] == "ASK_USER":
-        final = walker.answer("PROCEED")
+    return_trip = walker.search(error="connection refused") if second_failure else None
+    if return_trip is not None:  # a FALLBACK of the new search: the nine-step plan keeps the seven too
+        assert [s["step_id"] for s in return_trip["plan"]["steps"][:7]] == list(range(1, 8))
+        final = return_trip
+    else:
+        final = walker.search([hit("fresh", "東京タワーの高さは333メートルである。", 0.9)])
+    while final["action"] in ("ASK_USER", "SEARCH"):
+        asked = final["action"] == "ASK_USER"
+        final = walker.answer("PROCEED", "333メートルです") if asked else walker.search(STRONG_TOWER_HITS)
     assert final["action"] == "COMPLETE", final
     assert [(h["step_id"], h["status"]) for h in final["history"][:7]] == [(i, "success") for i in range(1, 8)]
     assert "d0-0" in {s["document_id"] for s in final["sources"]}  # the kept steps' hits are still evidence

@@ -39,7 +39,6 @@ _COUNTERS = re.compile(
 # What a reader would take for vote counters: such a start that is not exactly `_COUNTERS` is refused, not
 # kept as content (its votes would be lost without a word), and export writes counters before such content.
 _COUNTERS_LIKE = re.compile(r"^\s*(?:helpful|harmful)\s*=", re.IGNORECASE)
-_NOT_WORD = re.compile(r"[\W_]+")
 CONTINUATION = "  "
 
 
@@ -51,10 +50,17 @@ def heading_to_section(title: str) -> str:
     """`PROBLEM-SOLVING HEURISTICS AND WORKFLOWS` → `problem_solving_heuristics_and_workflows`.
 
     NFKC first: a heading that looks the same must name the same section, whichever way its characters are
-    encoded (`ガイド` composed or as カ + a combining mark, whose mark is not a word character and became
-    `_`; `ＧＥＮＥＲＡＬ` in full-width letters).
+    encoded (`ガイド` composed or as カ + a combining mark; `ＧＥＮＥＲＡＬ` in full-width letters). Letters,
+    digits and the marks that belong to them (a combining mark case folding leaves, as in `İ` → `i̇`;
+    Devanagari vowel signs) make the words; every other run of characters is one `_`.
     """
-    return _NOT_WORD.sub("_", unicodedata.normalize("NFKC", title).casefold()).strip("_")
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", title).casefold())
+    spaced = "".join(c if c.isalnum() or unicodedata.category(c) in _MARKS else " " for c in folded)
+    return "_".join(spaced.split())
+
+
+_MARKS = frozenset({"Mn", "Mc", "Me"})
+"""Combining marks: part of the word they sit on, not separators."""
 
 
 def section_to_heading(section: str) -> str:

@@ -47,6 +47,8 @@ MATCH_COVERAGE = 0.9
 """Share of the ground truth's content tokens the answer must contain to count as correct."""
 MAX_LISTED_TERMS = 8
 MAX_FAILING_CHECKS = 3
+BLAMED_PAIRS = 64
+"""Wrong figures a bullet is blamed with at most (eight of each side are listed): bounds the pairing's work."""
 
 # "5 passed, 0 failed", "no errors", "0 failures" are not failures.
 _NOT_FAILURE = re.compile(
@@ -136,8 +138,10 @@ def judge(trajectory: Trajectory, ground_truth: str, test_report: str) -> Verdic
         answer_outcome = "success" if coverage >= MATCH_COVERAGE else "failure"
         answer_terms = set(terms(reading.answer))
         missing = [t for t in terms(ground_truth) if t not in answer_terms][:MAX_LISTED_TERMS]
-        conflicts = figure_conflicts(reading.answer_figures, reading.truth_figures, bare="second")
-        wrong = [(x.text, y.text) for x, y in conflicts][:MAX_LISTED_TERMS]
+        conflicts = figure_conflicts(
+            reading.answer_figures, reading.truth_figures, bare="second", limit=MAX_LISTED_TERMS
+        )  # the limit bounds the work too: 2,500 figures a side were 6 million pairs and 2 GB
+        wrong = [(x.text, y.text) for x, y in conflicts]
     outcome, failing = report_verdict(test_report)
     if outcome == "unknown":
         outcome = answer_outcome
@@ -220,7 +224,7 @@ def _blame(
 ) -> tuple[Literal["harmful", "neutral"], str]:
     """After a failure with a ground truth: harmful only when what the bullet said contradicts it."""
     given = [f for f in figures(bullet.content) if f.key in answer_figures]  # figures it put into the answer
-    conflicts = figure_conflicts(given, truth_figures, bare="second")
+    conflicts = figure_conflicts(given, truth_figures, bare="second", limit=BLAMED_PAIRS)
     if conflicts:
         gave = listing(x.text for x, _ in conflicts)
         expected = listing(y.text for _, y in conflicts)

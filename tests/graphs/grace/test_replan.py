@@ -21,7 +21,7 @@ from contracts.grace import (
 from graphs.config_files import load_grace_config
 from graphs.grace.plan_rules import plan_errors
 from graphs.grace.planner import build_plan
-from graphs.grace.replan import Trigger, choose_strategy, replan, trigger_for
+from graphs.grace.replan import Trigger, _finalize, choose_strategy, replan, trigger_for
 from tests.support.context import make_context
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -173,3 +173,24 @@ async def test_every_replan_is_a_valid_plan_with_fresh_ids(
     else:
         assert trigger_id not in {s.step_id for s in done.plan.steps}
     assert done.plan.revision == 1
+
+
+def test_a_merged_plan_that_fails_gives_the_template_after_the_completed_steps() -> None:
+    """Not the template alone: the completed steps and their results stay, and the answer draws on them too."""
+    state = session(PLAN, [ok(1), ok(2)])
+    broken = [*PLAN[:2], PlanStep(step_id=4, action="reasoning", query=QUERY, depends_on=[99])]  # dangling
+    replanned = _finalize(CONTEXT, state, broken, [1, 2], "PARTIAL")
+    steps = replanned.plan.steps
+    assert [s.step_id for s in steps[:2]] == [1, 2]
+    assert [s.action for s in steps[2:]] == ["rag_search", "reasoning"]
+    assert steps[-1].depends_on == [1, 2, steps[2].step_id]
+    assert steps[2].step_id > state.max_step_id
+    assert replanned.strategy == "PARTIAL"
+
+
+def test_with_nothing_completed_a_failing_merged_plan_is_a_full_replan_and_says_so() -> None:
+    state = session(PLAN, [])
+    broken = [PlanStep(step_id=4, action="reasoning", query=QUERY, depends_on=[99])]
+    replanned = _finalize(CONTEXT, state, broken, [], "PARTIAL")
+    assert [s.action for s in replanned.plan.steps] == ["rag_search", "reasoning"]
+    assert replanned.strategy == "FULL"

@@ -132,8 +132,7 @@ def test_one_place_read_with_other_figures_keeps_both_and_the_notes_say_so(
     )
     assert final["action"] == "COMPLETE", final
     assert sorted(s for e in final["evidence"] for s in e["snippets"]) == [old, new]
-    assert "disagree" in final["coverage_notes"], final["coverage_notes"]
-    assert "333" in final["coverage_notes"]
+    assert "The sources disagree (two versions of tower p.3: 33" in final["coverage_notes"], final["coverage_notes"]
 
 
 def test_one_place_read_again_with_the_same_figures_is_one_source(client: TestClient[Litestar]) -> None:

@@ -157,6 +157,11 @@ def test_content_that_starts_like_counters_is_exported_after_counters(content: s
         ("\u30ab\u3099\u30a4\u30c8\u3099", "\u30ac\u30a4\u30c9"),  # ガイド as カ + dakuten: the same section
         ("CAFE\u0301", "caf\u00e9"),  # CAFÉ with a combining accent
         ("\uff27\uff25\uff2e\uff25\uff32\uff21\uff2c", "general"),  # ＧＥＮＥＲＡＬ
+        ("\u0130STANBUL TIPS", "i\u0307stanbul_tips"),  # İ folds to i + a combining dot: one word, not i_stanbul
+        (
+            "\u0939\u093f\u0902\u0926\u0940 \u0928\u094b\u091f\u094d\u0938",
+            "\u0939\u093f\u0902\u0926\u0940_\u0928\u094b\u091f\u094d\u0938",
+        ),  # Hindi: vowel signs stay
     ],
 )
 def test_headings_map_to_snake_case_sections(heading: str, section: str) -> None:

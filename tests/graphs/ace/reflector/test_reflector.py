@@ -238,3 +238,24 @@ def test_the_rules_read_the_answer_and_the_ground_truth_once_for_every_bullet() 
     assert evaluations == evaluate_bullets(trajectory, "333メートル", verdict, used)
     assert insights == derive_insights(trajectory, "333メートル", verdict, used, evaluations)
     assert reflect_by_rules(trajectory, "333メートル", "", used, with_insights=False) == (evaluations, [])
+
+
+def test_figures_are_paired_only_as_far_as_they_are_listed() -> None:
+    """2,500 numbers a side were every pair (6 million, 2 GB, 11 s over HTTP); the reflector lists eight."""
+    calls: list[int | None] = []
+    real = contradiction.figure_conflicts
+
+    def spy(*args: object, limit: int | None = None, **kwargs: object) -> object:
+        calls.append(limit)
+        return real(*args, limit=limit, **kwargs)  # type: ignore[arg-type]
+
+    answer = " ".join(str(i) for i in range(1, 2_501))
+    truth = " ".join(str(i) for i in range(2_501, 5_001))
+    used = [bullet("gen-00001", f"The answer is {answer[:200]}")]
+    trajectory = Trajectory(query="q", generated_answer=answer, used_bullet_ids=["gen-00001"])
+    with mock.patch.object(heuristic, "figure_conflicts", spy):
+        verdict = judge(trajectory, truth, "")
+        evaluate_bullets(trajectory, truth, verdict, used)
+    assert calls
+    assert all(limit is not None and limit <= heuristic.BLAMED_PAIRS for limit in calls)
+    assert len(verdict.wrong_figures) == heuristic.MAX_LISTED_TERMS
