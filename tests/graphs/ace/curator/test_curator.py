@@ -14,6 +14,7 @@ from contracts.ace import (
     MAX_BULLET_NUMBER,
     BulletEvaluation,
     DeltaContextItem,
+    DeltaType,
     Insight,
     Playbook,
     PlaybookMetadata,
@@ -21,7 +22,7 @@ from contracts.ace import (
 )
 from graphs.ace.checks import delta_problems
 from graphs.ace.curator.heuristic import propose_deltas
-from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
+from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge, without_superseded
 from graphs.ace.playbook.ids import BulletIdsExhausted, IdAllocator, high_water, id_number
 from graphs.ace.playbook.sections import SectionRules, section_rules, slug_prefix
 from graphs.ace.search.hybrid import HybridSearch
@@ -499,3 +500,22 @@ def test_an_update_that_changes_the_meaning_does_not_inherit_the_votes(
     assert updated.content == new_content
     assert (updated.helpful, updated.harmful) == votes
     assert any("votes" in note for note in outcome.notes) is (votes == (0, 0))
+
+
+@pytest.mark.parametrize("caller", ["UPDATE", "DELETE"])
+@pytest.mark.parametrize("curator", ["UPDATE", "DELETE"])
+def test_the_callers_update_or_delete_of_a_bullet_supersedes_the_curators(
+    caller: DeltaType, curator: DeltaType
+) -> None:
+    """Only deltas on the same bullet are left out, each with a note; ADDs and other bullets pass through."""
+    client = [DeltaContextItem(type=caller, section="general", bullet_id="general-00001", content="x")]
+    proposed = [
+        DeltaContextItem(type=curator, section="general", bullet_id="general-00001", content="y"),
+        DeltaContextItem(type=curator, section="general", bullet_id="general-00002", content="z"),
+        DeltaContextItem(type="ADD", section="general", content="w"),
+    ]
+    kept, notes = without_superseded(client, proposed)
+    assert kept == proposed[1:]
+    assert notes == [
+        f"the curator's {curator} of general-00001 was left out: this request's own {caller} of that bullet comes first"
+    ]
