@@ -38,7 +38,7 @@ from contracts.ace import (
 from graphs.ace.checks import playbook_problems
 from graphs.ace.curator.heuristic import propose_deltas as heuristic_deltas
 from graphs.ace.curator.llm import curate_with_llm
-from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge, without_superseded
+from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
 from graphs.ace.generator.heuristic import generate_extractive
 from graphs.ace.generator.llm import generate_with_llm
 from graphs.ace.heuristic_text import stem
@@ -331,10 +331,9 @@ async def _merge(
 ) -> MergeOutcome:
     """The caller's deltas first (validated against its playbook), then the curator's; then the budget."""
     query = state["reflection"].trajectory_query
-    proposed, left_out = without_superseded(state["client_deltas"], state["proposed"])
-    outcome = await merge(
+    return await merge(
         playbook,
-        [*state["client_deltas"], *proposed],
+        [*state["client_deltas"], *state["proposed"]],
         rules=state["rules"],
         embeddings=runtime.context.embeddings,
         dedup_threshold=state["dedup_threshold"],
@@ -344,9 +343,8 @@ async def _merge(
         reserved_ids=_request_ids(state),
         counter_path="$.dataset" if isinstance(state.get("request"), WorkflowRequest) else COUNTER_PATH,
         budget=runtime.context,
+        caller_deltas=len(state["client_deltas"]),
     )
-    outcome.notes[:0] = left_out
-    return outcome
 
 
 def _request_ids(state: AceGraphState) -> list[str]:

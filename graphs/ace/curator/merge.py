@@ -88,29 +88,6 @@ class MergeOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def without_superseded(
-    client: list[DeltaContextItem], proposed: list[DeltaContextItem]
-) -> tuple[list[DeltaContextItem], list[str]]:
-    """The curator's deltas without those on a bullet the caller's own UPDATE or DELETE names, and a note for each.
-
-    The caller decided that bullet's fate in this request: a curator's DELETE after the caller's UPDATE would
-    remove the corrected bullet for votes cast on its old content, and a second UPDATE would overwrite it.
-    """
-    named = {d.bullet_id: d.type for d in client if d.type != "ADD" and d.bullet_id is not None}
-    if not named:
-        return proposed, []
-    kept, notes = [], []
-    for delta in proposed:
-        if delta.type != "ADD" and delta.bullet_id in named:
-            notes.append(
-                f"the curator's {delta.type} of {delta.bullet_id} was left out: this request's own "
-                f"{named[delta.bullet_id]} of that bullet comes first"
-            )
-        else:
-            kept.append(delta)
-    return kept, notes
-
-
 def apply_evaluations(playbook: Playbook, evaluations: list[BulletEvaluation]) -> Playbook:
     """The playbook with one helpful/harmful vote added per evaluation (unknown ids are ignored)."""
     votes: dict[str, tuple[int, int]] = {}
@@ -290,7 +267,11 @@ class _Merger:
         return bullet_id in self.by_id and bullet_id not in self.changed
 
     async def add(
-        self, delta: DeltaContextItem, near: Callable[[], list[tuple[str, float]]], checkpoint: Checkpoint
+        self,
+        delta: DeltaContextItem,
+        near: Callable[[], list[tuple[str, float]]],
+        checkpoint: Checkpoint,
+        settled: dict[str, str],
     ) -> None:
         content = delta.content.strip()
         refusal = self._add_refusal(delta, content)
@@ -311,6 +292,13 @@ class _Merger:
                 log.info("ace: contradicting near-duplicate kept apart", bullet_id=bullet_id, kind=clash.kind)
                 kept_apart.append(bullet_id)
                 continue
+            if bullet_id in settled:
+                self.skip(
+                    delta,
+                    f"near-duplicate (cosine {similarity:.3f}) of {bullet_id}, which this request's own "
+                    f"{settled[bullet_id]} settles",
+                )
+                return
             self.outcome.notes.append(f"ADD became UPDATE of {bullet_id}: near-duplicate (cosine {similarity:.3f})")
             self.update(
                 delta,
@@ -440,6 +428,7 @@ async def merge(
     reserved_ids: Iterable[str] = (),
     counter_path: str = COUNTER_PATH,
     budget: Budget = UNBOUNDED,
+    caller_deltas: int = 0,
 ) -> MergeOutcome:
     """Apply `deltas` to `playbook` (counters already applied) as the module docstring describes.
 
@@ -459,11 +448,25 @@ async def merge(
             anything is returned or saved).
         budget: What bounds the merge's work (the request's `AgentContext`): its checkpoint is awaited between
             chunks, yielding to the event loop and raising `DeadlineExceeded` once the deadline has passed.
+        caller_deltas: How many of `deltas`, first, are the caller's own. A bullet a caller's UPDATE or DELETE
+            names is settled: the curator's deltas after them leave it alone (an UPDATE or DELETE of it is left
+            out, an ADD that would become an UPDATE of it is dropped), each with a note. A bullet the caller
+            corrected is not then deleted, or rewritten, for what its old content earned.
     """
     merger = _Merger(playbook, rules, source, counter_path)
     merger.allocator.reserve(reserved_ids)
     await merger.prepare(deltas, embeddings, dedup_threshold, budget)
+    settled: dict[str, str] = {
+        d.bullet_id: d.type for d in deltas[:caller_deltas] if d.type != "ADD" and d.bullet_id is not None
+    }
     for index, delta in enumerate(deltas):
+        by_curator = index >= caller_deltas
+        if by_curator and delta.type != "ADD" and delta.bullet_id in settled:
+            merger.outcome.notes.append(
+                f"the curator's {delta.type} of {delta.bullet_id} was left out: this request's own "
+                f"{settled[delta.bullet_id]} of that bullet comes first"
+            )
+            continue
         match delta.type:
             case "DELETE":
                 merger.delete(delta)
@@ -471,7 +474,7 @@ async def merge(
                 merger.update(delta)
             case "ADD":
                 near = functools.partial(merger.near, index, delta, dedup_threshold)
-                await merger.add(delta, near, budget.checkpoint)
+                await merger.add(delta, near, budget.checkpoint, settled if by_curator else {})
         await budget.checkpoint()  # one delta is bounded work: an exact cosine per candidate, contradictions in chunks
     bullets = merger.bullets
     if max_bullets is not None:

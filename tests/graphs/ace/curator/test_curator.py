@@ -22,7 +22,7 @@ from contracts.ace import (
 )
 from graphs.ace.checks import delta_problems
 from graphs.ace.curator.heuristic import propose_deltas
-from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge, without_superseded
+from graphs.ace.curator.merge import MergeOutcome, apply_evaluations, merge
 from graphs.ace.playbook.ids import BulletIdsExhausted, IdAllocator, high_water, id_number
 from graphs.ace.playbook.sections import SectionRules, section_rules, slug_prefix
 from graphs.ace.search.hybrid import HybridSearch
@@ -51,11 +51,13 @@ def run_merge(
     dedup_threshold: float = 0.85,
     max_bullets: int | None = None,
     counters_changed: bool = False,
+    caller_deltas: int = 0,
 ) -> MergeOutcome:
     return asyncio.run(
         merge(
             p,
             deltas,
+            caller_deltas=caller_deltas,
             rules=rules,
             embeddings=EMBEDDINGS,
             dedup_threshold=dedup_threshold,
@@ -504,18 +506,35 @@ def test_an_update_that_changes_the_meaning_does_not_inherit_the_votes(
 
 @pytest.mark.parametrize("caller", ["UPDATE", "DELETE"])
 @pytest.mark.parametrize("curator", ["UPDATE", "DELETE"])
-def test_the_callers_update_or_delete_of_a_bullet_supersedes_the_curators(
+def test_the_callers_update_or_delete_of_a_bullet_settles_it_against_the_curators(
     caller: DeltaType, curator: DeltaType
 ) -> None:
-    """Only deltas on the same bullet are left out, each with a note; ADDs and other bullets pass through."""
-    client = [DeltaContextItem(type=caller, section="general", bullet_id="general-00001", content="x")]
-    proposed = [
-        DeltaContextItem(type=curator, section="general", bullet_id="general-00001", content="y"),
-        DeltaContextItem(type=curator, section="general", bullet_id="general-00002", content="z"),
-        DeltaContextItem(type="ADD", section="general", content="w"),
+    """The curator's UPDATE or DELETE of that bullet is left out with a note; its deltas on others still apply."""
+    p = playbook(bullet("general-00001", "Paginate."), bullet("general-00002", "Count first."))
+    deltas = [
+        DeltaContextItem(type=caller, section="general", bullet_id="general-00001", content="Always paginate."),
+        DeltaContextItem(type=curator, section="general", bullet_id="general-00001", content="Never mind."),
+        DeltaContextItem(type=curator, section="general", bullet_id="general-00002", content="Count twice."),
     ]
-    kept, notes = without_superseded(client, proposed)
-    assert kept == proposed[1:]
-    assert notes == [
+    outcome = run_merge(p, deltas, caller_deltas=1)
+    assert [(d.type, d.bullet_id) for d in outcome.applied] == [(caller, "general-00001"), (curator, "general-00002")]
+    assert (
         f"the curator's {curator} of general-00001 was left out: this request's own {caller} of that bullet comes first"
+        in outcome.notes
+    )
+
+
+def test_a_curators_add_does_not_become_an_update_of_a_bullet_the_caller_updated() -> None:
+    """Its lesson near-duplicates the caller's correction: dropped with a note, not written over it."""
+    p = playbook(bullet("general-00001", "東京タワーの高さは300メートルである。"))
+    corrected = "東京タワーの高さは333メートルである。"
+    deltas = [
+        DeltaContextItem(type="UPDATE", section="general", bullet_id="general-00001", content=corrected),
+        DeltaContextItem(type="ADD", section="general", content="東京タワーの高さは333メートルです。"),
     ]
+    settled = run_merge(p, deltas, caller_deltas=1)
+    assert [d.type for d in settled.applied] == ["UPDATE"]
+    assert [b.content for b in settled.playbook.bullets] == [corrected]
+    assert any("which this request's own UPDATE settles" in note for note in settled.notes)
+    both_callers = run_merge(p, deltas, caller_deltas=2)  # the caller's own ADD may refine its own UPDATE
+    assert [d.type for d in both_callers.applied] == ["UPDATE", "UPDATE"]
