@@ -33,23 +33,23 @@ def _with_head(allow: bytes) -> bytes:
     return allow_with_head(allow.decode("latin-1")).encode("latin-1")
 
 
-def methods_by_path(routes: Iterable[BaseRoute]) -> dict[str, str]:
-    """Each HTTP path template (`/playbooks/{dataset}`) with every method its handlers take, as an `Allow` value."""
+def methods_by_path(routes: Iterable[BaseRoute]) -> dict[str, bytes]:
+    """Each HTTP path template (`/playbooks/{dataset}`) with its `Allow`: its handlers' methods, HEAD beside GET."""
     found: dict[str, set[str]] = {}
     for route in routes:
         if isinstance(route, HTTPRoute):
             found.setdefault(route.path_format, set()).update(route.methods)
-    return {path: ", ".join(sorted(methods)) for path, methods in found.items()}
+    return {path: _with_head(", ".join(sorted(methods)).encode("latin-1")) for path, methods in found.items()}
 
 
-def _listing_head(send: Send, scope: Scope, allowed: Mapping[str, str]) -> Send:
+def _listing_head(send: Send, scope: Scope, allowed: Mapping[str, bytes]) -> Send:
     """`send` with an OPTIONS answer's `Allow` naming every method of the routed path, and HEAD beside GET."""
 
     async def send_allow(message: Message) -> None:
         if message["type"] == "http.response.start":
             routed = allowed.get(cast(dict[str, str], scope).get("path_template", ""))
             message["headers"] = [
-                (name, _with_head(routed.encode("latin-1") if routed else value) if name.lower() == b"allow" else value)
+                (name, (routed or _with_head(value)) if name.lower() == b"allow" else value)
                 for name, value in message.get("headers", [])
             ]
         await send(message)
@@ -57,7 +57,7 @@ def _listing_head(send: Send, scope: Scope, allowed: Mapping[str, str]) -> Send:
     return send_allow
 
 
-def answer_head_as_get(app: ASGIApp, allowed: Mapping[str, str] | None = None) -> ASGIApp:
+def answer_head_as_get(app: ASGIApp, allowed: Mapping[str, bytes] | None = None) -> ASGIApp:
     """Wrap `app` so that HEAD is served by its GET handlers, without the body, and OPTIONS lists HEAD.
 
     Args:

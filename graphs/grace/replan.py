@@ -214,7 +214,8 @@ async def replan(context: AgentContext, session: GraceState, trigger: Trigger) -
             steps = await _model_steps(context, session, trigger, strategy, kept, first_id)
         if steps is None:
             steps = kept + _renumber_new(kept, redo or _fresh_plan(context, session, trigger, first_id), first_id)
-    kept_ids = [s.step_id for s in steps if s.step_id in _completed_ids(session)]  # done: they run no more
+    completed = _completed_ids(session)
+    kept_ids = [s.step_id for s in steps if s.step_id in completed]  # done: they run no more
     return _finalize(context, session, steps, kept_ids, strategy)
 
 

@@ -62,6 +62,11 @@ class Candidate:
         return self._tokens
 
     @property
+    def location(self) -> Location:
+        """Where this evidence stands: its document, page and chunk (its merged duplicates' are in `merged`)."""
+        return self.document_id, self.page, self.chunk_id
+
+    @property
     def pages(self) -> list[int]:
         """Every page this evidence (and its merged duplicates from the same document) stands on."""
         found = {self.page} if self.page is not None else set()
@@ -434,7 +439,7 @@ def _merge(candidate: Candidate, entry: _Placed, normalized: str | None) -> None
     """Record one more sighting of a candidate: location, best score and snippet, rank, query, round."""
     hit = entry.hit
     location = entry.location
-    if location != (candidate.document_id, candidate.page, candidate.chunk_id) and location not in candidate.merged:
+    if location != candidate.location and location not in candidate.merged:
         candidate.merged.append(location)
     if hit.score is not None and (candidate.best_score is None or hit.score > candidate.best_score):
         candidate.best_score = hit.score

@@ -201,7 +201,7 @@ def plan_queries(state: LibrarianGraphState, context: AgentContext) -> SearchAct
         return None
     request = state["request"]
     # Each place once (two versions of a chunk are one place to exclude), at most MAX_HINT_LOCATIONS of them.
-    places = list(dict.fromkeys((c.document_id, c.page, c.chunk_id) for c in state["pool"].candidates))
+    places = list(dict.fromkeys(c.location for c in state["pool"].candidates))
     hints: dict[str, object] = {}
     if places:
         hints["exclude_seen"] = [

@@ -143,7 +143,7 @@ def answer_features(
     out = []
     for position, (scored, sentence) in enumerate(zip(considered, sentences, strict=True)):
         candidate = scored.candidate
-        places = [(candidate.document_id, candidate.page, candidate.chunk_id), *candidate.merged]
+        places = [candidate.location, *candidate.merged]
         rank = min((rank_of[p] for p in places if p in rank_of), default=0)
         features = (
             scored.relevance / top if top > 0 else 1.0,
@@ -179,7 +179,7 @@ def _located_at(usable: Sequence[ScoredCandidate], place: Location | None) -> Sc
         return None
     for scored in usable:
         candidate = scored.candidate
-        if place == (candidate.document_id, candidate.page, candidate.chunk_id) or place in candidate.merged:
+        if place == candidate.location or place in candidate.merged:
             return scored
     return None
 
@@ -304,15 +304,10 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
             found = _versions_contradiction(first, second)
             if found is not None:
                 where, other = _where(first), _where(second)
-                one_place = location_of(first) == location_of(second)  # one chunk read twice, not two on a page
+                one_place = first.candidate.location == second.candidate.location  # one chunk read twice
                 pair = f"two versions of {where}" if one_place else f"{where} vs {other}"
                 lines.append(f"{pair}: {found.detail}")
     return lines
-
-
-def location_of(scored: ScoredCandidate) -> Location:
-    """Where a candidate stands: its document, page and chunk."""
-    return scored.candidate.document_id, scored.candidate.page, scored.candidate.chunk_id
 
 
 def _where(scored: ScoredCandidate) -> str:

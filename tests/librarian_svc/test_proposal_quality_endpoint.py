@@ -146,6 +146,12 @@ def test_validate_a_report_with_missing_keys_and_wrong_types(client: TestClient[
 # --- bad input: 4xx INVALID_INPUT with the path ---------------------------------------------------
 
 
+def _dashboard_body(endpoint: str, trays: Any) -> dict[str, Any]:
+    """The smallest body of `endpoint` carrying a dashboard of these trays (validate needs a kind and a report)."""
+    body: dict[str, Any] = {"dashboard": {"trays": trays}}
+    return body | {"kind": "advisor", "report": {}} if endpoint == VALIDATE else body
+
+
 def _error(response: Any, status: int, path: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     body: dict[str, Any] = response.json()
@@ -260,10 +266,7 @@ def test_a_dashboard_over_the_node_total_is_413(client: TestClient[Litestar], pa
 def test_a_node_id_listed_twice_is_422_naming_the_id_and_both_paths(
     client: TestClient[Litestar], endpoint: str, trays: Any, first: str, again: str
 ) -> None:
-    body: dict[str, Any] = {"dashboard": {"trays": trays}}
-    if endpoint == VALIDATE:
-        body |= {"kind": "advisor", "report": {}}
-    error = _error(client.post(endpoint, json=body), 422, again)
+    error = _error(client.post(endpoint, json=_dashboard_body(endpoint, trays)), 422, again)
     assert error["details"] == [{"path": again, "message": f"node id 'n1' is already listed at {first}"}]
     assert "listed twice" in error["message"]
     assert again in error["message"]
@@ -290,10 +293,7 @@ def test_a_node_id_listed_twice_is_422_naming_the_id_and_both_paths(
 def test_a_parent_the_dashboard_contradicts_is_422_at_its_parent_id(
     client: TestClient[Litestar], endpoint: str, trays: Any, path: str, message: str
 ) -> None:
-    body: dict[str, Any] = {"dashboard": {"trays": trays}}
-    if endpoint == VALIDATE:
-        body |= {"kind": "advisor", "report": {}}
-    error = _error(client.post(endpoint, json=body), 422, path)
+    error = _error(client.post(endpoint, json=_dashboard_body(endpoint, trays)), 422, path)
     assert error["details"][0] == {"path": path, "message": message}
     assert error["message"].startswith("a parentId contradicts the dashboard")
 

@@ -50,8 +50,10 @@ def id_number(bullet_id: str) -> int | None:
     if match is None:
         return None
     digits = match.group(1).lstrip("0") or "0"  # a stored file's ids are not bounded: no int() of 5,000 digits
-    number = int(digits) if len(digits) <= _MAX_DIGITS else None
-    return number if number is not None and number <= MAX_BULLET_NUMBER else None
+    if len(digits) > _MAX_DIGITS:
+        return None
+    number = int(digits)
+    return number if number <= MAX_BULLET_NUMBER else None
 
 
 def high_water(playbook: Playbook) -> int:

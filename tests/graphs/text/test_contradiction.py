@@ -7,13 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphs.text.contradiction import (
-    ALIGN_MIN,
     MAX_ALIGNED_CLAUSES,
     BareUnits,
     Figure,
-    _clauses,
-    _clauses_disagree,
-    _jaccard,
     figure_conflicts,
     figures,
     find_contradiction,
@@ -216,43 +212,6 @@ def test_a_limit_cuts_the_pairs_and_figures_of_other_roles_never_pair() -> None:
     apart = [Figure("number", str(i), "m", str(i)) for i in range(1_500)]
     other_unit = [Figure("number", str(i), "年", str(i)) for i in range(1_500, 3_000)]
     assert figure_conflicts(apart, other_unit) == []  # no pair shares a role: nothing to walk
-
-
-def every_alignment(first: str, second: str) -> tuple[str, str] | None:
-    """Polarity as it was first written: every clause scored against every clause of the other text."""
-    clauses_a, clauses_b = _clauses(first), _clauses(second)
-    if not clauses_a or not clauses_b:
-        return None
-    pairs = []
-    for a in clauses_a:
-        best = max(clauses_b, key=lambda b: _jaccard(a.content, b.content))
-        if _jaccard(a.content, best.content) >= ALIGN_MIN:
-            pairs.append((a, best))
-    for b in clauses_b:
-        best = max(clauses_a, key=lambda a: _jaccard(a.content, b.content))
-        if _jaccard(best.content, b.content) >= ALIGN_MIN:
-            pairs.append((best, b))
-    for a, b in pairs:
-        if _clauses_disagree(a, b):
-            return a.text, b.text
-    return None
-
-
-sentences = st.lists(
-    st.lists(
-        st.sampled_from(["always", "never", "not", "paginate", "loop", "pages", "use", "the", "api", "cache", "retry"]),
-        min_size=1,
-        max_size=6,
-    ).map(" ".join),
-    min_size=0,
-    max_size=14,  # up to 196 clause pairs: past _DIRECT_PAIRS (64), the indexed alignment is checked too
-).map(". ".join)
-
-
-@settings(max_examples=300, deadline=None)
-@given(sentences, sentences)
-def test_polarity_aligns_clauses_as_comparing_every_pair_does(first: str, second: str) -> None:
-    assert polarity_conflict(first, second) == every_alignment(first, second)
 
 
 def test_only_the_first_clauses_of_a_long_text_are_aligned() -> None:
