@@ -128,34 +128,69 @@ def test_the_pre_graph_checks_agree_with_the_flattened_board(listed: bool) -> No
     assert caught.value.details[0].path == "$.dashboard.trays"
 
 
+TWICE = "a node id is listed twice on the dashboard: "
+PARENTS = "a parentId contradicts the dashboard: "
+
+
 @pytest.mark.parametrize(
-    ("trays", "paths", "summary"),
+    ("trays", "problems", "what"),
     [
         pytest.param({"todo": [{"id": "a"}], "done": [{"id": "b"}]}, [], "", id="each-id-once"),
         pytest.param({"todo": [], "done": []}, [], "", id="no-nodes"),
         pytest.param(
             {"todo": [{"id": "a"}, {"id": "b"}], "done": [{"id": "b"}, {"id": "a"}, {"id": "a"}]},
-            ["$.dashboard.trays.done[0].id", "$.dashboard.trays.done[1].id", "$.dashboard.trays.done[2].id"],
-            "3 problem(s): $.dashboard.trays.done[0].id: node id 'b' is already listed at $.dashboard.trays.todo[1].id",
+            [
+                ("done[0].id", "node id 'b' is already listed at $.dashboard.trays.todo[1].id"),
+                ("done[1].id", "node id 'a' is already listed at $.dashboard.trays.todo[0].id"),
+                ("done[2].id", "node id 'a' is already listed at $.dashboard.trays.todo[0].id"),
+            ],
+            TWICE + "3 problem(s): $.dashboard.trays.done[0].id: node id 'b'",
             id="every-later-listing",
         ),
         pytest.param(
             [[{"id": f"n{i}"} for i in range(30)], [{"id": f"n{i}"} for i in range(30)]],
-            [f"$.dashboard.trays[1][{i}].id" for i in range(MAX_DETAILS)],
-            "30 problem(s) (and 10 more): $.dashboard.trays[1][0].id: node id 'n0' is already listed at",
+            [(f"[1][{i}].id", f"node id 'n{i}' is already listed at") for i in range(MAX_DETAILS)],
+            TWICE + "30 problem(s) (and 10 more): ",
             id="at-most-max-details",
+        ),
+        pytest.param(
+            {"t": [{"id": "a"}, {"id": "b", "parentId": "a"}, {"id": "c", "parentId": None}]}, [], "", id="tree"
+        ),
+        pytest.param(
+            {"t": [{"id": "a"}], "u": [{"id": "b", "parentId": "archived"}]}, [], "", id="parent-off-the-board"
+        ),
+        pytest.param({"t": [{"id": "a", "parentId": ""}]}, [], "", id="empty-parent"),
+        pytest.param(
+            {"t": [{"id": "a", "parentId": "a"}]},
+            [("t[0].parentId", "node 'a' names itself as its parent")],
+            PARENTS + "1 problem(s)",
+            id="self",
+        ),
+        pytest.param(  # a child of a cycle (`c`) is not refused: its parent is on the board
+            {"t": [{"id": "a", "parentId": "b"}, {"id": "c", "parentId": "a"}], "u": [{"id": "b", "parentId": "a"}]},
+            [
+                ("t[0].parentId", "node 'a' is its own ancestor: a → b → a"),
+                ("u[0].parentId", "node 'b' is its own ancestor: b → a → b"),
+            ],
+            PARENTS + "2 problem(s)",
+            id="two-cycle",
         ),
     ],
 )
-def test_check_dashboard_refuses_each_repeated_id_at_its_path(trays: Any, paths: list[str], summary: str) -> None:
+def test_check_dashboard_refuses_what_contradicts_the_board_at_its_path(
+    trays: Any, problems: list[tuple[str, str]], what: str
+) -> None:
+    """An id listed twice, at each later listing; a parent on a cycle, at each member's parentId."""
     refused = refusal(trays)
-    if not paths:
+    if not problems:
         assert refused is None
         return
     assert refused is not None
     assert refused.status_code == 422
-    assert [d.path for d in refused.details] == paths
-    assert refused.message.startswith(f"a node id is listed twice on the dashboard: {summary}")
+    assert refused.message.startswith(what)
+    prefix = "$.dashboard.trays" if isinstance(trays, list) else "$.dashboard.trays."
+    assert [d.path for d in refused.details] == [prefix + at for at, _ in problems]
+    assert all(d.message.startswith(m) for d, (_, m) in zip(refused.details, problems, strict=True))
 
 
 def refusal(trays: Any) -> InvalidInput | None:
@@ -165,35 +200,6 @@ def refusal(trays: Any) -> InvalidInput | None:
     except InvalidInput as refused:
         return refused
     return None
-
-
-@pytest.mark.parametrize(
-    ("trays", "problems"),
-    [
-        pytest.param({"t": [{"id": "a"}, {"id": "b", "parentId": "a"}, {"id": "c", "parentId": None}]}, [], id="tree"),
-        pytest.param({"t": [{"id": "a"}], "u": [{"id": "b", "parentId": "archived"}]}, [], id="parent-off-the-board"),
-        pytest.param({"t": [{"id": "a", "parentId": ""}]}, [], id="empty-parent"),
-        pytest.param(
-            {"t": [{"id": "a", "parentId": "a"}]}, [("t[0]", "node 'a' names itself as its parent")], id="self"
-        ),
-        pytest.param(
-            {"t": [{"id": "a", "parentId": "b"}, {"id": "c", "parentId": "a"}], "u": [{"id": "b", "parentId": "a"}]},
-            [("t[0]", "node 'a' is its own ancestor: a → b → a"), ("u[0]", "node 'b' is its own ancestor: b → a → b")],
-            id="two-cycle",
-        ),
-    ],
-)
-def test_check_dashboard_refuses_a_parent_the_board_contradicts(trays: Any, problems: list[tuple[str, str]]) -> None:
-    """A child of a cycle (`c` above) is not refused: its parent is on the board; the cycle is named at its members."""
-    refused = refusal(trays)
-    if not problems:
-        assert refused is None
-        return
-    assert refused is not None
-    assert refused.status_code == 422
-    assert refused.message.startswith("a parentId contradicts the dashboard")
-    assert [d.path for d in refused.details] == [f"$.dashboard.trays.{at}.parentId" for at, _ in problems]
-    assert all(d.message.startswith(m) for d, (_, m) in zip(refused.details, problems, strict=True))
 
 
 @settings(max_examples=200, deadline=None)
