@@ -163,18 +163,12 @@ async def take_user_response(
     assert response is not None  # protocol.check_request
     assert pending is not None
     kind = pending.ask_kind
-    events = [
-        event(
-            "user_response",
-            say("ev_user_response", session.query, decision=response.decision),
-            step_id=pending.step_id,
-        )
-    ]
+    text = (response.input or "").strip()
+    events = [_user_response_event(session.query, response.decision, text, pending.step_id)]
     if response.feedback is not None and kind in ("CONFIRM", "ESCALATE"):
         session, adjusted = _apply_feedback(session, response.feedback, runtime.context)
         events += adjusted
     session = msgspec.structs.replace(session, pending=None)
-    text = (response.input or "").strip()
     update: GraceGraphState = {"events": events, "trigger": None}
     if response.decision == "PROCEED":
         session = proceed(session, kind, pending.step_id, text)
@@ -189,6 +183,15 @@ async def take_user_response(
         update, goto = _advance(state, update)
         return Command(update=update, goto=goto)
     return Command(update=update, goto=route)
+
+
+def _user_response_event(query: str, decision: str, text: str, step_id: int | None) -> GraceEvent:
+    """The user's decision, quoting what they typed whatever they decided: a CANCEL's reason has no other record."""
+    if text:
+        return event(
+            "user_response", say("ev_user_response_input", query, decision=decision, input=text), step_id=step_id
+        )
+    return event("user_response", say("ev_user_response", query, decision=decision), step_id=step_id)
 
 
 def _apply_feedback(

@@ -213,6 +213,25 @@ def test_cancel_ends_the_session(walker: Walker, client: TestClient[Litestar]) -
     assert "finished" in again.json()["message"]
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("出典が古いので中止", "ユーザーの判断: CANCEL（入力: 出典が古いので中止）"),
+        ("  ", "ユーザーの判断: CANCEL"),
+        (None, "ユーザーの判断: CANCEL"),
+    ],
+)
+def test_cancel_keeps_the_users_reason_in_its_event(walker: Walker, text: str | None, message: str) -> None:
+    """A CANCEL reads no input, but what the user typed is on record, not dropped."""
+    walker.start()
+    walker.search(MIDDLING_TOWER_HITS)
+    cancelled = walker.answer("CANCEL", text)
+    said = next(e for e in cancelled["events"] if e["type"] == "user_response")
+    assert said["message"] == message
+    assert cancelled["status"] == "cancelled"
+    assert "出典が古い" not in cancelled["answer"]
+
+
 def test_failed_search_falls_back_to_the_next_collection(walker: Walker) -> None:
     collections = [{"name": "wiki", "description": "東京タワー 百科事典"}, {"name": "web", "description": "ウェブ"}]
     first = walker.start(collections=collections)
