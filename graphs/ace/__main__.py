@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from graphs.ace.checks import check_dataset_spelling
 from graphs.ace.playbook.import_export import export_text, parse_import, store_replacing
 from graphs.ace.playbook.sections import section_rules
 from graphs.ace.playbook.store import PlaybookStore, PlaybookStoreError
@@ -59,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     store = PlaybookStore(args.data_dir)
     try:
+        if args.command != "list":  # the server's check: `AppWorld` is not `appworld`, nor a new dataset
+            check_dataset_spelling([("--dataset", args.dataset)], load_sections(args.config_dir))
         match args.command:
             case "import":
                 if args.file is None:

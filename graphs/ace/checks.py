@@ -17,12 +17,21 @@ from contracts.ace import (
     AceSearchRequest,
     DeltaContextItem,
     Playbook,
+    PlaybookExportRequest,
+    PlaybookImportRequest,
     WorkflowRequest,
 )
 from contracts.common import ErrorDetail
 from graphs import request_limits
-from graphs.ace.playbook.sections import SectionRules, curate_dataset, reflect_dataset, section_rules
+from graphs.ace.playbook.sections import (
+    SectionRules,
+    configured_spelling,
+    curate_dataset,
+    reflect_dataset,
+    section_rules,
+)
 from graphs.ace.playbook.store import PlaybookStore
+from graphs.config_files import SectionDefinition
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput, raise_if_problems
 from graphs.text.blank import blank_problems
@@ -155,6 +164,7 @@ def check_search(request: AceSearchRequest, prior: None, context: AgentContext) 
     raise_if_problems(
         blank_problems([("$.query.query_text", request.query.query_text)]), "blank query", status_code=422
     )
+    check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
     request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
@@ -164,10 +174,25 @@ def check_search(request: AceSearchRequest, prior: None, context: AgentContext) 
 def check_generate(request: AceGenerateRequest, prior: None, context: AgentContext) -> None:
     """A query with visible text; the playbook's size; its ids and sections, and the section filter, fit the dataset."""
     raise_if_problems(blank_problems([("$.query", request.query)]), "blank query", status_code=422)
+    check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
     request_limits.check_playbook(request.playbook)
     rules = section_rules(context.sections, request.dataset)
     check_playbook(request.playbook, rules)
     check_sections(request.section_filter, rules, "$.section_filter")
+
+
+def check_dataset_spelling(named: list[tuple[str, str | None]], sections: dict[str, list[SectionDefinition]]) -> None:
+    """422 at each dataset name (path, value; None when not given) that only differs in case from a configured one."""
+    problems = []
+    for path, value in named:
+        known = configured_spelling(sections, value) if value is not None else None
+        if known is not None:
+            message = (
+                f"no dataset {value!r}: dataset names are case-sensitive, and {known!r} is the configured one "
+                "(another name gets the permissive default rules and a playbook of its own)"
+            )
+            problems.append(ErrorDetail(path=path, message=message))
+    raise_if_problems(problems, "a dataset name differs from a configured one only in case", status_code=422)
 
 
 def check_one_dataset(named: list[tuple[str, str | None]]) -> None:
@@ -189,7 +214,9 @@ def check_reflect(request: AceReflectRequest, prior: None, context: AgentContext
     """The sizes; one dataset (`check_one_dataset`); the playbook fits it."""
     request_limits.check_playbook(request.playbook)
     request_limits.check_trajectory(request.trajectory)
-    check_one_dataset([("$.dataset", request.dataset), ("$.trajectory.dataset", request.trajectory.dataset)])
+    named = [("$.dataset", request.dataset), ("$.trajectory.dataset", request.trajectory.dataset)]
+    check_dataset_spelling(named, context.sections)
+    check_one_dataset(named)
     check_playbook(request.playbook, section_rules(context.sections, reflect_dataset(request)))
 
 
@@ -198,13 +225,13 @@ def check_curate(request: AceCurateRequest, prior: None, context: AgentContext) 
     request_limits.check_playbook(request.playbook)
     request_limits.check_trajectory(request.trajectory)
     request_limits.check_changes(len(request.deltas), request.reflection)
-    check_one_dataset(
-        [
-            ("$.dataset", request.dataset),
-            ("$.trajectory.dataset", request.trajectory.dataset if request.trajectory is not None else None),
-            ("$.reflection.trajectory_dataset", request.reflection.trajectory_dataset),
-        ]
-    )
+    named = [
+        ("$.dataset", request.dataset),
+        ("$.trajectory.dataset", request.trajectory.dataset if request.trajectory is not None else None),
+        ("$.reflection.trajectory_dataset", request.reflection.trajectory_dataset),
+    ]
+    check_dataset_spelling(named, context.sections)
+    check_one_dataset(named)
     rules = section_rules(context.sections, curate_dataset(request))
     problems = playbook_problems(request.playbook, rules)
     problems += _query_mismatch(request)
@@ -231,6 +258,7 @@ def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext)
     Without a ground truth or a test report nothing is reflected on, so a save would silently save nothing;
     requests update playbooks, never create files.
     """
+    check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
     problems = blank_problems(
         [("$.query", request.query), ("$.ground_truth", request.ground_truth), ("$.test_report", request.test_report)]
     )
@@ -242,3 +270,10 @@ def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext)
     if request.save and not store.path_for(request.dataset).is_file():
         message = f"dataset {request.dataset!r} has no stored playbook to save into; import one first"
         raise InvalidInput(message, [ErrorDetail(path="$.save", message=message)])
+
+
+def check_stored_dataset(
+    request: PlaybookImportRequest | PlaybookExportRequest, prior: None, context: AgentContext
+) -> None:
+    """`PUT` / `GET /playbooks/{dataset}`: a dataset named as configured (`check_dataset_spelling`)."""
+    check_dataset_spelling([("$.dataset", request.dataset)], context.sections)

@@ -32,7 +32,14 @@ from contracts.ace import (
 )
 from contracts.common import Usage
 from graphs import request_limits
-from graphs.ace.checks import check_curate, check_generate, check_reflect, check_search, check_workflow
+from graphs.ace.checks import (
+    check_curate,
+    check_generate,
+    check_reflect,
+    check_search,
+    check_stored_dataset,
+    check_workflow,
+)
 from graphs.ace.playbook.import_export import astore_replacing, export_text, parse_import
 from graphs.ace.playbook.sections import section_rules
 from graphs.ace.playbook.store import PlaybookStore
@@ -147,6 +154,7 @@ IMPORT: AgentSpec[PlaybookImportRequest, None] = AgentSpec(
     name="playbook_import",
     request_type=PlaybookImportRequest,
     response_type=PlaybookImportResponse,
+    check=check_stored_dataset,
     run=import_playbook,
     timeout_ms=server_timeout,
     body="text",
@@ -156,6 +164,7 @@ EXPORT: AgentSpec[PlaybookExportRequest, None] = AgentSpec(
     name="playbook_export",
     request_type=PlaybookExportRequest,
     response_type=str,
+    check=check_stored_dataset,
     run=export_playbook,
     timeout_ms=server_timeout,
     body="none",

@@ -435,6 +435,40 @@ def test_bad_input_is_invalid_input_with_the_path(
     assert where in [d["path"] for d in answer["details"]]
 
 
+MISCASED = "AppWorld"
+"""`appworld` with other letter case: a different dataset, with the permissive default rules."""
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "where"),
+    [
+        pytest.param(SEARCH, {"query": {"query_text": "x"}, "playbook": {}, "dataset": MISCASED}, ["$.dataset"]),
+        pytest.param(GENERATE, {"query": "x", "playbook": {}, "dataset": MISCASED}, ["$.dataset"]),
+        pytest.param(
+            REFLECT,
+            {"trajectory": {"query": "q", "dataset": MISCASED}, "playbook": {}},
+            ["$.trajectory.dataset"],
+            id="reflect-trajectory",
+        ),
+        pytest.param(
+            CURATE,
+            {"reflection": {**REFLECTION, "trajectory_dataset": "APPWORLD"}, "playbook": {}, "dataset": MISCASED},
+            ["$.dataset", "$.reflection.trajectory_dataset"],
+        ),
+        pytest.param(WORKFLOW, {"query": "x", "dataset": MISCASED}, ["$.dataset"]),
+        pytest.param(SEARCH, {"query": {"query_text": "x"}, "playbook": {}, "dataset": "Default"}, ["$.dataset"]),
+    ],
+)
+def test_a_dataset_spelled_with_other_case_is_refused(
+    client: TestClient[Litestar], path: str, body: dict[str, Any], where: list[str]
+) -> None:
+    """Not run under `default`'s permissive rules (or over another, empty, stored playbook) as if it were new."""
+    answer = post(client, path, {"request_id": "case-1", **body}, 422)
+    assert answer["error_type"] == "INVALID_INPUT"
+    assert [d["path"] for d in answer["details"]] == where
+    assert "case-sensitive" in answer["details"][0]["message"]
+
+
 def test_a_playbook_over_the_cap_is_refused(client: TestClient[Litestar]) -> None:
     bullets = [{"id": f"b-{i}", "section": "s", "content": "x"} for i in range(ACE.bullets + 1)]
     answer = post(client, SEARCH, {"query": {"query_text": "x"}, "playbook": {"bullets": bullets}}, 422)

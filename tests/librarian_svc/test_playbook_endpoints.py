@@ -130,6 +130,7 @@ def test_an_official_playbook_goes_in_and_comes_back_out(
             id="other-charset",
         ),
         pytest.param("/playbooks/app.world", SMALL.encode(), TEXT, 422, "$.dataset", "regex", id="bad-dataset-name"),
+        pytest.param("/playbooks/AppWorld", SMALL.encode(), TEXT, 422, "$.dataset", "case", id="miscased-dataset"),
         pytest.param(
             "/playbooks/appworld?bogus=1", SMALL.encode(), TEXT, 422, "$.bogus", "unknown", id="unknown-query"
         ),
@@ -197,6 +198,9 @@ def test_exporting_what_is_not_stored_is_404_and_a_corrupt_file_is_500(
     store_client: tuple[TestClient[Litestar], PlaybookStore],
 ) -> None:
     client, store = store_client
+    miscased = client.get("/playbooks/AppWorld")  # not a 404 that hides the configured 'appworld'
+    assert miscased.status_code == 422
+    assert "'appworld' is the configured one" in miscased.json()["details"][0]["message"]
     missing = client.get("/playbooks/nosuch")
     assert missing.status_code == 404
     assert missing.json()["details"][0]["path"] == "$.dataset"

@@ -85,6 +85,18 @@ def section_rules(sections: dict[str, list[SectionDefinition]], dataset: str) ->
     return SectionRules(dataset=dataset, definitions=named, permissive=any(d.name == ANY_SECTION for d in chosen))
 
 
+def configured_spelling(sections: dict[str, list[SectionDefinition]], dataset: str) -> str | None:
+    """The configured dataset that `dataset` spells with other letter case, when `dataset` is not configured itself.
+
+    Dataset names are case-sensitive, so `AppWorld` is not `appworld`: it would get `default`'s permissive
+    rules, and the workflow another (missing, so empty) stored playbook. The checks refuse it instead.
+    """
+    if dataset in sections:
+        return None
+    folded = dataset.casefold()
+    return next((name for name in sections if name.casefold() == folded), None)
+
+
 def reflect_dataset(request: AceReflectRequest) -> str:
     """The dataset whose rules apply: the request's, else the trajectory's."""
     return request.dataset or request.trajectory.dataset

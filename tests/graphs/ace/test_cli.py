@@ -37,6 +37,8 @@ def test_import_refuses_sections_the_dataset_does_not_have(tmp_path: Path, capsy
     [
         (["import", "missing.txt"], "No such file"),
         (["export", "--dataset", "../x"], "invalid dataset name"),
+        (["export", "--dataset", "AppWorld"], "case-sensitive, and 'appworld' is the configured one"),
+        (["import", str(ONLINE), "--dataset", "APPWORLD"], "case-sensitive, and 'appworld' is the configured one"),
     ],
 )
 def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
