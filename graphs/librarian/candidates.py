@@ -4,9 +4,10 @@ Exact duplicates (same document/page/chunk, or the same normalised text) and nea
 (`graphs.text.near_duplicates`: character-shingle Jaccard at or above `LIBRARIAN_NEAR_DUP_THRESHOLD`)
 collapse into one candidate that keeps the best-scored copy and every query and round that found it.
 Near-duplicates that disagree (other figures, opposite claims, other names) never collapse. At one location,
-texts collapse unless they are versions of one passage (`same_passage`) that contradict each other (other
-figures, opposite claims: what the notes name): the same chunk returned with other figures is another version,
-a candidate of its own, while other excerpts of it, or a typo fixed, are the same source.
+texts collapse unless they are versions of one passage (`same_passage`, which there lets an excerpt stand for
+the whole chunk) that contradict each other (other figures, opposite claims: what the notes name): the same
+chunk, or an excerpt of it, returned with other figures is another version, a candidate of its own, while
+agreeing excerpts, excerpts of other parts, or a typo fixed, are the same source.
 The pool is rebuilt rather than stored in state: it is deterministic, so every instance derives the
 same pool. Building it is bulk numpy work plus one walk over the hits, in chunks between which an
 async caller checks the request's deadline (`build_pool_async`), so no history blocks the event loop.
@@ -66,6 +67,10 @@ class Candidate:
         """Where this evidence stands: its document, page and chunk (its merged duplicates' are in `merged`)."""
         return self.document_id, self.page, self.chunk_id
 
+    def at_one_place_with(self, other: Candidate) -> bool:
+        """Whether both stand at one identified place (a page or a chunk id given): one chunk read twice."""
+        return (self.page is not None or bool(self.chunk_id)) and self.location == other.location
+
     @property
     def pages(self) -> list[int]:
         """Every page this evidence (and its merged duplicates from the same document) stands on."""
@@ -96,15 +101,22 @@ def _names(text: str) -> set[str]:
     return {m.group() for m in _NAME.finditer(text)}
 
 
-def same_passage(a: frozenset[str], b: frozenset[str]) -> bool:
+def same_passage(a: frozenset[str], b: frozenset[str], *, one_place: bool = False) -> bool:
     """Whether two non-empty token sets overlap enough to be versions of one passage (Jaccard ≥ `SAME_PASSAGE`).
 
     |a ∩ b| / |a ∪ b| is at most the smaller size over the larger (rounding keeps that order), so a pair of
     very different lengths is settled without the intersection; the union's size is the sizes' sum less the
     intersection's, without building it. Empty sets are never the same passage.
+
+    Texts read at `one_place` (one document, page and chunk) may be an excerpt of the chunk and the whole of
+    it, whose sizes differ however alike they are: there, the smaller set mostly within the larger
+    (|a ∩ b| / min ≥ `SAME_PASSAGE`) is one passage, so an excerpt that states another figure than the whole
+    chunk is a version that contradicts it. Two excerpts of other parts of a chunk still share too little.
     """
     if not a or not b:
         return False
+    if one_place:
+        return len(a & b) / min(len(a), len(b)) >= SAME_PASSAGE
     if min(len(a), len(b)) / max(len(a), len(b)) < SAME_PASSAGE:
         return False
     shared = len(a & b)
@@ -326,7 +338,7 @@ def _at_location(
     for index in here[:VERSIONS_COMPARED]:
         other = pool.candidates[index]
         work += check_cost(snippet, other.snippet)
-        if not (same_passage(tokens, other.tokens) and find_contradiction(snippet, other.snippet)):
+        if not (same_passage(tokens, other.tokens, one_place=True) and find_contradiction(snippet, other.snippet)):
             _merge(other, entry, version)
             return index, work
     found = _another_version(pool, entry, by_text, version)

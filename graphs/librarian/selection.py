@@ -291,7 +291,8 @@ def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> 
 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
-    if not same_passage(first.candidate.tokens, second.candidate.tokens):
+    one_place = first.candidate.at_one_place_with(second.candidate)
+    if not same_passage(first.candidate.tokens, second.candidate.tokens, one_place=one_place):
         return None
     return find_contradiction(first.candidate.snippet, second.candidate.snippet)
 
@@ -304,8 +305,11 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
             found = _versions_contradiction(first, second)
             if found is not None:
                 where, other = _where(first), _where(second)
-                one_place = first.candidate.location == second.candidate.location  # one chunk read twice
-                pair = f"two versions of {where}" if one_place else f"{where} vs {other}"
+                pair = (
+                    f"two versions of {where}"
+                    if first.candidate.at_one_place_with(second.candidate)
+                    else f"{where} vs {other}"
+                )
                 lines.append(f"{pair}: {found.detail}")
     return lines
 

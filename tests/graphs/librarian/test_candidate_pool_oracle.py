@@ -88,7 +88,9 @@ class OraclePool:
         here = self.versions.setdefault(location, [index])
         for other_index in here[:VERSIONS_COMPARED]:
             other = self.candidates[other_index]
-            if not (same_passage(tokens, other.tokens) and find_contradiction(hit.snippet, other.snippet)):
+            if not (
+                same_passage(tokens, other.tokens, one_place=True) and find_contradiction(hit.snippet, other.snippet)
+            ):
                 return other_index, normalized, ""
         text_key = hashlib.blake2b(normalized.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         found = self.by_text.get(text_key)

@@ -146,6 +146,45 @@ def test_one_place_read_again_with_the_same_figures_is_one_source(client: TestCl
     assert "disagree" not in final["coverage_notes"]
 
 
+CHUNK = "東京タワーの高さは333メートルで、展望台は150メートルの高さにある。1958年に完成した電波塔である。"
+"""A whole chunk; the table below reads an excerpt of it at the same place."""
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "kept", "note"),
+    [
+        pytest.param(
+            "東京タワーの高さは334メートル。",
+            2,
+            "two versions of tower p.3: 333メートル vs 334メートル",
+            id="other-figure",
+        ),
+        pytest.param(
+            "展望台は151メートルの高さにある。",
+            2,
+            "150メートル vs 151メートル",
+            id="other-deck",
+        ),
+        pytest.param("展望台は150メートルの高さにある。", 1, None, id="agreeing-excerpt"),
+        pytest.param("東京タワーの高さは333メートル。", 1, None, id="agreeing-figure"),
+    ],
+)
+def test_an_excerpt_of_one_place_that_states_another_figure_is_another_version(
+    client: TestClient[Litestar], excerpt: str, kept: int, note: str | None
+) -> None:
+    """A highlight of the chunk read with another figure than the whole chunk is not merged away (its sizes differ)."""
+    final = _complete(
+        client, "東京タワーの高さは何メートルですか", _hits(("tower", 3, CHUNK, 9.0), ("tower", 3, excerpt, 5.0))
+    )
+    assert final["action"] == "COMPLETE", final
+    snippets = [s for e in final["evidence"] for s in e["snippets"]]
+    assert len(snippets) == kept, snippets
+    if note is None:
+        assert "disagree" not in final["coverage_notes"], final["coverage_notes"]
+    else:
+        assert note in final["coverage_notes"], final["coverage_notes"]
+
+
 def test_the_next_search_excludes_each_place_seen_once(client: TestClient[Litestar]) -> None:
     """Two versions of one place are one place to exclude; the cap counts places, not versions."""
     old = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
