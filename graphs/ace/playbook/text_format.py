@@ -30,6 +30,7 @@ import msgspec
 
 from contracts.ace import Bullet, Playbook, PlaybookMetadata
 from graphs.ace.playbook.ids import high_water
+from graphs.text.blank import invisible
 
 _HEADING = re.compile(r"^## (?P<title>.*?)\s*$")
 _BULLET = re.compile(r"^\[(?P<id>[^\]\s]+)\] (?P<rest>.*)$", re.DOTALL)
@@ -40,6 +41,8 @@ _COUNTERS = re.compile(
 # kept as content (its votes would be lost without a word), and export writes counters before such content.
 _COUNTERS_LIKE = re.compile(r"^\s*(?:helpful|harmful)\s*=", re.IGNORECASE)
 CONTINUATION = "  "
+_COUNTERS_LIKE_WINDOW = 40
+"""Characters after any leading space and invisible ones in which `_looks_like_counters` reads `helpful=`."""
 
 
 class PlaybookTextError(ValueError):
@@ -137,7 +140,7 @@ def _bullet_row(line: str, number: int, section: str | None) -> dict[str, Any]:
     rest = match.group("rest")
     counters = _COUNTERS.match(rest)
     row: dict[str, Any] = {"id": match.group("id"), "section": section, "content": rest}
-    if counters is None and _COUNTERS_LIKE.match(rest):
+    if counters is None and _looks_like_counters(rest):
         raise PlaybookTextError(
             f"line {number}: bullet {match.group('id')!r} starts like vote counters but is not "
             "'helpful=X harmful=Y :: content' (X and Y whole numbers in ASCII digits, helpful first, one space "
@@ -189,8 +192,21 @@ def export_playbook(playbook: Playbook) -> str:
     return "\n\n".join(blocks) + "\n" if blocks else ""
 
 
+def _looks_like_counters(text: str) -> bool:
+    """Whether `text` starts like vote counters to a reader: `_COUNTERS_LIKE` after NFKC, invisible characters left out.
+
+    `ｈｅｌｐｆｕｌ＝３` (full-width) or `helpful=3` behind a zero-width space shows as counters, so it is
+    read as they are: refused on import unless exactly `_COUNTERS`, and written after counters on export.
+    """
+    start = 0
+    while start < len(text) and (text[start].isspace() or invisible(text[start])):
+        start += 1
+    window = "".join(ch for ch in text[start : start + _COUNTERS_LIKE_WINDOW] if not invisible(ch))
+    return _COUNTERS_LIKE.match(unicodedata.normalize("NFKC", window)) is not None
+
+
 def _line(bullet: Bullet) -> str:
     content = normalize_newlines(bullet.content).replace("\n", "\n" + CONTINUATION)
-    if bullet.helpful or bullet.harmful or _COUNTERS_LIKE.match(bullet.content):
+    if bullet.helpful or bullet.harmful or _looks_like_counters(bullet.content):
         return f"[{bullet.id}] helpful={bullet.helpful} harmful={bullet.harmful} :: {content}"
     return f"[{bullet.id}] {content}"

@@ -124,6 +124,10 @@ def test_malformed_text_names_the_line(text: str, message: str) -> None:
         "helpful=3 harmful=1 ::",
         "Helpful=3 harmful=1 :: x",
         " helpful = 3",
+        "helpful\uff1d3 harmful\uff1d1 :: x",  # full-width equals signs
+        "\uff48\uff45\uff4c\uff50\uff46\uff55\uff4c=3 harmful=1 :: x",  # full-width letters
+        "\u200bhelpful=3 harmful=1 :: x",  # behind a zero-width space
+        "\u3000help\u200dful=3 harmful=1 :: x",  # an ideographic space, a zero-width joiner inside
     ],
 )
 def test_a_malformed_vote_prefix_is_refused_not_kept_as_content(rest: str) -> None:
@@ -137,7 +141,16 @@ def test_text_that_only_mentions_votes_is_content(content: str) -> None:
     assert parse_playbook(f"## S\n[a-1] {content}").bullets[0].content == content
 
 
-@pytest.mark.parametrize("content", ["helpful=abc", "Harmful = 2 :: x", " helpful=3 harmful=1 :: x"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "helpful=abc",
+        "Harmful = 2 :: x",
+        " helpful=3 harmful=1 :: x",
+        "helpful\uff1d3 harmful\uff1d1 :: x",
+        "\u200bhelpful=3 harmful=1 :: x",
+    ],
+)
 def test_content_that_starts_like_counters_is_exported_after_counters(content: str) -> None:
     p = playbook(bullet("shr-00001", content, section="strategies_and_hard_rules"))
     text = export_playbook(p)
