@@ -28,6 +28,7 @@ from contracts.proposal_quality import (
     ValidationResult,
 )
 from graphs.context import AgentContext
+from graphs.proposal_quality.board_agreement import board_disagreements, focus_problems
 from graphs.proposal_quality.drafting.advisor import advisor_report
 from graphs.proposal_quality.drafting.llm import copied_text_problems, draft_report, generation_prompt, prompt_ids
 from graphs.proposal_quality.drafting.organizer import organizer_report
@@ -120,16 +121,21 @@ def check(
     """Validate the attempt (an unparseable reply fails with its parse errors) and log the verdict.
 
     A model's report whose strings copy the prompt's placeholders or instructions fails too, as a
-    Must error the correction prompt names.
+    Must error the correction prompt names, and so does an Advisor report off the run's focus node; a title
+    or status the report gives a node that the dashboard does not is a warning (`board_agreement`).
     """
     if parse_errors:
         verdict = ValidationResult(ok=False, errors=list(parse_errors), warnings=[])
     else:
         verdict = validate_report(run.kind, report, run.board.valid_ids)
+        errors = focus_problems(run.kind, report, run.request.focus_node_id, run.board)
         if context.llm is not None:
-            copied = copied_text_problems(context, run.kind, report)
-            if copied:
-                verdict = ValidationResult(ok=False, errors=[*verdict.errors, *copied], warnings=verdict.warnings)
+            errors += copied_text_problems(context, run.kind, report)
+        warnings = board_disagreements(run.kind, report, run.board)
+        if errors or warnings:
+            verdict = ValidationResult(
+                ok=verdict.ok and not errors, errors=[*verdict.errors, *errors], warnings=[*verdict.warnings, *warnings]
+            )
     log.info(
         "proposal_quality attempt",
         kind=run.kind,

@@ -25,6 +25,7 @@ from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 from graphs.invoke import run_to_output
 from graphs.proposal_quality.board import board_from_dashboard, check_dashboard, has_node
+from graphs.proposal_quality.board_agreement import board_disagreements
 from graphs.proposal_quality.state import ProposalRun
 from graphs.proposal_quality.validator import validate_report
 
@@ -97,16 +98,15 @@ async def validate(
 
     The verdict comes from the rules alone, so the usage names the embedded engine and no model call.
     """
-    if request.dashboard is not None:
-        valid_ids: list[str] = board_from_dashboard(request.dashboard).ids
-    else:
-        valid_ids = request.valid_node_ids or []
+    board = board_from_dashboard(request.dashboard) if request.dashboard is not None else None
+    valid_ids = board.ids if board is not None else request.valid_node_ids or []
     verdict = validate_report(request.kind, request.report, valid_ids)
+    disagreements = board_disagreements(request.kind, request.report, board) if board is not None else []
     return ProposalValidateResponse(
         request_id=context.request_id,
         ok=verdict.ok,
         errors=verdict.errors,
-        warnings=verdict.warnings,
+        warnings=[*verdict.warnings, *disagreements],
         usage=Usage(engine="heuristic"),
     )
 

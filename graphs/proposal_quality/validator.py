@@ -296,7 +296,7 @@ def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> Va
 
 def _advisor_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings) -> None:
     target = _string(obj, "target_node_id", "", found)
-    if target is not None and (target not in valid if valid else bool(target.strip())):
+    if target is not None and (target not in valid if valid else target != ""):
         found.errors.append("target_node_id is not in valid node list")
     _string(obj, "target_title", "", found)
     _string(obj, "current_status", "", found)

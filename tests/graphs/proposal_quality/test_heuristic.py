@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from contracts.proposal_quality import Dashboard
 from graphs.proposal_quality.board import Board, BoardNode, board_from_dashboard
+from graphs.proposal_quality.board_agreement import board_disagreements, focus_problems
 from graphs.proposal_quality.drafting.advisor import advisor_report
 from graphs.proposal_quality.drafting.organizer import asks_for_decomposition, organizer_report
 from graphs.proposal_quality.drafting.wording import neutral, status_category, visible
@@ -204,7 +205,7 @@ def test_status_category(status: str, category: str) -> None:
 HOSTILE = st.sampled_from(
     ["推奨", "ベスト", "正解", "すべき", "べき", "してください", "が必要です", "ﾍﾞｽﾄ", "\u200b", "、", "・"]
 )
-titles = st.lists(st.one_of(HOSTILE, st.text(max_size=6)), max_size=6).map("".join)
+titles = st.lists(st.one_of(HOSTILE, st.text(max_size=6)), max_size=14).map("".join)  # past the 40 characters quoted
 nodes = st.lists(
     st.builds(
         lambda i, title, status: node(f"id-{i}", title, status),
@@ -227,6 +228,10 @@ def test_any_dashboard_gives_valid_grounded_reports(nodes: list[BoardNode], focu
     advisor = advisor_report(board, focus_id=focus_id, intent=intent, notes=[intent or ""])
     assert validate_advisor_report(advisor, board.valid_ids).errors == []
     assert advisor["target_node_id"] in (board.valid_ids if board.nodes else {""})
+    # What the engine quotes (titles rephrased and cut, statuses) agrees with the board, and it answers the focus.
+    assert board_disagreements("organizer", organizer, board) == []
+    assert board_disagreements("advisor", advisor, board) == []
+    assert focus_problems("advisor", advisor, focus_id, board) == []
 
 
 def test_visible_matches_its_reference_on_every_code_point() -> None:

@@ -241,6 +241,34 @@ def test_advisor_invented_target_is_dropped_when_never_fixed(
     assert answer["report"]["target_node_id"] == ""
 
 
+def test_an_advisor_report_on_another_node_than_the_focus_is_re_asked(
+    llm_client_for: Callable[[str], TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    """Options for n1 answer another question than the one asked about n3: an error, not an accepted report."""
+    n1 = next(n for n in A3.nodes if n["id"] == "n1")
+    other = as_json({**A3.report, "target_node_id": "n1", "target_title": n1["title"]})
+    llm_server.script(other, as_json(A3.report))
+    answer = run(llm_client_for("openai"), ADVISOR)
+    assert (answer["ok"], answer["attempts"]) == (True, 2)
+    assert answer["attempt_log"][0]["errors"] == [
+        "target_node_id must be the focus node 'n3' (focusNodeId): the options are asked for that node"
+    ]
+    assert "target_node_id must be the focus node 'n3'" in request_text(llm_server.chat_requests[1])
+
+
+def test_a_title_the_dashboard_does_not_give_its_node_is_warned(
+    llm_client_for: Callable[[str], TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    n1 = next(n for n in A3.nodes if n["id"] == "n1")
+    llm_server.script(as_json({**A3.report, "target_title": n1["title"]}))
+    answer = run(llm_client_for("openai"), ADVISOR)
+    assert answer["ok"] is True  # a warning: it is shown, and not re-asked
+    assert any(
+        w.startswith(f"target_title {n1['title']!r} is not the dashboard's title of 'n3'") for w in answer["warnings"]
+    )
+    assert llm_server.chat_requests[1:] == []
+
+
 def test_openai_gets_the_report_schema_as_native_json(
     make_app: Callable[..., Litestar], llm_server: FakeLLMServer
 ) -> None:

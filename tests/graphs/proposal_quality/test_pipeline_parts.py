@@ -271,12 +271,113 @@ def test_unknown_ids_are_removed_from_a_rejected_organizer_report() -> None:
     grounded, dropped = ground_report("organizer", report, frozenset({"n1"}))
     assert grounded == {
         "decomposition_proposals": [{"target_node_id": "n1"}],
-        "grouping_proposals": [{"node_ids": ["n1", 3]}, "junk"],
+        "grouping_proposals": [{"node_ids": ["n1"]}],
         "relation_proposals": [],
         "summary": "",
     }
-    assert dropped == ["ghost", "ghost3", "ghost2"]
+    assert dropped == ["junk", "ghost", "ghost3", "3", "ghost2"]
     assert report["relation_proposals"]  # the input is not modified
+
+
+@pytest.mark.parametrize(
+    ("report", "kept", "dropped"),
+    [
+        pytest.param(
+            {"decomposition_proposals": [{"target_node_id": ["n9"]}, {"target_node_id": "n1"}]},
+            {"decomposition_proposals": [{"target_node_id": "n1"}]},
+            ['["n9"]'],
+            id="id-in-a-list",
+        ),
+        pytest.param(
+            {"relation_proposals": [{"from_node_id": {"id": "n7"}, "to_node_id": "n1"}]},
+            {"relation_proposals": []},
+            ['{"id":"n7"}'],
+            id="id-in-an-object",
+        ),
+        pytest.param(
+            {"grouping_proposals": [{"node_ids": ["n1", ["n9"], {"id": "n8"}, 7]}]},
+            {"grouping_proposals": [{"node_ids": ["n1"]}]},
+            ['["n9"]', '{"id":"n8"}', "7"],
+            id="ids-wrapped-in-node-ids",
+        ),
+        pytest.param(
+            {"grouping_proposals": [{"node_ids": "n9"}]},
+            {"grouping_proposals": [{"node_ids": []}]},
+            ["n9"],
+            id="node-ids-not-a-list",
+        ),
+        pytest.param(
+            {"decomposition_proposals": ["n9", [{"target_node_id": "n1"}]]},
+            {"decomposition_proposals": []},
+            ["n9", '[{"target_node_id":"n1"}]'],
+            id="proposals-not-objects",
+        ),
+        pytest.param(
+            {"relation_proposals": {"from_node_id": "n9"}},
+            {"relation_proposals": []},
+            ['{"from_node_id":"n9"}'],
+            id="proposals-not-a-list",
+        ),
+        pytest.param(
+            {"decomposition_proposals": None}, {"decomposition_proposals": []}, ["null"], id="proposals-null"
+        ),  # used to raise TypeError: a 500 for a model's reply
+    ],
+)
+def test_a_rejected_report_keeps_no_id_in_another_shape(
+    report: dict[str, Any], kept: dict[str, Any], dropped: list[str]
+) -> None:
+    """What is not a string where the schema has an id may carry one: it goes like an unknown id."""
+    assert ground_report("organizer", report, frozenset({"n1"})) == (kept, dropped)
+
+
+_IDS = st.sampled_from(["n1", "n2", "n9", ""])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | _IDS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["id", "node_ids", "x"]), inner, max_size=2)
+    ),
+    max_leaves=8,
+)
+_ID_SLOT = _JSON | _IDS
+
+
+def _proposals(fields: list[str]) -> st.SearchStrategy[object]:
+    item = st.fixed_dictionaries({}, optional=dict.fromkeys(fields, _ID_SLOT)) | _JSON
+    return st.lists(item, max_size=3) | _JSON
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "decomposition_proposals": _proposals(["target_node_id"]),
+            "grouping_proposals": _proposals(["node_ids"]),
+            "relation_proposals": _proposals(["from_node_id", "to_node_id"]),
+        },
+    )
+)
+def test_every_id_a_rejected_organizer_report_keeps_is_on_the_dashboard(report: dict[str, Any]) -> None:
+    """Whatever shape the model gave it, every id position of the grounded report holds a dashboard id or nothing."""
+    valid = frozenset({"n1", "n2"})
+    grounded, _ = ground_report("organizer", report, valid)
+    assert grounded is not None
+    for key, fields in [
+        ("decomposition_proposals", ["target_node_id"]),
+        ("relation_proposals", ["from_node_id", "to_node_id"]),
+    ]:
+        for item in grounded.get(key, []):
+            assert all(item.get(f) is None or item[f] in valid for f in fields), item
+    for group in grounded.get("grouping_proposals", []):
+        node_ids = group.get("node_ids")
+        assert node_ids is None or all(isinstance(i, str) and i in valid for i in node_ids), group
+
+
+@pytest.mark.parametrize("target", [["n9"], {"id": "n9"}, 9, "n9"])
+def test_an_advisor_target_that_is_no_dashboard_id_becomes_empty(target: object) -> None:
+    grounded, dropped = ground_report("advisor", {"target_node_id": target, "options": []}, frozenset({"n1"}))
+    assert grounded == {"target_node_id": "", "options": []}
+    assert len(dropped) == 1
 
 
 def test_unknown_advisor_target_becomes_empty() -> None:

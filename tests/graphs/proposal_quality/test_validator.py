@@ -286,6 +286,15 @@ def test_zero_nodes_allow_an_empty_advisor_target_only() -> None:
     assert with_nodes.errors == ["target_node_id is not in valid node list"]
 
 
+@pytest.mark.parametrize("target", ["   ", " \t ", "\u200b", "n1"])
+def test_with_zero_nodes_only_the_empty_string_is_a_target(target: str) -> None:
+    """No node means no id to point at: a blank one is an id that was not in the input (it was rendered)."""
+    a4 = next(s for s in ADVISOR_SAMPLES if s.id == "A4")
+    assert validate_advisor_report(a4.fresh_report() | {"target_node_id": target}, []).errors == [
+        "target_node_id is not in valid node list"
+    ]
+
+
 def test_a_valid_advisor_target_id_is_not_scanned_for_words() -> None:
     report = ADVISOR_SAMPLES[0].fresh_report() | {"target_node_id": "推奨-1"}
     assert validate_advisor_report(report, ["推奨-1"]).ok

@@ -1,0 +1,76 @@
+"""A report that says otherwise than the dashboard about a node is warned; an Advisor off its focus is an error."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphs.proposal_quality.board import Board, BoardNode
+from graphs.proposal_quality.board_agreement import board_disagreements, focus_problems
+
+BOARD = Board.of(
+    [
+        BoardNode(id="n1", title="会場の予約", status="todo", tray="todo"),
+        BoardNode(id="n2", title="告知", status="", tray="進行中"),
+        BoardNode(
+            id="n3", title="推奨設定の見直しと、関係者への確認依頼と、予算の再計算と、日程の再調整", status="", tray=""
+        ),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    ("target", "title", "status", "warned"),
+    [
+        pytest.param("n1", "会場の予約", "todo", [], id="as-written"),
+        pytest.param("n1", " 会場の 予約 ", "TODO", [], id="spacing-and-case"),
+        pytest.param("n1", "", "", [], id="nothing-said"),
+        pytest.param("n1", "会場の予約", "未着手", [], id="same-kind-of-status"),
+        pytest.param("n2", "告知", "doing", [], id="status-from-the-tray"),
+        pytest.param("n3", "推薦設定の見直しと、関係者への確認…", "", [], id="rephrased-and-cut"),
+        pytest.param(
+            "n1", "告知", "todo", ["target_title '告知' is not the dashboard's title of 'n1'"], id="other-title"
+        ),
+        pytest.param(
+            "n1", "会場の予約", "done", ["current_status 'done' is not the dashboard's status of 'n1'"], id="done"
+        ),
+        pytest.param("n1", "会場の…", "", [], id="cut"),
+        pytest.param("n1", "告…", "", ["target_title '告…'"], id="cut-from-another-title"),
+        pytest.param("n9", "告知", "done", [], id="off-the-board-is-the-validators"),
+    ],
+)
+def test_an_advisor_report_that_names_its_target_otherwise_is_warned(
+    target: str, title: str, status: str, warned: list[str]
+) -> None:
+    report = {"target_node_id": target, "target_title": title, "current_status": status}
+    found = board_disagreements("advisor", report, BOARD)
+    assert len(found) == len(warned), found
+    for message, start in zip(found, warned, strict=True):
+        assert message.startswith(start), message
+
+
+def test_an_organizer_decomposition_of_a_node_by_another_title_is_warned() -> None:
+    report = {
+        "decomposition_proposals": [
+            {"target_node_id": "n1", "target_title": "会場の予約"},
+            {"target_node_id": "n2", "target_title": "会場の予約"},
+            "junk",
+        ]
+    }
+    assert board_disagreements("organizer", report, BOARD) == [
+        "decomposition_proposals[1].target_title '会場の予約' is not the dashboard's title of 'n2' ('告知')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "focus", "errors"),
+    [
+        ("n1", "n1", 0),
+        ("n2", "n1", 1),
+        ("n9", "n1", 0),  # not on the board: the validator's error, not a second one
+        ("n2", None, 0),
+    ],
+)
+def test_an_advisor_report_off_the_focus_node_is_an_error(target: str, focus: str | None, errors: int) -> None:
+    found = focus_problems("advisor", {"target_node_id": target}, focus, BOARD)
+    assert len(found) == errors
+    assert focus_problems("organizer", {"target_node_id": target}, focus, BOARD) == []
