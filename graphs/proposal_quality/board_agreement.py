@@ -15,11 +15,13 @@ from typing import Any
 
 from contracts.proposal_quality import ReportKind
 from graphs.proposal_quality.board import Board
-from graphs.proposal_quality.drafting.wording import neutral, status_category, visible
+from graphs.proposal_quality.drafting.wording import MAX_REPHRASES, neutral, status_category, visible
 
 _WHITESPACE = re.compile(r"\s+")
 _ELLIPSIS = "..."
 """How `_key` reads the `…` a quote is cut with (NFKC)."""
+_REPHRASED_AWAY = 4 * MAX_REPHRASES
+"""Characters rephrasing can take out of a quote at most: してください → する, four each time."""
 _UNBOUNDED = 1_000_000
 """`neutral` without its length bound: only the rephrasing of forbidden words is wanted."""
 
@@ -74,10 +76,24 @@ def _same_title(said: str, title: str) -> bool:
     if not spoken or not written or spoken == written:
         return True
     quoted = _key(neutral(title, _UNBOUNDED))
-    if spoken == quoted:
+    if not quoted or spoken == quoted:  # a title of forbidden words only quotes as nothing: the engine names the id
         return True
     cut = spoken.removesuffix(_ELLIPSIS)
-    return spoken.endswith(_ELLIPSIS) and bool(cut) and (written.startswith(cut) or quoted.startswith(cut))
+    if not spoken.endswith(_ELLIPSIS) or not cut:
+        return False
+    return written.startswith(cut) or quoted.startswith(cut) or _quoted_cut(cut, title)
+
+
+def _quoted_cut(cut: str, title: str) -> bool:
+    """Whether `cut` is the start of `title` rephrased as the engine cuts it: cut first, then rephrased.
+
+    The cut may split a forbidden phrase (`してくだ…`), which then stays as written, so no prefix of the whole
+    title rephrased matches; rephrasing only shortens, so the start that was kept is at most `_REPHRASED_AWAY`
+    characters longer than what it became.
+    """
+    flat = _WHITESPACE.sub(" ", visible(title)).strip()
+    longest = min(len(flat), len(cut) + _REPHRASED_AWAY)
+    return any(_key(neutral(flat[:kept], _UNBOUNDED)) == cut for kept in range(len(cut), longest + 1))
 
 
 def _same_status(said: str, status: str) -> bool:

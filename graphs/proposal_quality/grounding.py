@@ -17,34 +17,16 @@ from typing import Any
 
 import msgspec
 
-from contracts.proposal_quality import (
-    AdvisorCriterion,
-    AdvisorOption,
-    AdvisorReport,
-    OrganizerDecompositionProposal,
-    OrganizerGroupingProposal,
-    OrganizerRelationProposal,
-    OrganizerReport,
-    OrganizerReportChild,
-    ReportKind,
-)
+from contracts.proposal_quality import ReportKind
 from graphs.llm.grounding import keep_known
+from graphs.proposal_quality.validator import FIELDS
 
-
-def _names(struct: type[msgspec.Struct]) -> frozenset[str]:
-    return frozenset(f.encode_name for f in msgspec.structs.fields(struct))
-
-
-_TOP_LEVEL = {"organizer": _names(OrganizerReport), "advisor": _names(AdvisorReport)}
+_TOP_LEVEL = {"organizer": FIELDS["organizer"], "advisor": FIELDS["advisor"]}
 _ITEM_FIELDS = {
-    "organizer": {
-        "decomposition_proposals": _names(OrganizerDecompositionProposal),
-        "grouping_proposals": _names(OrganizerGroupingProposal),
-        "relation_proposals": _names(OrganizerRelationProposal),
-    },
-    "advisor": {"options": _names(AdvisorOption), "criteria": _names(AdvisorCriterion)},
+    "organizer": {key: FIELDS[key] for key in ("decomposition_proposals", "grouping_proposals", "relation_proposals")},
+    "advisor": {key: FIELDS[key] for key in ("options", "criteria")},
 }
-_CHILD_FIELDS = _names(OrganizerReportChild)
+_CHILD_FIELDS = FIELDS["suggested_children"]
 
 
 def _keep(item: object, fields: frozenset[str]) -> object:

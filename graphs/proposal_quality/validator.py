@@ -17,7 +17,20 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-from contracts.proposal_quality import ReportKind, ValidationResult
+import msgspec
+
+from contracts.proposal_quality import (
+    AdvisorCriterion,
+    AdvisorOption,
+    AdvisorReport,
+    OrganizerDecompositionProposal,
+    OrganizerGroupingProposal,
+    OrganizerRelationProposal,
+    OrganizerReport,
+    OrganizerReportChild,
+    ReportKind,
+    ValidationResult,
+)
 from graphs.proposal_quality.forbidden_phrases import comparable, forbidden_in, forbidden_in_any
 
 ORGANIZER_FORBIDDEN = ("べき", "してください", "が必要です")
@@ -34,6 +47,24 @@ MAX_MESSAGES = 100
 """Errors (and warnings) reported at most; a hostile report cannot make the answer or a re-ask prompt huge."""
 MAX_QUOTED_CHARS = 80
 """An offending id is quoted in a message up to this many characters."""
+
+
+def _field_names(struct: type[msgspec.Struct]) -> frozenset[str]:
+    return frozenset(f.encode_name for f in msgspec.structs.fields(struct))
+
+
+FIELDS: dict[str, frozenset[str]] = {
+    "organizer": _field_names(OrganizerReport),
+    "advisor": _field_names(AdvisorReport),
+    "decomposition_proposals": _field_names(OrganizerDecompositionProposal),
+    "grouping_proposals": _field_names(OrganizerGroupingProposal),
+    "relation_proposals": _field_names(OrganizerRelationProposal),
+    "suggested_children": _field_names(OrganizerReportChild),
+    "options": _field_names(AdvisorOption),
+    "criteria": _field_names(AdvisorCriterion),
+}
+"""The keys each object of a report has (the report types of `contracts.proposal_quality`), by the report's kind or
+the list the object is an item of: any other key is an error, since nothing reads it (a misspelled `critera`)."""
 
 _FORBIDDEN_PHRASE_NOTE = "(e.g. べき, してください)"
 _FORBIDDEN_WORD_NOTE = "(e.g. ベスト, 推奨)"
@@ -88,6 +119,17 @@ def _object(value: object, path: str, found: _Findings) -> dict[str, Any] | None
     return None
 
 
+def _known_keys(obj: dict[str, Any], fields: frozenset[str], parent: str, found: _Findings) -> None:
+    """An error for each key of `obj` that is not one of `fields`: nothing would read its value."""
+    if fields.issuperset(obj):
+        return
+    expected = ", ".join(sorted(fields))
+    for key in obj:
+        if key not in fields:
+            shown = key if key.isprintable() and len(key) <= MAX_QUOTED_CHARS else _quote(key)
+            found.errors.append(f"{_path(parent, shown)} is not a field here, so nothing reads it ({expected})")
+
+
 def _string(obj: dict[str, Any], key: str, parent: str, found: _Findings, *, non_blank: bool = False) -> str | None:
     """A required string field; `non_blank` also rejects "" and whitespace (reported as "is required")."""
     path = _path(parent, key)
@@ -134,11 +176,15 @@ def _string_items(items: list[Any], path: str, found: _Findings, *, non_blank: b
     return strings
 
 
-def _objects(items: list[Any], path: str, found: _Findings) -> Iterable[tuple[str, dict[str, Any]]]:
+def _objects(
+    items: list[Any], path: str, found: _Findings, fields: frozenset[str]
+) -> Iterable[tuple[str, dict[str, Any]]]:
+    """The items that are objects, with their paths; an item that is not, or a key not in `fields`, is an error."""
     for index, item in enumerate(items):
         item_path = _path(path, index)
         obj = _object(item, item_path, found)
         if obj is not None:
+            _known_keys(obj, fields, item_path, found)
             yield item_path, obj
 
 
@@ -198,15 +244,18 @@ def validate_organizer_report(report: object, valid_node_ids: Iterable[str]) -> 
 
 
 def _organizer_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings) -> None:
+    _known_keys(obj, FIELDS["organizer"], "", found)
     decompositions = _array(obj, "decomposition_proposals", "", found)
     groupings = _array(obj, "grouping_proposals", "", found)
     relations = _array(obj, "relation_proposals", "", found)
     _check_summary(obj, found)
-    for path, item in _objects(decompositions or [], "decomposition_proposals", found):
+    for path, item in _objects(
+        decompositions or [], "decomposition_proposals", found, FIELDS["decomposition_proposals"]
+    ):
         _check_decomposition(item, path, valid, found)
-    for path, item in _objects(groupings or [], "grouping_proposals", found):
+    for path, item in _objects(groupings or [], "grouping_proposals", found, FIELDS["grouping_proposals"]):
         _check_grouping(item, path, valid, found)
-    for path, item in _objects(relations or [], "relation_proposals", found):
+    for path, item in _objects(relations or [], "relation_proposals", found, FIELDS["relation_proposals"]):
         _check_relation(item, path, valid, found)
 
 
@@ -269,7 +318,7 @@ def _check_decomposition(item: dict[str, Any], path: str, valid: frozenset[str],
     children_path = _path(path, "suggested_children")
     if len(children) < 2:
         found.errors.append(f"{children_path} must have at least 2 items")
-    for child_path, child in _objects(children, children_path, found):
+    for child_path, child in _objects(children, children_path, found, FIELDS["suggested_children"]):
         _string(child, "title", child_path, found, non_blank=True)
         _string(child, "context", child_path, found, non_blank=True)
         _optional_string(child, "suggested_status", child_path, found)
@@ -295,6 +344,7 @@ def validate_advisor_report(report: object, valid_node_ids: Iterable[str]) -> Va
 
 
 def _advisor_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings) -> None:
+    _known_keys(obj, FIELDS["advisor"], "", found)
     target = _string(obj, "target_node_id", "", found)
     if target is not None and (target not in valid if valid else target != ""):
         found.errors.append("target_node_id is not in valid node list")
@@ -303,10 +353,10 @@ def _advisor_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings)
     options = _array(obj, "options", "", found)
     if options is not None and len(options) < 2:
         found.errors.append("options must have at least 2 items")
-    for path, option in _objects(options or [], "options", found):
+    for path, option in _objects(options or [], "options", found, FIELDS["options"]):
         _check_option(option, path, found)
     criteria = _array(obj, "criteria", "", found, required=False)
-    for path, criterion in _objects(criteria or [], "criteria", found):
+    for path, criterion in _objects(criteria or [], "criteria", found, FIELDS["criteria"]):
         _string(criterion, "name", path, found)
         _string(criterion, "description", path, found)
     if criteria is None or len(criteria) < 2:

@@ -158,6 +158,8 @@ def test_warnings_alone_are_never_reasked(
         pytest.param(
             '{"options": "many"}',
             [
+                "options is not a field here, so nothing reads it "
+                "(decomposition_proposals, grouping_proposals, relation_proposals, summary)",
                 "decomposition_proposals is required",
                 "grouping_proposals is required",
                 "relation_proposals is required",

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from contracts.proposal_quality import AdvisorReport, OrganizerReport, ReportKind
 from graphs.proposal_quality.validator import (
+    FIELDS,
     MAX_MESSAGES,
     validate_advisor_report,
     validate_organizer_report,
@@ -307,6 +308,7 @@ def test_forbidden_words_in_unknown_fields_and_keys_count() -> None:
     report = ADVISOR_SAMPLES[0].fresh_report() | {"extra": {"推奨案": ["a", {"b": "正解"}]}}
     errors = validate_advisor_report(report, ["n1"]).errors
     assert errors == [
+        f"extra is not a field here, so nothing reads it ({', '.join(sorted(FIELDS['advisor']))})",
         "extra.'推奨案' (key) contains forbidden word '推奨' (e.g. ベスト, 推奨)",
         "extra.推奨案[1].b contains forbidden word '正解' (e.g. ベスト, 推奨)",
     ]
@@ -474,8 +476,9 @@ def test_deeply_nested_unknown_fields_do_not_exhaust_recursion() -> None:
         deep = [deep]
     report = ADVISOR_SAMPLES[0].fresh_report() | {"extra": deep}
     errors = validate_advisor_report(report, ["n1"]).errors
-    assert len(errors) == 1
-    assert errors[0].startswith("extra[0][0]")
+    assert len(errors) == 2
+    assert errors[0].startswith("extra is not a field here")
+    assert errors[1].startswith("extra[0][0]")
 
 
 # --- properties -----------------------------------------------------------------------------------
@@ -532,3 +535,32 @@ def test_an_ok_advisor_report_converts_to_its_type(case: tuple[Sample, Any]) -> 
     result = validate_advisor_report(report, sample.valid_ids)
     if result.ok:
         msgspec.convert(without_null_optionals("advisor", report), AdvisorReport)
+
+
+@pytest.mark.parametrize(
+    ("kind", "where", "key"),
+    [
+        ("advisor", (), "critera"),
+        ("advisor", ("options", 0), "suggested_stauts"),
+        ("advisor", ("criteria", 1), "descripton"),
+        ("organizer", (), "dependency_proposals"),
+        ("organizer", ("decomposition_proposals", 0), "target_id"),
+        ("organizer", ("decomposition_proposals", 0, "suggested_children", 1), "node_id"),
+        ("organizer", ("grouping_proposals", 0), "nodes"),
+        ("organizer", ("relation_proposals", 0), "from_id"),
+    ],
+)
+def test_a_key_the_report_type_does_not_have_is_an_error(kind: str, where: tuple[str | int, ...], key: str) -> None:
+    """A misspelled key is not read: its value (ids, a status, criteria) would be lost behind an `ok`."""
+    wanted = "A1" if kind == "advisor" else "O4" if "decomposition_proposals" in where else "O5"
+    sample = next(s for s in (*ADVISOR_SAMPLES, *ORGANIZER_SAMPLES) if s.id == wanted)
+    report = sample.fresh_report()
+    target: Any = report
+    for step in where:
+        target = target[step]
+    target[key] = ["zzz"]
+    verdict = validate_report(kind, report, sample.valid_ids)  # type: ignore[arg-type]
+    path = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in where).lstrip(".")
+    assert verdict.ok is False
+    assert verdict.errors[0].startswith(f"{path}.{key}" if path else key), verdict.errors
+    assert "is not a field here, so nothing reads it" in verdict.errors[0]
