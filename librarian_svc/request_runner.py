@@ -122,9 +122,17 @@ def _refuse(status: int, message: str, details: list[ErrorDetail] | None = None)
     return InvalidInput(message, details or [ErrorDetail(path="$", message=message)], status_code=status)
 
 
+def single_header(request: Request[Any, Any, Any], name: str) -> str:
+    """The header's value ("" when absent); given twice it is 400: which one a proxy or a parser reads differs."""
+    values = request.headers.getall(name, [])
+    if len(values) > 1:
+        raise _refuse(400, f"{name} is given {len(values)} times ({', '.join(map(repr, values))}); send it once")
+    return values[0] if values else ""
+
+
 def check_identity_encoding(request: Request[Any, Any, Any]) -> None:
     """Bodies are taken as sent: a compressed one (`Content-Encoding: gzip`, `br`, …) is 415, not read as JSON."""
-    encoding = request.headers.get("content-encoding", "").strip().lower()
+    encoding = single_header(request, "content-encoding").strip().lower()
     if encoding in ("", "identity"):
         return
     raise _refuse(415, f"Content-Encoding {encoding!r} is not supported; send the body uncompressed")
@@ -136,12 +144,40 @@ def is_json(content_type: str) -> bool:
     return media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json"))
 
 
+def declared_charset(content_type: str) -> str | None:
+    """The `charset` a `Content-Type` value declares, lower-cased (None when it declares none).
+
+    Raises:
+        InvalidInput: 400 when it declares more than one (which one a reader takes differs).
+    """
+    found = [
+        value.strip().strip('"').lower()
+        for key, _, value in (p.partition("=") for p in content_type.split(";")[1:])
+        if key.strip().lower() == "charset"
+    ]
+    if len(found) > 1:
+        raise _refuse(400, f"Content-Type {content_type!r} declares more than one charset; declare utf-8 once")
+    return found[0] if found else None
+
+
+UTF8_NAMES = ("utf-8", "utf8")
+
+
 def check_content_type(request: Request[Any, Any, Any]) -> None:
-    """JSON bodies only: `application/json` or any `+json` type (415 otherwise, a missing header included)."""
+    """JSON bodies only: `application/json` or any `+json` type, in UTF-8 (415 otherwise, a missing header included).
+
+    JSON is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be read as UTF-8 all the same, so
+    its text would not be what the caller meant; it is refused, as `PUT /playbooks` refuses it.
+    """
     check_identity_encoding(request)
-    raw = request.headers.get("content-type", "")
+    raw = single_header(request, "content-type")
     if is_json(raw):
-        return
+        charset = declared_charset(raw)
+        if charset is None or charset in UTF8_NAMES:
+            return
+        raise _refuse(
+            415, f"JSON bodies are UTF-8 (RFC 8259); got Content-Type {raw!r}: send UTF-8 and say so, or say nothing"
+        )
     shown = f"Content-Type {raw!r}" if raw else "no Content-Type"
     raise _refuse(415, f"request body must be JSON (Content-Type: application/json); got {shown}")
 
@@ -160,17 +196,9 @@ def check_no_query(request: Request[Any, Any, Any]) -> None:
 def check_text_type(request: Request[Any, Any, Any]) -> None:
     """`text/plain` bodies only, in UTF-8 (415 otherwise, a missing header or another charset included)."""
     check_identity_encoding(request)
-    raw = request.headers.get("content-type", "")
-    media_type, _, parameters = raw.partition(";")
-    charset = next(
-        (
-            v.strip().strip('"').lower()
-            for k, _, v in (p.partition("=") for p in parameters.split(";"))
-            if k.strip() == "charset"
-        ),
-        "utf-8",
-    )
-    if media_type.strip().lower() == "text/plain" and charset in ("utf-8", "utf8"):
+    raw = single_header(request, "content-type")
+    media_type = raw.partition(";")[0]
+    if media_type.strip().lower() == "text/plain" and (declared_charset(raw) or "utf-8") in UTF8_NAMES:
         return
     shown = f"Content-Type {raw!r}" if raw else "no Content-Type"
     raise _refuse(415, f"request body must be UTF-8 text (Content-Type: text/plain; charset=utf-8); got {shown}")
@@ -192,6 +220,9 @@ def decode_parameters(request: Request[Any, Any, Any], request_type: type[Any], 
     """
     fields: dict[str, Any] = dict(request.path_params)
     for name, value in request.query_params.multi_items():
+        if name in extra:  # e.g. `?text=` on an import: the body is the text, the parameter would be dropped
+            message = "not accepted as a query parameter: it is the request body"
+            raise _refuse(422, f"$.{name}: {message}", [ErrorDetail(path=f"$.{name}", message=message)])
         if name in fields:
             raise _refuse(
                 422, f"$.{name}: given more than once", [ErrorDetail(path=f"$.{name}", message="given more than once")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -297,6 +298,27 @@ def test_a_compressed_body_is_415(client: TestClient[Litestar], encoding: str) -
     )
     assert_error_body(response.json(), status=415, response_status=response.status_code)
     assert encoding.lower() in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param([("content-type", "application/json; charset=iso-8859-1")], 415, id="latin-1"),
+        pytest.param([("content-type", "application/json; charset=utf-16")], 415, id="utf-16"),
+        pytest.param([("content-type", "application/json; charset=UTF-8")], 200, id="utf-8"),
+        pytest.param([("content-type", 'application/json; charset="utf8"')], 200, id="utf8-quoted"),
+        pytest.param([("content-type", "application/json; charset=utf-8; charset=latin-1")], 400, id="two-charsets"),
+    ],
+)
+def test_a_body_is_read_only_as_declared_once_in_utf_8(
+    client: TestClient[Litestar], headers: list[tuple[str, str]], status: int
+) -> None:
+    """Not read as UTF-8 when declared otherwise (a header given twice: `test_http_framing`, over real HTTP)."""
+    response = client.post(THINK, content=msgspec.json.encode(VALID), headers=headers)
+    if status == 200:
+        assert response.status_code == 200, response.text
+    else:
+        assert_error_body(response.json(), status=status, response_status=response.status_code)
 
 
 def test_identity_encoding_and_a_bare_question_mark_are_accepted(client: TestClient[Litestar]) -> None:

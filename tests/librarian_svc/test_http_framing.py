@@ -52,3 +52,34 @@ def test_the_service_still_answers_afterwards(live_service: LiveService) -> None
     with connect(live_service) as sock:
         sock.sendall(HEALTH)
         assert read_response(sock).startswith(b"HTTP/1.1 200 ")
+
+
+THINK = b"POST /agent/librarian/think HTTP/1.1\r\nHost: t\r\n"
+THINK_BODY = b'{"request_id": "r", "user_query": "q", "subject_id": "s"}'
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param(b"Content-Type: application/json\r\nContent-Type: text/plain\r\n", 400, id="two-types"),
+        pytest.param(b"Content-Type: text/plain\r\nContent-Type: application/json\r\n", 400, id="two-types-reversed"),
+        pytest.param(
+            b"Content-Type: application/json\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\n",
+            400,
+            id="two-encodings",
+        ),
+        pytest.param(b"Content-Type: application/json; charset=latin-1\r\n", 415, id="latin-1"),
+        pytest.param(b"Content-Type: application/json\r\n", 200, id="once"),
+    ],
+)
+def test_a_header_the_body_is_read_by_counts_once(live_service: LiveService, headers: bytes, status: int) -> None:
+    """Given twice, which one is read depends on the reader (uvicorn hands both over; the first used to win)."""
+    length = f"Content-Length: {len(THINK_BODY)}\r\n".encode()
+    with connect(live_service) as sock:
+        sock.sendall(THINK + headers + length + b"\r\n" + THINK_BODY)
+        response = read_response(sock)
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
+    if status != 200:
+        payload = json.loads(body)
+        assert (payload["action"], payload["error_type"]) == ("ERROR", "INVALID_INPUT"), payload

@@ -132,6 +132,18 @@ def test_an_official_playbook_goes_in_and_comes_back_out(
         pytest.param("/playbooks/app.world", SMALL.encode(), TEXT, 422, "$.dataset", "regex", id="bad-dataset-name"),
         pytest.param("/playbooks/AppWorld", SMALL.encode(), TEXT, 422, "$.dataset", "case", id="miscased-dataset"),
         pytest.param(
+            "/playbooks/appworld?text=IGNORED", SMALL.encode(), TEXT, 422, "$.text", "request body", id="text-in-query"
+        ),
+        pytest.param(
+            "/playbooks/appworld",
+            SMALL.encode(),
+            {"content-type": "text/plain; charset=utf-8; charset=latin-1"},
+            400,
+            "$",
+            "more than one charset",
+            id="two-charsets",
+        ),
+        pytest.param(
             "/playbooks/appworld?bogus=1", SMALL.encode(), TEXT, 422, "$.bogus", "unknown", id="unknown-query"
         ),
         pytest.param(
