@@ -34,15 +34,23 @@ from graphs.ace.playbook.store import PlaybookStore
 from graphs.config_files import SectionDefinition
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput, raise_if_problems
-from graphs.text.blank import blank_problems
+from graphs.text.blank import blank_problems, is_blank
 
 
 def playbook_problems(playbook: Playbook, rules: SectionRules, path: str = "$.playbook") -> list[ErrorDetail]:
-    """Duplicate ids and unknown sections, each with the JSON path of the offending bullet."""
+    """Duplicate ids, unknown sections and blank content, each with the JSON path of the offending bullet.
+
+    A bullet of only whitespace or invisible characters says nothing, yet would be searched, shown to a model
+    and voted on; an ADD or UPDATE with such content is refused, so a playbook holding one is too.
+    """
     problems: list[ErrorDetail] = []
     first_seen: dict[str, int] = {}
     for index, bullet in enumerate(playbook.bullets):
         where = f"{path}.bullets[{index}]"
+        if is_blank(bullet.content):
+            problems.append(
+                ErrorDetail(path=f"{where}.content", message=f"bullet {bullet.id!r} has no visible content")
+            )
         if bullet.id in first_seen:
             problems.append(
                 ErrorDetail(

@@ -284,6 +284,16 @@ DUPLICATE = {"bullets": [MIXED["bullets"][0], MIXED["bullets"][0]]}
         ),
         pytest.param(
             SEARCH,
+            {
+                "query": {"query_text": "x"},
+                "playbook": {"bullets": [{"id": "a-1", "section": "s", "content": " \u200b "}]},
+            },
+            400,
+            "$.playbook.bullets[0].content",
+            id="blank-bullet",
+        ),
+        pytest.param(
+            SEARCH,
             {"query": {"query_text": "x", "section_filter": ["made_up"]}, "playbook": APPWORLD, "dataset": "appworld"},
             400,
             "$.query.section_filter[0]",

@@ -85,6 +85,15 @@ def test_an_official_playbook_goes_in_and_comes_back_out(
         ),
         pytest.param(
             "/playbooks/appworld",
+            "## OTHERS\n[misc-00001] fine\n[misc-00002]    \n[misc-00003] \u200b\n".encode(),
+            TEXT,
+            400,
+            "$.bullets[1].content",
+            "line 3: bullet 'misc-00002' has no visible content",
+            id="blank-content",
+        ),
+        pytest.param(
+            "/playbooks/appworld",
             b"## S\n[a-00001] x\n[a-00001] y\n",
             TEXT,
             400,
