@@ -278,6 +278,8 @@ def _check_grouping(item: dict[str, Any], path: str, valid: frozenset[str], foun
     _short_label(item.get("group_label"), _path(path, "group_label"), found)
     _reason(item, path, found)
     node_ids = _array(item, "node_ids", path, found)
+    if node_ids == []:
+        found.errors.append(f"{_path(path, 'node_ids')} must have at least 1 item (a group of no node groups nothing)")
     if not node_ids or _all_known(node_ids, valid):
         return
     ids_path = _path(path, "node_ids")
@@ -303,6 +305,11 @@ def _all_known(items: list[Any], valid: frozenset[str]) -> bool:
 def _check_relation(item: dict[str, Any], path: str, valid: frozenset[str], found: _Findings) -> None:
     _known_id(item, "from_node_id", path, valid, found)
     _known_id(item, "to_node_id", path, valid, found)
+    source = item.get("from_node_id")
+    if isinstance(source, str) and source == item.get("to_node_id"):
+        found.errors.append(
+            f"{_path(path, 'to_node_id')} {_quote(source)} is the from_node_id: a node is not related to itself"
+        )
     _string(item, "relation_type", path, found)
     _short_label(item.get("relation_type"), _path(path, "relation_type"), found)
     _reason(item, path, found)

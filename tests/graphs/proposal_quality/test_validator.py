@@ -564,3 +564,25 @@ def test_a_key_the_report_type_does_not_have_is_an_error(kind: str, where: tuple
     assert verdict.ok is False
     assert verdict.errors[0].startswith(f"{path}.{key}" if path else key), verdict.errors
     assert "is not a field here, so nothing reads it" in verdict.errors[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        (
+            lambda r: r["grouping_proposals"][0].update(node_ids=[]),
+            "grouping_proposals[0].node_ids must have at least 1 item (a group of no node groups nothing)",
+        ),
+        (
+            lambda r: r["relation_proposals"][0].update(to_node_id=r["relation_proposals"][0]["from_node_id"]),
+            "relation_proposals[0].to_node_id {node!r} is the from_node_id: a node is not related to itself",
+        ),
+    ],
+    ids=["empty-group", "self-relation"],
+)
+def test_a_proposal_about_nothing_is_an_error(edit: Callable[[Report], None], error: str) -> None:
+    sample = next(s for s in ORGANIZER_SAMPLES if s.id == "O5")
+    report = sample.fresh_report()
+    edit(report)
+    node = report["relation_proposals"][0]["from_node_id"]
+    assert validate_organizer_report(report, sample.valid_ids).errors == [error.format(node=node)]
