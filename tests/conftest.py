@@ -71,7 +71,11 @@ def fixture_client(app: Litestar) -> Iterator[TestClient[Litestar]]:
 @pytest.fixture(name="live_service", scope="session")
 def fixture_live_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
     """The real server in a subprocess (embedded engine), shared by the session, signing with the suite's key."""
-    service = start_service(LIVE_SERVICE_ENV, log_dir=tmp_path_factory.mktemp("live"))
+    # Its playbook store is the session's own: a test that stores a playbook never writes into the checkout.
+    store = tmp_path_factory.mktemp("live-playbooks")
+    service = start_service(
+        {**LIVE_SERVICE_ENV, "PLAYBOOK_DATA_DIR": str(store)}, log_dir=tmp_path_factory.mktemp("live")
+    )
     yield service
     service.stop()
 

@@ -55,6 +55,11 @@ ENUM_NAMES = {
 """Go names for enums (msgspec inlines `Literal`s, so the schemas name none) where the rule in
 `enum_names` would pick a misleading one; keyed by `Definition.property` of any place the enum appears."""
 
+KEPT_EMPTY = {("ProposalValidateRequest", "validNodeIds")}
+"""Optional lists whose empty value means something else than their absence (`validNodeIds: []` is a board of no
+nodes; absent, the ids come from `dashboard`). `omitempty` drops an empty Go slice, so these are pointers to a
+slice: nil leaves the field out, `&[]string{}` sends `[]`."""
+
 Json = dict[str, Any]
 
 
@@ -240,6 +245,20 @@ def name_constants(code: str) -> str:
     return CONST_LINE.sub(rename, code)
 
 
+def keep_empty(code: str) -> str:
+    """The `KEPT_EMPTY` fields typed as pointers to their slice, so an empty list is sent rather than left out."""
+    for struct, field in sorted(KEPT_EMPTY):
+        block = re.search(rf"^type {struct} struct {{\n(.*?)^}}", code, re.MULTILINE | re.DOTALL)
+        if block is None:
+            raise SystemExit(f"KEPT_EMPTY names {struct}, which the schemas no longer define")
+        line = re.compile(rf'^(\t\w+\s+)\[\](\S+)(\s+`json:"{field},omitempty"`)$', re.MULTILINE)
+        fields, count = line.subn(r"\1*[]\2\3", block.group(1))
+        if count != 1:
+            raise SystemExit(f"KEPT_EMPTY names {struct}.{field}, which is no optional list there")
+        code = code[: block.start(1)] + fields + code[block.end(1) :]
+    return code
+
+
 def quicktype_env() -> dict[str, str]:
     """The environment quicktype runs in: no colours, no update checks."""
     return {**os.environ, "NO_COLOR": "1", "NO_UPDATE_NOTIFIER": "1", "npm_config_update_notifier": "false"}
@@ -320,7 +339,7 @@ def render(directory: Path = SCHEMA_DIR) -> dict[Path, str]:
     # those free-form objects (metadata, filters_hint, report) are intended, so the notes are dropped.
     code = body.split("\nIssue in line ", 1)[0].rstrip() + "\n"
     return {
-        TYPES_FILE: gofmt(TYPES_HEADER + name_constants(code)),
+        TYPES_FILE: gofmt(TYPES_HEADER + keep_empty(name_constants(code))),
         UNIONS_FILE: gofmt(go_unions(unions, set(schema["definitions"]))),
     }
 

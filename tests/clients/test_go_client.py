@@ -28,6 +28,9 @@ LIVE_TESTS = (
     "TestLiveLoopLimitAfterEveryRound",
     "TestLiveMisspelledAndCoercedFieldsAre422WithTheirPaths",
     "TestLiveEditedStateTokenIsRefused",
+    "TestLivePlaybookStoreRoundTrips",
+    "TestLiveGraceStepStreamsItsEventsThenTheAction",
+    "TestLiveEmptyListsAreSentAsEmpty",
 )
 
 

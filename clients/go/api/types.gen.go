@@ -2268,7 +2268,7 @@ type ProposalValidateRequest struct {
 	// The parsed OrganizerReport / AdvisorReport JSON.
 	Report       map[string]interface{} `json:"report"`
 	RequestID    *string                `json:"request_id,omitempty"`
-	ValidNodeIDS []string               `json:"validNodeIds,omitempty"`
+	ValidNodeIDS *[]string              `json:"validNodeIds,omitempty"`
 }
 
 // The `ValidationResult` plus the request id and usage (no model is called: `llm_calls` is

@@ -126,6 +126,25 @@ func (c *Client) Get(ctx context.Context, path string) ([]byte, error) {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, payload []byte) ([]byte, error) {
+	contentType := ""
+	if payload != nil {
+		contentType = "application/json"
+	}
+	return c.send(ctx, method, path, contentType, payload, "application/json")
+}
+
+// send makes one request and returns the 200 body; any other status is a *ServiceError.
+func (c *Client) send(ctx context.Context, method, path, contentType string, payload []byte, accept string) ([]byte, error) {
+	resp, err := c.open(ctx, method, path, contentType, payload, accept)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return readBody(resp, method, c.BaseURL+path)
+}
+
+// open sends one request and returns the response with its body unread (the caller closes it).
+func (c *Client) open(ctx context.Context, method, path, contentType string, payload []byte, accept string) (*http.Response, error) {
 	url := c.BaseURL + path
 	var reader io.Reader
 	if payload != nil {
@@ -138,10 +157,10 @@ func (c *Client) do(ctx context.Context, method, path string, payload []byte) ([
 	for name, values := range c.Header {
 		req.Header[name] = append([]string(nil), values...)
 	}
-	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	httpClient := c.HTTP
 	if httpClient == nil {
 		httpClient = http.DefaultClient
@@ -153,7 +172,11 @@ func (c *Client) do(ctx context.Context, method, path string, payload []byte) ([
 		}
 		return nil, &TransportError{Method: method, URL: url, Err: err}
 	}
-	defer resp.Body.Close()
+	return resp, nil
+}
+
+// readBody reads a whole response body (at most MaxResponseBytes) and returns it when the status is 200.
+func readBody(resp *http.Response, method, url string) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
 		return nil, &TransportError{Method: method, URL: url, Err: fmt.Errorf("reading the body: %w", err)}
@@ -251,19 +274,60 @@ func (c *Client) WorkflowRun(ctx context.Context, req *api.WorkflowRequest) (api
 	return call(ctx, c, "/workflow/run", req, api.DecodeWorkflowRunResponse)
 }
 
-// ProposalValidate is POST /api/proposal-quality/validate.
+// ProposalValidate is POST /api/proposal-quality/validate. A nil tray of its dashboard is sent as an
+// empty one (encoding/json would send null, which the contract refuses).
 func (c *Client) ProposalValidate(ctx context.Context, req *api.ProposalValidateRequest) (*api.ProposalValidateResponse, error) {
-	return plain[api.ProposalValidateResponse](ctx, c, "/api/proposal-quality/validate", req)
+	sent := *req
+	if req.Dashboard != nil {
+		dashboard := withEmptyTrays(*req.Dashboard)
+		sent.Dashboard = &dashboard
+	}
+	return plain[api.ProposalValidateResponse](ctx, c, "/api/proposal-quality/validate", &sent)
 }
 
-// OrganizerRun is POST /api/organizer/run.
+// OrganizerRun is POST /api/organizer/run (a nil tray is sent as an empty one, as by ProposalValidate).
 func (c *Client) OrganizerRun(ctx context.Context, req *api.ProposalRunRequest) (*api.ProposalRunResponse, error) {
-	return plain[api.ProposalRunResponse](ctx, c, "/api/organizer/run", req)
+	sent := *req
+	sent.Dashboard = withEmptyTrays(req.Dashboard)
+	return plain[api.ProposalRunResponse](ctx, c, "/api/organizer/run", &sent)
 }
 
-// AdvisorRun is POST /api/advisor/run.
+// AdvisorRun is POST /api/advisor/run (a nil tray is sent as an empty one, as by ProposalValidate).
 func (c *Client) AdvisorRun(ctx context.Context, req *api.ProposalRunRequest) (*api.ProposalRunResponse, error) {
-	return plain[api.ProposalRunResponse](ctx, c, "/api/advisor/run", req)
+	sent := *req
+	sent.Dashboard = withEmptyTrays(req.Dashboard)
+	return plain[api.ProposalRunResponse](ctx, c, "/api/advisor/run", &sent)
+}
+
+// withEmptyTrays is the dashboard with every nil tray made an empty slice, the caller's left as it was:
+// a Go slice with no nodes is nil unless made otherwise, and means an empty tray, not a missing one.
+func withEmptyTrays(d api.Dashboard) api.Dashboard {
+	if d.Trays == nil {
+		return d
+	}
+	trays := *d.Trays
+	if trays.DashboardNodeArrayMap != nil {
+		named := make(map[string][]api.DashboardNode, len(trays.DashboardNodeArrayMap))
+		for name, nodes := range trays.DashboardNodeArrayMap {
+			if nodes == nil {
+				nodes = []api.DashboardNode{}
+			}
+			named[name] = nodes
+		}
+		trays.DashboardNodeArrayMap = named
+	}
+	if trays.DashboardNodeArrayArray != nil {
+		listed := make([][]api.DashboardNode, len(trays.DashboardNodeArrayArray))
+		for i, nodes := range trays.DashboardNodeArrayArray {
+			if nodes == nil {
+				nodes = []api.DashboardNode{}
+			}
+			listed[i] = nodes
+		}
+		trays.DashboardNodeArrayArray = listed
+	}
+	d.Trays = &trays
+	return d
 }
 
 // Ready is GET /ready; a service that is not ready answers 503, returned as a *ServiceError.

@@ -380,3 +380,35 @@ func TestReadyNotReadyIsAServiceError(t *testing.T) {
 		t.Fatalf("got %T %v", err, err)
 	}
 }
+
+func TestGraceStepStreamReadsEventsSkipsTheUnknownAndNeedsItsAction(t *testing.T) {
+	const action = `{"action":"COMPLETE","request_id":"r","status":"completed","answer":"a","confidence":1,` +
+		`"sources":[],"history":[],"events":[],"plan":null,"state":"s","usage":{"engine":"heuristic"}}`
+	streams := map[string]string{
+		"whole": ": keep-alive\n\nevent: progress\nid: 0\ndata: {\"index\":0,\"type\":\"completed\",\"message\":\"m\"}\n\n" +
+			"event: later\ndata: {}\n\nevent: action\ndata: " + action + "\n\n",
+		"cut": "event: progress\ndata: {\"index\":0,\"type\":\"completed\",\"message\":\"m\"}\n\n",
+	}
+	for name, stream := range streams {
+		server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+			_, _ = io.WriteString(w, stream)
+		}))
+		var seen []api.GraceEvent
+		got, err := New(server.URL).GraceStepStream(context.Background(), &api.GraceRequest{}, func(e api.GraceEvent) {
+			seen = append(seen, e)
+		})
+		server.Close()
+		var transport *TransportError
+		switch {
+		case name == "whole" && (err != nil || len(seen) != 1 || seen[0].Message != "m"):
+			t.Fatalf("%s: %T %v after %+v", name, got, err, seen)
+		case name == "whole":
+			if _, ok := got.(*api.GraceCompleteAction); !ok {
+				t.Fatalf("%s: decoded %T", name, got)
+			}
+		case name == "cut" && !errors.As(err, &transport):
+			t.Fatalf("%s: a stream without its action: %v", name, err)
+		}
+	}
+}

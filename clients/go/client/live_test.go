@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -165,7 +167,7 @@ func TestLiveGeneratedTypesDescribeTheResponses(t *testing.T) {
 	}
 
 	validate := &api.ProposalValidateRequest{
-		Kind: api.ReportKindOrganizer, Report: map[string]interface{}{"summary": "x"}, ValidNodeIDS: []string{"n1"},
+		Kind: api.ReportKindOrganizer, Report: map[string]interface{}{"summary": "x"}, ValidNodeIDS: &[]string{"n1"},
 	}
 	body, err = c.Post(ctx, "/api/proposal-quality/validate", validate)
 	if err != nil {
@@ -250,5 +252,105 @@ func TestLiveEditedStateTokenIsRefused(t *testing.T) {
 	}
 	if len(service.Details) == 0 || *service.Details[0].Path != "$.state" {
 		t.Fatalf("details %+v", service.Details)
+	}
+}
+
+func TestLivePlaybookStoreRoundTrips(t *testing.T) {
+	c := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dataset := fmt.Sprintf("go-live-%d", time.Now().UnixNano())
+	text := "## GENERAL\n[gen-00001] helpful=2 harmful=0 :: Check units before comparing heights.\n"
+	stored, err := c.PutPlaybook(ctx, dataset, text, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Bullets != 1 || stored.Replaced || stored.Dataset != dataset {
+		t.Fatalf("PUT answered %+v", stored)
+	}
+	exported, err := c.GetPlaybook(ctx, dataset)
+	if err != nil || !strings.Contains(exported, "[gen-00001] helpful=2 harmful=0 :: Check units") {
+		t.Fatalf("GET answered %q, %v", exported, err)
+	}
+	listed, err := c.ListPlaybooks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, name := range listed.Datasets {
+		found = found || name == dataset
+	}
+	if !found {
+		t.Fatalf("%s is not listed: %v", dataset, listed.Datasets)
+	}
+	var service *ServiceError
+	if _, err := c.PutPlaybook(ctx, dataset, "", false); !errors.As(err, &service) || service.StatusCode != 400 {
+		t.Fatalf("an empty text without allowEmpty: %v", err)
+	}
+	if emptied, err := c.PutPlaybook(ctx, dataset, "", true); err != nil || emptied.Bullets != 0 || !emptied.Replaced {
+		t.Fatalf("an empty text with allowEmpty: %+v, %v", emptied, err)
+	}
+	if _, err := c.GetPlaybook(ctx, dataset+"-none"); !errors.As(err, &service) || service.StatusCode != 404 {
+		t.Fatalf("GET of nothing stored: %v", err)
+	}
+	if _, err := c.PutPlaybook(ctx, "AppWorld", text, false); !errors.As(err, &service) || service.StatusCode != 422 {
+		t.Fatalf("a dataset spelled with other case: %v", err)
+	}
+	health, err := c.Health(ctx)
+	if err != nil || health.Status == nil || *health.Status != api.HealthResponseStatusOk {
+		t.Fatalf("health: %+v, %v", health, err)
+	}
+}
+
+func TestLiveGraceStepStreamsItsEventsThenTheAction(t *testing.T) {
+	c := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	query := "東京タワーの高さは？"
+	var events []api.GraceEvent
+	streamed, err := c.GraceStepStream(ctx, &api.GraceRequest{Query: &query}, func(e api.GraceEvent) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	search, ok := streamed.(*api.GraceSearchAction)
+	if !ok || len(events) == 0 || len(events) != len(search.Events) {
+		t.Fatalf("streamed %T %+v after %d events", streamed, streamed, len(events))
+	}
+	for i, e := range events {
+		if !reflect.DeepEqual(e, search.Events[i]) {
+			t.Fatalf("event %d streamed as %+v, the action lists %+v", i, e, search.Events[i])
+		}
+	}
+	var service *ServiceError
+	if _, err := c.GraceStepStream(ctx, &api.GraceRequest{}, nil); !errors.As(err, &service) || service.StatusCode/100 != 4 {
+		t.Fatalf("a step with no query: %v", err)
+	}
+}
+
+func TestLiveEmptyListsAreSentAsEmpty(t *testing.T) {
+	c := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	noNodes := []string{}
+	report := map[string]interface{}{
+		"target_node_id": "", "target_title": "", "current_status": "", "next_decision": "最初の作業を決める",
+		"summary": "まず始め方を決めます",
+		"options": []interface{}{
+			map[string]interface{}{"label": "案A", "next_action": "a", "necessary_info": "b", "criteria_note": "c", "risks": []string{"d"}},
+			map[string]interface{}{"label": "案B", "next_action": "a", "necessary_info": "b", "criteria_note": "c", "risks": []string{"d"}},
+		},
+	}
+	verdict, err := c.ProposalValidate(ctx, &api.ProposalValidateRequest{Kind: api.ReportKindAdvisor, Report: report, ValidNodeIDS: &noNodes})
+	if err != nil || !verdict.Ok {
+		t.Fatalf("a board of no nodes (validNodeIds: []): %+v, %v", verdict, err)
+	}
+	title := "会場の予約"
+	trays := map[string][]api.DashboardNode{"todo": {{ID: "n1", Title: &title}}, "done": nil}
+	run, err := c.AdvisorRun(ctx, &api.ProposalRunRequest{Dashboard: api.Dashboard{Trays: &api.Trays{DashboardNodeArrayMap: trays}}})
+	if err != nil || !run.Ok {
+		t.Fatalf("a nil tray: %+v, %v", run, err)
+	}
+	if trays["done"] != nil {
+		t.Fatal("the caller's dashboard was changed")
 	}
 }
