@@ -2,9 +2,10 @@
 
 What it proposes, all from the dashboard's own data:
 - decomposition of the focus node (or, when the user asks for a decomposition, of the node the
-  request is about) into children: the parts its title lists, else three standard phases;
+  request is about) into children: the parts its title lists that are not its children yet, else three
+  standard phases (none for a node the board already splits, or a done one the user did not ask about);
 - grouping by status, when the board mixes statuses, and by a title term several nodes share;
-- a relation between the two nodes of a title term exactly two nodes share.
+- a relation between the two nodes of a title term exactly two nodes share, unless one is the other's parent.
 Every id it writes comes from the board, every quoted text goes through `neutral`, and the summary
 names the first step (まず…), so the report passes the same validator as a model's.
 """
@@ -26,6 +27,7 @@ from contracts.proposal_quality import (
 )
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting.wording import neutral, status_category
+from graphs.text.normalize import normalize
 from graphs.text.tokenize import term_postings, terms, terms_of_many
 
 MAX_TERM_GROUPS = 3
@@ -92,12 +94,23 @@ def _status_of(board: Board, category: str) -> str | None:
 
 
 def _decompositions(board: Board, focus_id: str | None, intent: str | None) -> list[OrganizerDecompositionProposal]:
+    """The target split into the parts its title lists that are not its children yet, else into phases.
+
+    A node the board already splits (its children, by `parentId`) is not split again into the same parts, nor
+    into phases; a done node is split only when the user asks for it.
+    """
     target = _target(board, focus_id, intent)
     if target is None:
         return []
+    if status_category(target.status_label) == "done" and not asks_for_decomposition(intent):
+        return []
     title = _title(target)
+    existing = board.children_of(target.id)
+    already = {normalize(neutral(child.title, 40)) for child in existing}
     parts = [neutral(p, 40) for p in _TITLE_PARTS.split(target.title)]
-    parts = list(dict.fromkeys(p for p in parts if len(p) >= 2))[:MAX_CHILDREN]
+    parts = list(dict.fromkeys(p for p in parts if len(p) >= 2 and normalize(p) not in already))[:MAX_CHILDREN]
+    if len(parts) < 2 and existing:
+        return []
     todo = _status_of(board, "todo")
     status = {} if todo is None else {"suggested_status": neutral(todo, 40)}
     if len(parts) >= 2:
@@ -183,6 +196,8 @@ def _term_relations(board: Board, by_term: dict[str, list[str]]) -> list[Organiz
             continue
         seen.add((ids[0], ids[1]))
         first, second = board.by_id[ids[0]], board.by_id[ids[1]]
+        if first.parent_id == second.id or second.parent_id == first.id:
+            continue  # a parent and its child are related on the board already
         relations.append(
             OrganizerRelationProposal(
                 from_node_id=first.id,

@@ -246,3 +246,32 @@ def test_visible_matches_its_reference_on_every_code_point() -> None:
         chunk = "".join(points[start : start + 64])
         assert visible(chunk) == reference(chunk), hex(ord(chunk[0]))
     assert visible("推奨　の見直し") == reference("推奨　の見直し")
+
+
+LISTED = "告知文の作成、会場の予約、予算の確認"
+
+
+@pytest.mark.parametrize(
+    ("children", "status", "intent", "proposed"),
+    [
+        pytest.param([], "todo", None, ["告知文の作成", "会場の予約", "予算の確認"], id="parts"),
+        pytest.param(["会場の予約"], "todo", None, ["告知文の作成", "予算の確認"], id="parts-not-yet-children"),
+        pytest.param(["告知文の作成", "会場の予約"], "todo", None, [], id="one-part-left-of-a-split-node"),
+        pytest.param(["告知文の作成", "会場の予約", "予算の確認"], "todo", None, [], id="all-parts-are-children"),
+        pytest.param([], "done", None, [], id="done"),
+        pytest.param([], "done", "分解して", ["告知文の作成", "会場の予約", "予算の確認"], id="done-but-asked"),
+    ],
+)
+def test_the_engine_splits_a_node_into_what_is_not_on_the_board_yet(
+    children: list[str], status: str, intent: str | None, proposed: list[str]
+) -> None:
+    """Children already on the board (by `parentId`) are not proposed again, nor a done node split unasked."""
+    nodes = [node("n1", LISTED, status)] + [
+        msgspec.structs.replace(node(f"c{i}", title), parent_id="n1") for i, title in enumerate(children)
+    ]
+    report = organizer_report(Board.of(nodes), focus_id="n1", intent=intent)
+    split = report["decomposition_proposals"]
+    titles = [c["title"] for c in split[0]["suggested_children"]] if split else []
+    assert titles == proposed
+    relations = {(r["from_node_id"], r["to_node_id"]) for r in report["relation_proposals"]}
+    assert not {("n1", f"c{i}") for i in range(len(children))} & relations  # a parent and child are related already
