@@ -2,8 +2,9 @@
 
 Seed 004 §1: rendering happens only when `errors` is empty, so these functions take the typed
 report (the validator guarantees it converts). Node ids are shown with their dashboard titles. Text
-from the report is model or user output: the Markdown escapes it, so it cannot inject links, images
-or HTML into the UI.
+from the report is model or user output: the Markdown escapes it, so a CommonMark renderer shows it as
+written, with no link, image, HTML, list or character reference of its own (a test renders it with
+markdown-it). A renderer that links bare URLs itself (GFM's autolink extension) still does so.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ ORGANIZER_TITLE = "Organizer の整理提案"
 ADVISOR_TITLE = "Advisor の選択肢"
 NONE_YET = "（提案なし）"
 
-MARKDOWN_SPECIAL = "\\`*_[]{}<>()#+-!|~"
-"""Characters that mean something in Markdown; each is backslash-escaped in rendered text."""
+MARKDOWN_SPECIAL = "\\`*_[]{}<>()#+-!|~.&"
+"""Characters that mean something in Markdown; each is backslash-escaped in rendered text (`.` for `1. …`, which
+starts an ordered list, `&` for `&lt;` or `&copy;`, which would show as another character than written)."""
 _SPECIAL = re.compile(f"[{re.escape(MARKDOWN_SPECIAL)}]")
 _LINE_BREAKS = re.compile(r"\s*[\r\n]+\s*")
 

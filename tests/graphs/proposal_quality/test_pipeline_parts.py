@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import re
+import string
 import typing
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langgraph.graph import END
+from markdown_it import MarkdownIt
 
 from contracts.proposal_quality import AdvisorReport, Dashboard, OrganizerReport, ProposalRunRequest, ValidationResult
 from graphs.errors import MAX_DETAILS, InvalidInput
@@ -460,6 +464,30 @@ def test_markdown_cannot_be_injected() -> None:
     rendered = render_advisor(msgspec.convert(report, AdvisorReport), Board.of([]))
     assert "![x]" not in rendered.markdown
     assert "\n## injected" not in rendered.markdown
+
+
+_MARKDOWN_TEXT = st.text(alphabet=st.sampled_from([*string.punctuation, *" 1a\t\n\u3000会。"]), max_size=24)
+"""Every ASCII punctuation character, whichever the renderer escapes, with digits, letters and white space."""
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(_MARKDOWN_TEXT)
+@example("1. まず確認")  # an ordered list
+@example("10) 項目")
+@example("&lt;b&gt; &copy; &#35;")  # character references
+@example("[a](http://x) ![i](y) <b> `c` **d** # e > f - g")
+def test_a_commonmark_renderer_shows_escaped_text_as_written(text: str) -> None:
+    """markdown-it (CommonMark) is the judge: one paragraph holding exactly the line, no markup of the text's own."""
+    line = re.sub(r"\s*[\r\n]+\s*", " ", text).strip()  # what escaping keeps: one line, its ends trimmed
+    rendered = MarkdownIt("commonmark").render(escape_markdown(text))
+    if not line:
+        assert rendered == ""
+        return
+    assert rendered.startswith("<p>"), rendered
+    assert rendered.endswith("</p>\n"), rendered
+    inner = rendered.removeprefix("<p>").removesuffix("</p>\n")
+    assert "<" not in inner, rendered
+    assert html.unescape(inner) == line
 
 
 def test_generate_routes_where_build_graph_says_it_can() -> None:
