@@ -112,8 +112,31 @@ def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]
             doc_components[union_name] = _named_union(by_type[id(spec.response_type)], union_name)
             success = _action_response(spec, union_name, by_type, streams=streams)
         operation["responses"] = {"200": success} | _error_responses(spec)
+    _probe_errors(document, {(path, method) for path, method, *_ in operations})
     _drop_unreferenced(document)
     return document
+
+
+PROBE_STATUSES: dict[str, str] = {
+    "400": "An `X-Request-ID` header that is not 1-200 visible ASCII characters without spaces, or two with "
+    "different values, or a request that is not valid HTTP/1.1",
+    "405": ERROR_STATUSES["405"],
+}
+"""What every other operation (`/health`, `/ready`, the document itself) can answer besides its own statuses."""
+
+
+def _probe_errors(document: dict[str, Any], agent_operations: set[tuple[str, str]]) -> None:
+    """Add the statuses every route can answer (`PROBE_STATUSES`) to each operation that is not an agent's.
+
+    The agent operations list every status of theirs already (`_error_responses`).
+    """
+    error_body = {"application/json": {"schema": {"$ref": REF.format(name="ErrorResponse")}}}
+    for path, methods in document.get("paths", {}).items():
+        for method, operation in methods.items():
+            if (path, method) in agent_operations or not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            for status, text in PROBE_STATUSES.items():
+                operation["responses"].setdefault(status, {"description": text, "content": error_body})
 
 
 def _set_request(

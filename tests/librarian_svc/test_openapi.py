@@ -133,3 +133,16 @@ def test_a_405_names_the_allowed_methods(client: TestClient[Litestar]) -> None:
     assert response.status_code == 405
     assert "POST" in response.headers["allow"].split(", ")
     assert response.json()["error_type"] == "INVALID_INPUT"
+
+
+@pytest.mark.parametrize(
+    ("path", "status"), [("/health", "400"), ("/health", "405"), ("/ready", "400"), ("/ready", "405")]
+)
+def test_the_probes_document_what_every_route_can_answer(
+    client: TestClient[Litestar], document: dict[str, Any], path: str, status: str
+) -> None:
+    """`/health` answers 400 to a bad `X-Request-ID` and 405 to a POST: its document says so, as it does for agents."""
+    response = document["paths"][path]["get"]["responses"][status]
+    assert response["content"]["application/json"]["schema"]["$ref"] == ERROR_REF
+    answer = client.post(path) if status == "405" else client.get(path, headers={"X-Request-ID": "two words"})
+    assert answer.status_code == int(status)
