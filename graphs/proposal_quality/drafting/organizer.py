@@ -135,16 +135,23 @@ def _decompositions(board: Board, focus_id: str | None, intent: str | None) -> l
 
 
 def _status_groups(board: Board) -> list[OrganizerGroupingProposal]:
+    """A group per status two or more nodes share, when the board has several: `Todo`, `todo` and `TODO ` are one.
+
+    The group is labelled with the status as its first node writes it.
+    """
     by_status: dict[str, list[str]] = {}
+    written: dict[str, str] = {}
     for node in board.nodes:
-        by_status.setdefault(node.status_label, []).append(node.id)
+        key = normalize(node.status_label)
+        written.setdefault(key, node.status_label)
+        by_status.setdefault(key, []).append(node.id)
     if len(by_status) < 2:
         return []
     groups = []
-    for status, ids in by_status.items():
+    for key, ids in by_status.items():
         if len(ids) < 2:
             continue
-        label = neutral(status, 30) or "ステータス未設定"
+        label = neutral(written[key], 30) or "ステータス未設定"
         groups.append(
             OrganizerGroupingProposal(
                 group_label=f"{label}のノード",
@@ -223,8 +230,11 @@ def _summary(
             "ダッシュボードにノードがまだありません。まず最初のノードを1件追加すると、"
             "分解・グルーピング・関係づけの提案を出せるようになります。"
         )
-    statuses = Counter(node.status_label for node in board.nodes)
-    shown = [f"{neutral(s, 20) or '未設定'} {n}件" for s, n in list(statuses.items())[:MAX_STATUSES_IN_SUMMARY]]
+    statuses = Counter(normalize(node.status_label) for node in board.nodes)  # counted as `_status_groups` groups
+    written = {normalize(node.status_label): node.status_label for node in reversed(board.nodes)}  # the first spelling
+    shown = [
+        f"{neutral(written[s], 20) or '未設定'} {n}件" for s, n in list(statuses.items())[:MAX_STATUSES_IN_SUMMARY]
+    ]
     more = "ほか" if len(statuses) > MAX_STATUSES_IN_SUMMARY else ""
     overview = (
         f"ノードは{len(board.nodes)}件です（{'、'.join(shown)}{more}）。"

@@ -275,3 +275,12 @@ def test_the_engine_splits_a_node_into_what_is_not_on_the_board_yet(
     assert titles == proposed
     relations = {(r["from_node_id"], r["to_node_id"]) for r in report["relation_proposals"]}
     assert not {("n1", f"c{i}") for i in range(len(children))} & relations  # a parent and child are related already
+
+
+def test_statuses_that_differ_in_case_or_spacing_are_one_group() -> None:
+    nodes = [node("n1", "a", "Todo"), node("n2", "b", "todo"), node("n3", "c", "TODO "), node("n4", "d", "done")]
+    nodes.append(node("n5", "e", "done"))
+    report = organizer_report(Board.of(nodes), focus_id=None, intent=None)
+    groups = {g["group_label"]: g["node_ids"] for g in report["grouping_proposals"]}
+    assert groups == {"Todoのノード": ["n1", "n2", "n3"], "doneのノード": ["n4", "n5"]}
+    assert "（Todo 3件、done 2件）" in report["summary"]
