@@ -273,8 +273,8 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
         first = str(exc)
     except msgspec.DecodeError as exc:
         raise _refuse(400, f"request body is not valid JSON: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise _refuse(400, f"request body is not valid UTF-8 (byte {exc.start})") from None
+    except UnicodeDecodeError:  # msgspec counts from the start of the string it was decoding, not of the body
+        raise _refuse(400, f"request body is not valid UTF-8 (byte {_first_bad_byte(body)})") from None
     except RecursionError:
         raise _refuse(400, "request body is nested too deeply") from None
     else:
@@ -287,6 +287,15 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     problems = collect_errors(value, request_type) or [f"$: {first}"]
     details = [ErrorDetail(path=path, message=message) for path, _, message in (p.partition(": ") for p in problems)]
     raise _refuse(422, "; ".join(problems), details)
+
+
+def _first_bad_byte(body: bytes) -> int:
+    """The offset in `body` of its first byte that is not UTF-8 (the body is known not to be)."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return 0
 
 
 def refuse_repeated_keys(body: bytes) -> None:

@@ -334,3 +334,13 @@ def test_many_query_parameters_get_a_bounded_answer(client: TestClient[Litestar]
     assert_error_body(answer, status=422, response_status=response.status_code)
     assert [d["path"] for d in answer["details"]] == [f"?p{i}" for i in range(20)]
     assert "50 problem(s)" in answer["message"]
+
+
+@pytest.mark.parametrize("at", [38, 57])
+def test_a_body_that_is_not_utf_8_names_the_byte_in_the_body(client: TestClient[Litestar], at: int) -> None:
+    """Latin-1 text in a string: msgspec counts from the start of that string; the caller needs the body's offset."""
+    valid = b'{"request_id": "r", "user_query": "cafe tower height", "subject_id": "s"}'
+    body = valid[:at] + b"\xe9" + valid[at + 1 :]  # 38 is the e of cafe, 57 a letter of "subject_id"
+    response = client.post(THINK, content=body, headers={"content-type": "application/json"})
+    assert_error_body(response.json(), status=400, response_status=response.status_code)
+    assert f"(byte {at})" in response.json()["message"]
