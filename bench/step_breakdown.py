@@ -85,7 +85,7 @@ async def asgi_post(app: Any, path: str, body: bytes) -> tuple[int, bytes]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [(b"host", b"svc"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

@@ -83,3 +83,21 @@ def test_a_header_the_body_is_read_by_counts_once(live_service: LiveService, hea
     if status != 200:
         payload = json.loads(body)
         assert (payload["action"], payload["error_type"]) == ("ERROR", "INVALID_INPUT"), payload
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        pytest.param(b"GET /health HTTP/1.1\r\n\r\n", 400, id="http-1.1-without-host"),
+        pytest.param(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n", 200, id="http-1.1-with-host"),
+        pytest.param(b"GET /health HTTP/1.0\r\n\r\n", 200, id="http-1.0-needs-none"),
+    ],
+)
+def test_an_http_1_1_request_without_host_is_400(live_service: LiveService, request_bytes: bytes, status: int) -> None:
+    with connect(live_service) as sock:
+        sock.sendall(request_bytes)
+        response = read_response(sock)
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), head
+    if status == 400:
+        assert b"Host header" in body

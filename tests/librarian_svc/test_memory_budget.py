@@ -148,7 +148,11 @@ class _Exchange:
             "raw_path": b"/agent/ace/search",
             "query_string": b"",
             "root_path": "",
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"host", b"svc"),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
             "client": ("127.0.0.1", 1),
             "server": ("127.0.0.1", 80),
             "state": {},
