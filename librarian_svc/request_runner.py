@@ -272,7 +272,7 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     except msgspec.ValidationError as exc:
         first = str(exc)
     except msgspec.DecodeError as exc:
-        raise _refuse(400, f"request body is not valid JSON: {exc}") from None
+        raise _not_json(exc, body) from None
     except UnicodeDecodeError:  # msgspec counts from the start of the string it was decoding, not of the body
         raise _refuse(400, f"request body is not valid UTF-8 (byte {_first_bad_byte(body)})") from None
     except RecursionError:
@@ -283,10 +283,32 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     try:  # a typed decode stops at the first problem: walk the whole value to report every one
         value = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:  # a schema error came first, but the JSON is broken further on
-        raise _refuse(400, f"request body is not valid JSON: {exc}") from None
+        raise _not_json(exc, body) from None
     problems = collect_errors(value, request_type) or [f"$: {first}"]
     details = [ErrorDetail(path=path, message=message) for path, _, message in (p.partition(": ") for p in problems)]
     raise _refuse(422, "; ".join(problems), details)
+
+
+_LONE_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_UNTYPED_PATH = "- at `$[...]"
+
+
+def _not_json(exc: msgspec.DecodeError, body: bytes) -> InvalidInput:
+    r"""400 for a body msgspec cannot decode, in msgspec's words where they say what is wrong.
+
+    Two of them do not: a `\ud800` escape with no low surrogate after it reads "Input data was truncated",
+    and a number beyond a float ("1e400") outside the typed fields names a path of `[...]`s.
+    """
+    message = str(exc)
+    lone = _LONE_HIGH_SURROGATE.search(body) if message == "Input data was truncated" else None
+    if lone is not None:
+        escape = lone.group().decode()
+        message = (
+            f"JSON is malformed: {escape} (a high surrogate) without the low surrogate it needs (byte {lone.start()})"
+        )
+    elif message.startswith("Number out of range") and _UNTYPED_PATH in message:
+        message = "a number is out of range (larger than a 64-bit float holds)"
+    return _refuse(400, f"request body is not valid JSON: {message}")
 
 
 def _first_bad_byte(body: bytes) -> int:

@@ -344,3 +344,21 @@ def test_a_body_that_is_not_utf_8_names_the_byte_in_the_body(client: TestClient[
     response = client.post(THINK, content=body, headers={"content-type": "application/json"})
     assert_error_body(response.json(), status=400, response_status=response.status_code)
     assert f"(byte {at})" in response.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        pytest.param(rb'{"user_query": "a\ud800b"}', r"\ud800 (a high surrogate) without the low surrogate", id="lone"),
+        pytest.param(rb'{"user_query": "\udc00"}', "invalid utf-16 surrogate pair", id="lone-low"),
+        pytest.param(rb'{"x": {"y": 1e400}}', "a number is out of range", id="number-in-an-object"),
+    ],
+)
+def test_a_body_msgspec_cannot_decode_is_named_for_what_it_is(
+    client: TestClient[Litestar], body: bytes, said: str
+) -> None:
+    """Not "Input data was truncated" for a lone surrogate, nor a path of `[...]`s for a number beyond a float."""
+    response = client.post(THINK, content=body, headers={"content-type": "application/json"})
+    assert_error_body(response.json(), status=400, response_status=response.status_code)
+    assert said in response.json()["message"], response.json()["message"]
+    assert "[...]" not in response.json()["message"]
