@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any
 
 import msgspec
@@ -49,14 +50,15 @@ def organizer_report(board: Board, *, focus_id: str | None, intent: str | None) 
     """The Organizer report for `board`, as the JSON a model would return (validated like one)."""
     decompositions = _decompositions(board, focus_id, intent)
     by_term = _nodes_by_term(board)
-    groupings = _status_groups(board)
+    statuses = _statuses(board)
+    groupings = _status_groups(statuses)
     groupings += _term_groups(len(board.nodes), by_term, taken=[set(g.node_ids) for g in groupings])
     relations = _term_relations(board, by_term)
     report = OrganizerReport(
         decomposition_proposals=decompositions,
         grouping_proposals=groupings,
         relation_proposals=relations,
-        summary=_summary(board, decompositions, groupings, relations),
+        summary=_summary(board, statuses, decompositions, groupings, relations),
     )
     built: dict[str, Any] = msgspec.to_builtins(report)
     return built
@@ -134,24 +136,38 @@ def _decompositions(board: Board, focus_id: str | None, intent: str | None) -> l
     ]
 
 
-def _status_groups(board: Board) -> list[OrganizerGroupingProposal]:
-    """A group per status two or more nodes share, when the board has several: `Todo`, `todo` and `TODO ` are one.
+@lru_cache(maxsize=1024)
+def _status_key(label: str) -> str:
+    """What a status is compared by (`Todo`, `todo` and `TODO ` are one); cached, as a board repeats a few statuses."""
+    return normalize(label)
 
-    The group is labelled with the status as its first node writes it.
-    """
-    by_status: dict[str, list[str]] = {}
-    written: dict[str, str] = {}
+
+Statuses = dict[str, tuple[str, list[str]]]
+"""The board's statuses in order of first use: compared form → (as its first node writes it, the ids of its nodes)."""
+
+
+def _statuses(board: Board) -> Statuses:
+    """The nodes by status (`_status_key`), read once for the groups and the summary."""
+    found: Statuses = {}
     for node in board.nodes:
-        key = normalize(node.status_label)
-        written.setdefault(key, node.status_label)
-        by_status.setdefault(key, []).append(node.id)
-    if len(by_status) < 2:
+        label = node.status_label
+        key = _status_key(label)
+        if key in found:
+            found[key][1].append(node.id)
+        else:
+            found[key] = (label, [node.id])
+    return found
+
+
+def _status_groups(statuses: Statuses) -> list[OrganizerGroupingProposal]:
+    """A group per status two or more nodes share, when the board has several, labelled as its first node writes it."""
+    if len(statuses) < 2:
         return []
     groups = []
-    for key, ids in by_status.items():
+    for written, ids in statuses.values():
         if len(ids) < 2:
             continue
-        label = neutral(written[key], 30) or "ステータス未設定"
+        label = neutral(written, 30) or "ステータス未設定"
         groups.append(
             OrganizerGroupingProposal(
                 group_label=f"{label}のノード",
@@ -221,6 +237,7 @@ def _term_relations(board: Board, by_term: dict[str, list[str]]) -> list[Organiz
 
 def _summary(
     board: Board,
+    statuses: Statuses,
     decompositions: list[OrganizerDecompositionProposal],
     groupings: list[OrganizerGroupingProposal],
     relations: list[OrganizerRelationProposal],
@@ -230,10 +247,9 @@ def _summary(
             "ダッシュボードにノードがまだありません。まず最初のノードを1件追加すると、"
             "分解・グルーピング・関係づけの提案を出せるようになります。"
         )
-    statuses = Counter(normalize(node.status_label) for node in board.nodes)  # counted as `_status_groups` groups
-    written = {normalize(node.status_label): node.status_label for node in reversed(board.nodes)}  # the first spelling
     shown = [
-        f"{neutral(written[s], 20) or '未設定'} {n}件" for s, n in list(statuses.items())[:MAX_STATUSES_IN_SUMMARY]
+        f"{neutral(written, 20) or '未設定'} {len(ids)}件"
+        for written, ids in list(statuses.values())[:MAX_STATUSES_IN_SUMMARY]
     ]
     more = "ほか" if len(statuses) > MAX_STATUSES_IN_SUMMARY else ""
     overview = (
