@@ -98,8 +98,8 @@ def _status_of(board: Board, category: str) -> str | None:
 def _decompositions(board: Board, focus_id: str | None, intent: str | None) -> list[OrganizerDecompositionProposal]:
     """The target split into the parts its title lists that are not its children yet, else into phases.
 
-    A node the board already splits (its children, by `parentId`) is not split again into the same parts, nor
-    into phases; a done node is split only when the user asks for it.
+    A part that is a child of the target already (by `parentId`) is not proposed again, and a node the board
+    splits already (two children or more) gets no phases either; a done node is split only when the user asks.
     """
     target = _target(board, focus_id, intent)
     if target is None:
@@ -111,7 +111,7 @@ def _decompositions(board: Board, focus_id: str | None, intent: str | None) -> l
     already = {normalize(neutral(child.title, 40)) for child in existing}
     parts = [neutral(p, 40) for p in _TITLE_PARTS.split(target.title)]
     parts = list(dict.fromkeys(p for p in parts if len(p) >= 2 and normalize(p) not in already))[:MAX_CHILDREN]
-    if len(parts) < 2 and existing:
+    if len(parts) < 2 and len(existing) >= 2:  # split already: no phases beside the parts it has
         return []
     todo = _status_of(board, "todo")
     status = {} if todo is None else {"suggested_status": neutral(todo, 40)}

@@ -284,3 +284,12 @@ def test_statuses_that_differ_in_case_or_spacing_are_one_group() -> None:
     groups = {g["group_label"]: g["node_ids"] for g in report["grouping_proposals"]}
     assert groups == {"Todoのノード": ["n1", "n2", "n3"], "doneのノード": ["n4", "n5"]}
     assert "（Todo 3件、done 2件）" in report["summary"]
+
+
+@pytest.mark.parametrize(("children", "phased"), [(0, True), (1, True), (2, False)])
+def test_phases_go_to_a_node_the_board_does_not_split_yet(children: int, phased: bool) -> None:
+    """One child is no split (a decomposition has two parts or more): the phases are still proposed beside it."""
+    nodes = [node("n1", "会場の予約")]
+    nodes += [msgspec.structs.replace(node(f"c{i}", f"下見 {i}"), parent_id="n1") for i in range(children)]
+    split = organizer_report(Board.of(nodes), focus_id="n1", intent=None)["decomposition_proposals"]
+    assert bool(split) is phased
