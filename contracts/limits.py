@@ -61,7 +61,11 @@ class LibrarianLimits:
 class AceLimits:
     """`/agent/ace/*`, `/workflow/run` and the stored playbooks (`PUT /playbooks/{dataset}`)."""
 
-    bullets: int = _limit(2_000, "bullets of a playbook (request or stored); the curator prunes to it")
+    bullets: int = _limit(
+        2_000,
+        "bullets of a playbook (request or stored; a `PUT /playbooks` text of more is 413 at `$.bullets`, counted "
+        "once parsed); the curator prunes to it",
+    )
     bullet_chars: int = _limit(20_000, "characters of one bullet's `content` (and of its `searchable_text`)")
     playbook_chars_total: int = _limit(
         1_000_000, "characters of every bullet's `content` and `searchable_text` in one playbook", total=True
