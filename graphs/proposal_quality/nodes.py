@@ -37,7 +37,7 @@ from graphs.proposal_quality.render import render_advisor, render_organizer
 from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.self_correction import build_correction_prompt
 from graphs.proposal_quality.state import Attempt, ProposalGraphState, ProposalRun
-from graphs.proposal_quality.validator import validate_report, without_null_optionals
+from graphs.proposal_quality.validator import validate_report, with_findings, without_null_optionals
 
 log = structlog.get_logger(__name__)
 
@@ -131,11 +131,7 @@ def check(
         errors = focus_problems(run.kind, report, run.request.focus_node_id, run.board)
         if context.llm is not None:
             errors += copied_text_problems(context, run.kind, report)
-        warnings = board_disagreements(run.kind, report, run.board)
-        if errors or warnings:
-            verdict = ValidationResult(
-                ok=verdict.ok and not errors, errors=[*verdict.errors, *errors], warnings=[*verdict.warnings, *warnings]
-            )
+        verdict = with_findings(verdict, errors, board_disagreements(run.kind, report, run.board))
     log.info(
         "proposal_quality attempt",
         kind=run.kind,

@@ -27,7 +27,7 @@ from graphs.invoke import run_to_output
 from graphs.proposal_quality.board import board_from_dashboard, check_dashboard, has_node
 from graphs.proposal_quality.board_agreement import board_disagreements
 from graphs.proposal_quality.state import ProposalRun
-from graphs.proposal_quality.validator import validate_report
+from graphs.proposal_quality.validator import validate_report, with_findings
 
 MAX_REPORT_BYTES = PROPOSAL.report_bytes
 """A report to validate is at most this big as JSON; a real report is a few kilobytes."""
@@ -101,12 +101,13 @@ async def validate(
     board = board_from_dashboard(request.dashboard) if request.dashboard is not None else None
     valid_ids = board.ids if board is not None else request.valid_node_ids or []
     verdict = validate_report(request.kind, request.report, valid_ids)
-    disagreements = board_disagreements(request.kind, request.report, board) if board is not None else []
+    if board is not None:
+        verdict = with_findings(verdict, [], board_disagreements(request.kind, request.report, board))
     return ProposalValidateResponse(
         request_id=context.request_id,
         ok=verdict.ok,
         errors=verdict.errors,
-        warnings=[*verdict.warnings, *disagreements],
+        warnings=verdict.warnings,
         usage=Usage(engine="heuristic"),
     )
 

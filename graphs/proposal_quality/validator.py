@@ -468,6 +468,17 @@ VALIDATORS: dict[ReportKind, Callable[[object, Iterable[str]], ValidationResult]
 }
 
 
+def with_findings(verdict: ValidationResult, errors: list[str], warnings: list[str]) -> ValidationResult:
+    """`verdict` with more errors and warnings found beside the rules (each list capped as the rules' are)."""
+    if not errors and not warnings:
+        return verdict
+    return ValidationResult(
+        ok=verdict.ok and not errors,
+        errors=_capped([*verdict.errors, *errors]),
+        warnings=_capped([*verdict.warnings, *warnings]),
+    )
+
+
 def validate_report(kind: ReportKind, report: object, valid_node_ids: Iterable[str]) -> ValidationResult:
     """The validator for `kind` (the run loop and the validate endpoint use the same rules)."""
     return VALIDATORS[kind](report, valid_node_ids)

@@ -132,16 +132,18 @@ def test_validate_reports_must_errors_and_should_warnings(client: TestClient[Lit
     }
 
 
-def test_validate_against_a_dashboard_warns_where_the_report_contradicts_it(client: TestClient[Litestar]) -> None:
-    """With the dashboard, a title or status the report gives its target otherwise is shown; with ids alone, unknown."""
-    sample = ADVISOR_SAMPLES[0]
-    node = next(n for n in sample.nodes if n["id"] == sample.report["target_node_id"])
-    report = sample.fresh_report() | {"target_title": "まったく別の作業", "current_status": "完了"}
+def test_validate_against_a_dashboard_warns_where_the_report_mixes_nodes_up(client: TestClient[Litestar]) -> None:
+    """With the dashboard, another node's title or another kind of status for the target is shown; with ids alone,
+    nothing is known to compare."""
+    sample = next(
+        s for s in ADVISOR_SAMPLES if s.id == "A3"
+    )  # n1 企画書の作成 (todo), n3 画面デザインのレビュー (todo)
+    report = sample.fresh_report() | {"target_title": "企画書の作成", "current_status": "完了"}
     answer = client.post(VALIDATE, json={"kind": "advisor", "report": report, "dashboard": sample.dashboard()}).json()
     assert answer["ok"] is True
     assert answer["warnings"] == [
-        f"target_title 'まったく別の作業' is not the dashboard's title of {node['id']!r} ({node['title']!r})",
-        f"current_status '完了' is not the dashboard's status of {node['id']!r} ({node['status']!r})",
+        "target_title '企画書の作成' is the title of node 'n1', not of 'n3' ('画面デザインのレビュー')",
+        "current_status '完了' is not the dashboard's status of 'n3' ('todo')",
     ]
     by_ids = client.post(VALIDATE, json={"kind": "advisor", "report": report, "validNodeIds": sample.valid_ids}).json()
     assert by_ids["warnings"] == []

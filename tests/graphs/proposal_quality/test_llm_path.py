@@ -258,7 +258,7 @@ def test_an_advisor_report_on_another_node_than_the_focus_is_re_asked(
     assert "target_node_id must be the focus node 'n3'" in request_text(llm_server.chat_requests[1])
 
 
-def test_a_title_the_dashboard_does_not_give_its_node_is_warned(
+def test_another_nodes_title_for_the_target_is_warned(
     llm_client_for: Callable[[str], TestClient[Litestar]], llm_server: FakeLLMServer
 ) -> None:
     n1 = next(n for n in A3.nodes if n["id"] == "n1")
@@ -266,7 +266,7 @@ def test_a_title_the_dashboard_does_not_give_its_node_is_warned(
     answer = run(llm_client_for("openai"), ADVISOR)
     assert answer["ok"] is True  # a warning: it is shown, and not re-asked
     assert any(
-        w.startswith(f"target_title {n1['title']!r} is not the dashboard's title of 'n3'") for w in answer["warnings"]
+        w.startswith(f"target_title {n1['title']!r} is the title of node 'n1', not of 'n3'") for w in answer["warnings"]
     )
     assert llm_server.chat_requests[1:] == []
 
