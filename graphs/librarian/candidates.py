@@ -123,6 +123,22 @@ def same_passage(a: frozenset[str], b: frozenset[str], *, one_place: bool = Fals
     return shared / (len(a) + len(b) - shared) >= SAME_PASSAGE
 
 
+def versions_contradict(
+    text: str, normalized: str, tokens: frozenset[str], other: Candidate, *, one_place: bool
+) -> bool:
+    """Whether a text and a candidate are versions of one passage (`same_passage`) that contradict each other.
+
+    At one place, a text that stands word for word in the other (an exact excerpt of the chunk) is that
+    chunk, whatever its other sentences say: comparing the excerpt with them would read two statements of
+    one chunk as a contradiction between two sources.
+    """
+    if not same_passage(tokens, other.tokens, one_place=one_place):
+        return False
+    if one_place and (normalized in other.normalized or other.normalized in normalized):
+        return False
+    return find_contradiction(text, other.snippet) is not None
+
+
 def disagree(first: str, second: str) -> bool:
     """Whether two similar texts say different things: other figures, opposite polarity, or other names."""
     if find_contradiction(first, second) is not None:
@@ -338,7 +354,7 @@ def _at_location(
     for index in here[:VERSIONS_COMPARED]:
         other = pool.candidates[index]
         work += check_cost(snippet, other.snippet)
-        if not (same_passage(tokens, other.tokens, one_place=True) and find_contradiction(snippet, other.snippet)):
+        if not versions_contradict(snippet, version, tokens, other, one_place=True):
             _merge(other, entry, version)
             return index, work
     found = _another_version(pool, entry, by_text, version)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
-from graphs.librarian.candidates import Location, hit_query, location, only_query, same_passage
+from graphs.librarian.candidates import Location, hit_query, location, only_query, versions_contradict
 from graphs.librarian.question import QuestionProfile
 from graphs.text.contradiction import Contradiction, find_contradiction
 from graphs.text.tokenize import tokenize, tokens_present
@@ -291,10 +291,10 @@ def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> 
 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
-    one_place = first.candidate.at_one_place_with(second.candidate)
-    if not same_passage(first.candidate.tokens, second.candidate.tokens, one_place=one_place):
+    a, b = first.candidate, second.candidate
+    if not versions_contradict(a.snippet, a.normalized, a.tokens, b, one_place=a.at_one_place_with(b)):
         return None
-    return find_contradiction(first.candidate.snippet, second.candidate.snippet)
+    return find_contradiction(a.snippet, b.snippet)
 
 
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:
@@ -305,11 +305,8 @@ def disagreements(selected: list[ScoredCandidate]) -> list[str]:
             found = _versions_contradiction(first, second)
             if found is not None:
                 where, other = _where(first), _where(second)
-                pair = (
-                    f"two versions of {where}"
-                    if first.candidate.at_one_place_with(second.candidate)
-                    else f"{where} vs {other}"
-                )
+                one_place = first.candidate.location == second.candidate.location  # one chunk (or document) read twice
+                pair = f"two versions of {where}" if one_place else f"{where} vs {other}"
                 lines.append(f"{pair}: {found.detail}")
     return lines
 

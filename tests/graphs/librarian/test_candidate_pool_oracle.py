@@ -88,7 +88,8 @@ class OraclePool:
         here = self.versions.setdefault(location, [index])
         for other_index in here[:VERSIONS_COMPARED]:
             other = self.candidates[other_index]
-            if not (
+            excerpt = normalized in other.normalized or other.normalized in normalized  # word for word: one source
+            if excerpt or not (
                 same_passage(tokens, other.tokens, one_place=True) and find_contradiction(hit.snippet, other.snippet)
             ):
                 return other_index, normalized, ""

@@ -28,7 +28,7 @@ def _complete(client: TestClient[Litestar], question: str, results: list[dict[st
     return final
 
 
-def _hits(*snippets: tuple[str, int, str, float]) -> list[dict[str, Any]]:
+def _hits(*snippets: tuple[str, int | None, str, float]) -> list[dict[str, Any]]:
     return [{"document_id": d, "page": p, "snippet": s, "score": sc} for d, p, s, sc in snippets]
 
 
@@ -183,6 +183,36 @@ def test_an_excerpt_of_one_place_that_states_another_figure_is_another_version(
         assert "disagree" not in final["coverage_notes"], final["coverage_notes"]
     else:
         assert note in final["coverage_notes"], final["coverage_notes"]
+
+
+@pytest.mark.parametrize(
+    ("question", "chunk", "excerpt"),
+    [
+        (
+            "東京タワーは電波塔ですか",
+            "東京タワーは電波塔である。スカイツリーは電波塔ではない。東京タワーの高さは333メートル。",
+            "東京タワーは電波塔である。",
+        ),
+        ("この薬は大人に安全ですか", "この薬は子供には安全ではない。大人には安全である。", "大人には安全である。"),
+    ],
+)
+def test_an_excerpt_word_for_word_is_its_chunk_whatever_the_chunks_other_sentences_say(
+    client: TestClient[Litestar], question: str, chunk: str, excerpt: str
+) -> None:
+    """Found by a review: set against the chunk's other sentence, the excerpt read as a contradicting source."""
+    final = _complete(client, question, _hits(("d", 3, chunk, 9.0), ("d", 3, excerpt, 5.0)))
+    assert final["action"] == "COMPLETE", final
+    assert [s for e in final["evidence"] for s in e["snippets"]] == [chunk]
+    assert "disagree" not in final["coverage_notes"], final["coverage_notes"]
+
+
+def test_two_texts_of_one_unlocated_document_that_disagree_are_two_versions_of_it(client: TestClient[Litestar]) -> None:
+    """No page or chunk id: not merged by place, and the notes still say it is the same document twice."""
+    old = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
+    new = "東京タワーの高さは334メートルである。東京都港区にある電波塔。"
+    body = _hits(("tower", None, old, 9.0), ("tower", None, new, 5.0))
+    final = _complete(client, "東京タワーの高さは何メートルですか", body)
+    assert "two versions of tower: 33" in final["coverage_notes"], final["coverage_notes"]
 
 
 def test_the_next_search_excludes_each_place_seen_once(client: TestClient[Litestar]) -> None:
