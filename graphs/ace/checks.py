@@ -266,7 +266,8 @@ def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext)
     Without a ground truth or a test report nothing is reflected on, so a save would silently save nothing;
     requests update playbooks, never create files.
     """
-    check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
+    if not _stored(request.dataset, context):
+        check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
     problems = blank_problems(
         [("$.query", request.query), ("$.ground_truth", request.ground_truth), ("$.test_report", request.test_report)]
     )
@@ -283,5 +284,15 @@ def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext)
 def check_stored_dataset(
     request: PlaybookImportRequest | PlaybookExportRequest, prior: None, context: AgentContext
 ) -> None:
-    """`PUT` / `GET /playbooks/{dataset}`: a dataset named as configured (`check_dataset_spelling`)."""
-    check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
+    """`PUT` / `GET /playbooks/{dataset}`: a dataset named as configured (`check_dataset_spelling`), or stored."""
+    if not _stored(request.dataset, context):
+        check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
+
+
+def _stored(dataset: str, context: AgentContext) -> bool:
+    """Whether a playbook is stored under exactly this name: then the name is the caller's, however it is spelled.
+
+    Playbooks stored before names were checked (`AppWorld` beside `appworld`) stay readable, replaceable and
+    usable; only a name that would create one, or read an empty one, is refused.
+    """
+    return PlaybookStore(context.ace.playbook_data_dir).exists(dataset)

@@ -253,3 +253,17 @@ def test_a_corrupt_stored_playbook_is_repaired_by_a_replacing_put(
     assert stored.status_code == 200, stored.text
     assert (stored.json()["replaced"], stored.json()["last_bullet_number"]) == (True, MAX_BULLET_NUMBER)
     assert non_blank(client.get("/playbooks/hw").text) == non_blank(SMALL)
+
+
+def test_a_playbook_stored_under_a_case_variant_name_stays_usable(
+    store_client: tuple[TestClient[Litestar], PlaybookStore],
+) -> None:
+    """Stored before names were checked (`AppWorld` beside `appworld`): read, replaced and run, never locked out."""
+    client, store = store_client
+    assert client.put("/playbooks/appworld", content=SMALL.encode(), headers=TEXT).status_code == 200
+    store.data_dir.joinpath("AppWorld.json").write_bytes(store.path_for("appworld").read_bytes())
+    assert client.get("/playbooks/AppWorld").status_code == 200
+    assert client.put("/playbooks/AppWorld", content=SMALL.encode(), headers=TEXT).json()["replaced"] is True
+    run = client.post("/workflow/run", json={"query": "How do I log in?", "dataset": "AppWorld"})
+    assert run.status_code == 200, run.text
+    assert client.get("/playbooks/APPWORLD").status_code == 422  # neither stored nor configured: refused

@@ -97,3 +97,11 @@ def test_a_file_that_is_not_utf8_is_one_line(tmp_path: Path, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert "not UTF-8" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_stored_case_variant_name_is_exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["import", str(ONLINE), "--dataset", "appworld", "--data-dir", str(tmp_path)]) == 0
+    (tmp_path / "AppWorld.json").write_bytes((tmp_path / "appworld.json").read_bytes())  # stored before the check
+    capsys.readouterr()
+    assert main(["export", "--dataset", "AppWorld", "--data-dir", str(tmp_path)]) == 0
+    assert "## STRATEGIES AND HARD RULES" in capsys.readouterr().out

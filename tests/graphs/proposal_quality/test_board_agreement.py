@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from contracts.proposal_quality import ValidationResult
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.board_agreement import board_disagreements, focus_problems
-from graphs.proposal_quality.validator import MAX_MESSAGES, ValidationResult, with_findings
+from graphs.proposal_quality.validator import MAX_MESSAGES, with_findings
 
 BOARD = Board.of(
     [
