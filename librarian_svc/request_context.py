@@ -106,14 +106,14 @@ def _start_request(scope: Scope, google_cloud_project: str | None) -> str | None
 
     Returns why the caller's `X-Request-ID` cannot be the request's id, if it cannot: the request is then
     refused (400), not run under a generated id the caller would not find in the logs. An HTTP/1.1 request
-    without `Host` is refused too, as the protocol requires (uvicorn passes it on).
+    without exactly one `Host` is refused too, as the protocol requires (uvicorn passes it on).
     """
     headers: dict[str, str] = {}
     sent_ids: list[str] = []
-    host = False
+    hosts = 0
     for name, value in scope["headers"]:
         lowered = name.lower()
-        host = host or lowered == b"host"
+        hosts += lowered == b"host"
         if lowered in _CONTEXT_HEADERS:
             text = value.decode("latin-1")
             headers[lowered.decode("latin-1")] = text
@@ -121,8 +121,8 @@ def _start_request(scope: Scope, google_cloud_project: str | None) -> str | None
                 sent_ids.append(sent)  # an empty one names nothing (a client setting it from an empty variable)
     problem = _header_id_problem(sent_ids)
     request_id = sent_ids[0] if sent_ids and problem is None else new_request_id()
-    if problem is None and not host and scope.get("http_version") == "1.1":
-        problem = "an HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)"
+    if problem is None and hosts != 1 and scope.get("http_version") == "1.1":
+        problem = f"an HTTP/1.1 request carries exactly one Host header (RFC 9112 §3.2); it had {hosts}"
     scope.setdefault("state", {})[_STATE_KEY] = request_id
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(request_id=request_id, **trace_field(headers, google_cloud_project))

@@ -160,7 +160,8 @@ def declared_charset(content_type: str) -> str | None:
     return found[0] if found else None
 
 
-UTF8_NAMES = ("utf-8", "utf8")
+UTF8_NAMES = ("utf-8", "utf8", "us-ascii", "ascii")
+"""Charsets a body is read in as declared: UTF-8, and ASCII, which UTF-8 reads byte for byte."""
 
 
 def check_content_type(request: Request[Any, Any, Any]) -> None:
@@ -289,7 +290,8 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     raise _refuse(422, "; ".join(problems), details)
 
 
-_LONE_HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+_LONE_HIGH_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
+"""An escape `\\ud800`…`\\udbff` with no low-surrogate escape after it (and no backslash escaping its own backslash)."""
 _UNTYPED_PATH = "- at `$[...]"
 
 
@@ -302,10 +304,8 @@ def _not_json(exc: msgspec.DecodeError, body: bytes) -> InvalidInput:
     message = str(exc)
     lone = _LONE_HIGH_SURROGATE.search(body) if message == "Input data was truncated" else None
     if lone is not None:
-        escape = lone.group().decode()
-        message = (
-            f"JSON is malformed: {escape} (a high surrogate) without the low surrogate it needs (byte {lone.start()})"
-        )
+        escape, at = lone.group().decode()[-6:], lone.end() - 6  # the escape itself, after any escaped backslashes
+        message = f"JSON is malformed: {escape} (a high surrogate) without the low surrogate it needs (byte {at})"
     elif message.startswith("Number out of range") and _UNTYPED_PATH in message:
         message = "a number is out of range (larger than a 64-bit float holds)"
     return _refuse(400, f"request body is not valid JSON: {message}")

@@ -307,6 +307,7 @@ def test_a_compressed_body_is_415(client: TestClient[Litestar], encoding: str) -
         pytest.param([("content-type", "application/json; charset=utf-16")], 415, id="utf-16"),
         pytest.param([("content-type", "application/json; charset=UTF-8")], 200, id="utf-8"),
         pytest.param([("content-type", 'application/json; charset="utf8"')], 200, id="utf8-quoted"),
+        pytest.param([("content-type", "application/json; charset=us-ascii")], 200, id="ascii-reads-as-utf-8"),
         pytest.param([("content-type", "application/json; charset=utf-8; charset=latin-1")], 400, id="two-charsets"),
     ],
 )
@@ -352,6 +353,8 @@ def test_a_body_that_is_not_utf_8_names_the_byte_in_the_body(client: TestClient[
         pytest.param(rb'{"user_query": "a\ud800b"}', r"\ud800 (a high surrogate) without the low surrogate", id="lone"),
         pytest.param(rb'{"user_query": "\udc00"}', "invalid utf-16 surrogate pair", id="lone-low"),
         pytest.param(rb'{"x": {"y": 1e400}}', "a number is out of range", id="number-in-an-object"),
+        pytest.param(rb'{"user_query": "ab\ud800"}', "without the low surrogate it needs (byte 18)", id="its-byte"),
+        pytest.param(rb'{"user_query": "\\ud800", "x": "', "truncated", id="an-escaped-backslash-then-text"),
     ],
 )
 def test_a_body_msgspec_cannot_decode_is_named_for_what_it_is(

@@ -90,10 +90,13 @@ def test_a_header_the_body_is_read_by_counts_once(live_service: LiveService, hea
     [
         pytest.param(b"GET /health HTTP/1.1\r\n\r\n", 400, id="http-1.1-without-host"),
         pytest.param(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n", 200, id="http-1.1-with-host"),
+        pytest.param(b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, id="two-hosts"),
         pytest.param(b"GET /health HTTP/1.0\r\n\r\n", 200, id="http-1.0-needs-none"),
     ],
 )
-def test_an_http_1_1_request_without_host_is_400(live_service: LiveService, request_bytes: bytes, status: int) -> None:
+def test_an_http_1_1_request_without_one_host_is_400(
+    live_service: LiveService, request_bytes: bytes, status: int
+) -> None:
     with connect(live_service) as sock:
         sock.sendall(request_bytes)
         response = read_response(sock)
