@@ -42,7 +42,7 @@ _COUNTERS = re.compile(
 _COUNTERS_LIKE = re.compile(r"^\s*(?:helpful|harmful)\s*=", re.IGNORECASE)
 CONTINUATION = "  "
 _COUNTERS_LIKE_WINDOW = 40
-"""Characters after any leading space and invisible ones in which `_looks_like_counters` reads `helpful=`."""
+"""Visible characters in which `_looks_like_counters` reads `helpful=` (white space and invisible ones aside)."""
 
 
 class PlaybookTextError(ValueError):
@@ -197,12 +197,24 @@ def _looks_like_counters(text: str) -> bool:
 
     `ｈｅｌｐｆｕｌ＝３` (full-width) or `helpful=3` behind a zero-width space shows as counters, so it is
     read as they are: refused on import unless exactly `_COUNTERS`, and written after counters on export.
+    The window read holds `_COUNTERS_LIKE_WINDOW` visible characters; white space and invisible characters
+    do not count toward it (`helpful` then 50 spaces then `=` still starts like counters), and a run of
+    white space is kept as one space.
     """
-    start = 0
-    while start < len(text) and (text[start].isspace() or invisible(text[start])):
-        start += 1
-    window = "".join(ch for ch in text[start : start + _COUNTERS_LIKE_WINDOW] if not invisible(ch))
-    return _COUNTERS_LIKE.match(unicodedata.normalize("NFKC", window)) is not None
+    window: list[str] = []
+    visible_count = 0
+    for ch in text:
+        if invisible(ch):
+            continue
+        if ch.isspace():
+            if window and window[-1] != " ":
+                window.append(" ")
+            continue
+        window.append(ch)
+        visible_count += 1
+        if visible_count >= _COUNTERS_LIKE_WINDOW:
+            break
+    return _COUNTERS_LIKE.match(unicodedata.normalize("NFKC", "".join(window))) is not None
 
 
 def _line(bullet: Bullet) -> str:

@@ -128,6 +128,8 @@ def test_malformed_text_names_the_line(text: str, message: str) -> None:
         "\uff48\uff45\uff4c\uff50\uff46\uff55\uff4c=3 harmful=1 :: x",  # full-width letters
         "\u200bhelpful=3 harmful=1 :: x",  # behind a zero-width space
         "\u3000help\u200dful=3 harmful=1 :: x",  # an ideographic space, a zero-width joiner inside
+        "helpful" + " " * 50 + "=3 harmful=0 :: x",  # white space does not count toward the window read
+        "help" + "\u200b" * 40 + "ful=3",  # nor do invisible characters
     ],
 )
 def test_a_malformed_vote_prefix_is_refused_not_kept_as_content(rest: str) -> None:
