@@ -104,8 +104,12 @@ def truthful_document(document: dict[str, Any], app: Litestar) -> dict[str, Any]
         _set_request(operation, path, spec.body, by_type[id(spec.request_type)], doc_components)
         if spec.response_type is str:
             success: dict[str, Any] = {
-                "description": "The text (`text/plain; charset=utf-8`)",
-                "content": {"text/plain": {"schema": {"type": "string"}}},
+                "description": "The text (`text/plain; charset=utf-8`), or the ERROR body (`application/json`, "
+                "`error_type` TIMEOUT) when the request's time ran out",
+                "content": {
+                    "text/plain": {"schema": {"type": "string"}},
+                    "application/json": {"schema": {"$ref": REF.format(name="ErrorResponse")}},
+                },
             }
         else:
             union_name = union_names.setdefault(spec.name, _response_name(operation_id))

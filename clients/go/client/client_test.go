@@ -412,3 +412,26 @@ func TestGraceStepStreamReadsEventsSkipsTheUnknownAndNeedsItsAction(t *testing.T
 		}
 	}
 }
+
+func TestGetPlaybookNeverReturnsAnErrorBodyAsText(t *testing.T) {
+	const errorBody = `{"action":"ERROR","request_id":"r","error_type":"TIMEOUT","message":"the step timed out"}`
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/slow") {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, errorBody)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "## GENERAL\n[gen-00001] x\n")
+	}))
+	defer server.Close()
+	c := New(server.URL)
+	text, err := c.GetPlaybook(context.Background(), "fine")
+	if err != nil || !strings.HasPrefix(text, "## GENERAL") {
+		t.Fatalf("text %q, err %v", text, err)
+	}
+	var service *ServiceError
+	if text, err := c.GetPlaybook(context.Background(), "slow"); !errors.As(err, &service) || service.ErrorType != api.ErrorTypeTimeout || text != "" {
+		t.Fatalf("an ERROR body: text %q, err %v", text, err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"librarian-svc/clients/go/api"
 )
@@ -23,11 +24,21 @@ func (c *Client) PutPlaybook(ctx context.Context, dataset, text string, allowEmp
 }
 
 // GetPlaybook is GET /playbooks/{dataset}: the stored playbook as ACE text. A dataset with nothing
-// stored is a *ServiceError with StatusCode 404.
+// stored is a *ServiceError with StatusCode 404; so is a 200 ERROR body (a timeout while exporting),
+// which is never returned as text.
 func (c *Client) GetPlaybook(ctx context.Context, dataset string) (string, error) {
-	body, err := c.send(ctx, http.MethodGet, "/playbooks/"+url.PathEscape(dataset), "", nil, "text/plain")
+	path := "/playbooks/" + url.PathEscape(dataset)
+	resp, err := c.open(ctx, http.MethodGet, path, "", nil, "text/plain")
 	if err != nil {
 		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp, http.MethodGet, c.BaseURL+path)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		return "", errorFromBody(resp.StatusCode, body)
 	}
 	return string(body), nil
 }
