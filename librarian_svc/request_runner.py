@@ -131,11 +131,18 @@ def single_header(request: Request[Any, Any, Any], name: str) -> str:
 
 
 def check_identity_encoding(request: Request[Any, Any, Any]) -> None:
-    """Bodies are taken as sent: a compressed one (`Content-Encoding: gzip`, `br`, …) is 415, not read as JSON."""
+    """Bodies are taken as sent: a compressed one (`Content-Encoding: gzip`, `br`, …) is 415, not read as JSON.
+
+    So is a transfer coding other than `chunked` (`Transfer-Encoding: gzip, chunked`): the server undoes the
+    chunking alone, and the body would be read still compressed.
+    """
     encoding = single_header(request, "content-encoding").strip().lower()
-    if encoding in ("", "identity"):
-        return
-    raise _refuse(415, f"Content-Encoding {encoding!r} is not supported; send the body uncompressed")
+    if encoding not in ("", "identity"):
+        raise _refuse(415, f"Content-Encoding {encoding!r} is not supported; send the body uncompressed")
+    transfer = ",".join(request.headers.getall("transfer-encoding", [])).lower()
+    codings = [c.strip() for c in transfer.split(",") if c.strip() not in ("", "chunked", "identity")]
+    if codings:
+        raise _refuse(415, f"Transfer-Encoding {', '.join(codings)!r} is not supported; send the body uncompressed")
 
 
 def is_json(content_type: str) -> bool:

@@ -104,3 +104,16 @@ def test_an_http_1_1_request_without_one_host_is_400(
     assert head.startswith(b"HTTP/1.1 %d " % status), head
     if status == 400:
         assert b"Host header" in body
+
+
+@pytest.mark.parametrize(("coding", "status"), [(b"gzip, chunked", 415), (b"chunked", 200)])
+def test_a_transfer_coding_besides_chunked_is_415(live_service: LiveService, coding: bytes, status: int) -> None:
+    """The server undoes the chunking only: a gzip transfer coding would leave the body compressed when read."""
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(THINK_BODY), THINK_BODY)
+    with connect(live_service) as sock:
+        sock.sendall(THINK + b"Content-Type: application/json\r\nTransfer-Encoding: " + coding + b"\r\n\r\n" + chunked)
+        response = read_response(sock)
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), head
+    if status == 415:
+        assert b"Transfer-Encoding 'gzip' is not supported" in body
