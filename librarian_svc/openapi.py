@@ -32,7 +32,8 @@ ERROR_STATUSES: dict[str, str] = {
     "404": "No such route (or, for a stored playbook, nothing stored under that name)",
     "405": "Method not allowed on this route",
     "413": "Request body over MAX_BODY_BYTES (or a part of it over its own documented limit)",
-    "415": "Request body is not UTF-8 JSON (Content-Type must be application/json or +json, charset utf-8 if given)",
+    "415": "Request body is not UTF-8 JSON sent as is (Content-Type must be application/json or +json, charset utf-8 "
+    "if given; no Content-Encoding, no transfer coding besides chunked)",
     "422": "The body does not match the request schema: unknown fields, wrong types (no coercion), values out of "
     "range; every violation is in `details` with its exact JSON path",
     "503": "A heavy request (Content-Length × the operation's memory factor) waited REQUEST_TIMEOUT_MS for the "
