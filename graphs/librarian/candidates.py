@@ -128,15 +128,39 @@ def versions_contradict(
 ) -> bool:
     """Whether a text and a candidate are versions of one passage (`same_passage`) that contradict each other.
 
-    At one place, a text that stands word for word in the other (an exact excerpt of the chunk) is that
-    chunk, whatever its other sentences say: comparing the excerpt with them would read two statements of
-    one chunk as a contradiction between two sources.
+    At one place, a text that is whole sentences of the other, word for word (`stands_in`), is that chunk,
+    whatever its other sentences say: comparing the excerpt with them would read two statements of one chunk
+    as a contradiction between two sources.
     """
     if not same_passage(tokens, other.tokens, one_place=one_place):
         return False
-    if one_place and (normalized in other.normalized or other.normalized in normalized):
+    if one_place and (stands_in(normalized, other.normalized) or stands_in(other.normalized, normalized)):
         return False
     return find_contradiction(text, other.snippet) is not None
+
+
+SENTENCE_ENDS = frozenset("。.!?")
+"""Where a sentence ends in normalised text (NFKC makes ．！？ these)."""
+
+
+def stands_in(excerpt: str, text: str) -> bool:
+    """Whether `excerpt` is whole sentences of `text`, word for word: found in it from a sentence's start to an end.
+
+    A piece cut short of its sentence is not: `この薬は大人には安全である` stands in `…安全である。` but not in
+    `この薬は大人には安全であるとは言えない。`, which says the opposite. Both texts are normalised (one space
+    between words, no space at either end).
+    """
+    if not excerpt:
+        return False
+    at = text.find(excerpt)
+    while at != -1:
+        end = at + len(excerpt)
+        starts = at == 0 or text[at - 1] in SENTENCE_ENDS or text[at - 1] == " "
+        ends = end == len(text) or excerpt[-1] in SENTENCE_ENDS or text[end] in SENTENCE_ENDS or text[end] == " "
+        if starts and ends:
+            return True
+        at = text.find(excerpt, at + 1)
+    return False
 
 
 def disagree(first: str, second: str) -> bool:

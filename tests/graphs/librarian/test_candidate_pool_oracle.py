@@ -27,6 +27,7 @@ from graphs.librarian.candidates import (
     build_pool,
     disagree,
     same_passage,
+    stands_in,
 )
 from graphs.text.contradiction import find_contradiction
 from graphs.text.normalize import normalize
@@ -88,7 +89,7 @@ class OraclePool:
         here = self.versions.setdefault(location, [index])
         for other_index in here[:VERSIONS_COMPARED]:
             other = self.candidates[other_index]
-            excerpt = normalized in other.normalized or other.normalized in normalized  # word for word: one source
+            excerpt = stands_in(normalized, other.normalized) or stands_in(other.normalized, normalized)
             if excerpt or not (
                 same_passage(tokens, other.tokens, one_place=True) and find_contradiction(hit.snippet, other.snippet)
             ):

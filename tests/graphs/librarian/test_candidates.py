@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from contracts.librarian import SearchHit
-from graphs.librarian.candidates import build_pool
+from graphs.librarian.candidates import build_pool, stands_in
 from tests.graphs.librarian.helpers import hit, round_of
 
 TOWER = (
@@ -78,3 +79,19 @@ def test_pool_only_holds_what_the_history_holds(rounds: list[list[SearchHit]]) -
     assert [(c.cid, c.document_id, c.snippet) for c in again.candidates] == [
         (c.cid, c.document_id, c.snippet) for c in pool.candidates
     ]
+
+
+@pytest.mark.parametrize(
+    ("excerpt", "text", "stands"),
+    [
+        ("大人には安全である。", "この薬は子供には安全ではない。大人には安全である。", True),
+        ("この薬は大人には安全である", "この薬は大人には安全である。", True),
+        ("この薬は大人には安全である", "この薬は大人には安全であるとは言えない。", False),  # cut before its negation
+        ("東京タワーの高さは333メートル", "東京タワーの高さは333メートルではない。", False),
+        ("安全である。", "この薬は不安全である。", False),  # not from a sentence's start
+        ("it is safe.", "for adults it is safe. for children it is not.", True),  # after a space
+        ("", "anything", False),
+    ],
+)
+def test_an_excerpt_stands_in_a_text_only_as_whole_sentences(excerpt: str, text: str, stands: bool) -> None:
+    assert stands_in(excerpt, text) is stands

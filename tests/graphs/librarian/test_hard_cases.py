@@ -206,6 +206,27 @@ def test_an_excerpt_word_for_word_is_its_chunk_whatever_the_chunks_other_sentenc
     assert "disagree" not in final["coverage_notes"], final["coverage_notes"]
 
 
+@pytest.mark.parametrize(
+    ("question", "chunk", "excerpt"),
+    [
+        ("この薬は大人に安全ですか", "この薬は大人には安全であるとは言えない。", "この薬は大人には安全である"),
+        (
+            "東京タワーの高さは何メートルですか",
+            "東京タワーの高さは333メートルではない。",
+            "東京タワーの高さは333メートル",
+        ),
+    ],
+)
+def test_an_excerpt_cut_short_of_its_negation_is_not_its_chunk(
+    client: TestClient[Litestar], question: str, chunk: str, excerpt: str
+) -> None:
+    """Found by a second review: a character match merged it, and the excerpt, better scored, replaced the chunk."""
+    for first, second in ((chunk, excerpt), (excerpt, chunk)):
+        final = _complete(client, question, _hits(("d", 3, first, 9.0), ("d", 3, second, 5.0)))
+        assert sorted(s for e in final["evidence"] for s in e["snippets"]) == sorted([chunk, excerpt]), final
+        assert "The sources disagree (two versions of d p.3" in final["coverage_notes"], final["coverage_notes"]
+
+
 def test_two_texts_of_one_unlocated_document_that_disagree_are_two_versions_of_it(client: TestClient[Litestar]) -> None:
     """No page or chunk id: not merged by place, and the notes still say it is the same document twice."""
     old = "東京タワーの高さは333メートルである。東京都港区にある電波塔。"
