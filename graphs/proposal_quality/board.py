@@ -96,14 +96,19 @@ def _keyed_trays(dashboard: Dashboard) -> Iterable[tuple[str | int, list[Dashboa
     return trays.items() if isinstance(trays, dict) else enumerate(trays)
 
 
+def board_size(dashboard: Dashboard) -> int:
+    """How many nodes the dashboard lists, over all its trays, without flattening it."""
+    trays = dashboard.trays
+    return sum(map(len, trays.values() if isinstance(trays, dict) else trays))
+
+
 def check_board_size(dashboard: Dashboard, *, path: str = "$.dashboard") -> None:
     """Refuse a dashboard of more than `MAX_BOARD_NODES` nodes, without flattening it.
 
     Raises:
         InvalidInput: HTTP 413, path `<path>.trays`: a total, as in `graphs/request_limits.py`.
     """
-    trays = dashboard.trays
-    if sum(map(len, trays.values() if isinstance(trays, dict) else trays)) > MAX_BOARD_NODES:
+    if board_size(dashboard) > MAX_BOARD_NODES:
         message = f"the dashboard has more than {MAX_BOARD_NODES:,} nodes (proposal nodes_total)"
         raise InvalidInput(message, [ErrorDetail(path=f"{path}.trays", message=message)], status_code=413)
 

@@ -18,9 +18,11 @@ from typing import Any
 
 from contracts.proposal_quality import ReportKind
 from graphs.proposal_quality.board import Board, BoardNode
-from graphs.proposal_quality.drafting.wording import status_category, visible
+from graphs.proposal_quality.drafting.wording import neutral, status_category, visible
 
 _WHITESPACE = re.compile(r"\s+")
+ENGINE_QUOTED_CHARS = 40
+"""How much of a title the embedded engine quotes as a target's title (`drafting`'s `_title`)."""
 MAX_QUOTED_CHARS = 80
 """A title or status is quoted in a warning up to this many characters."""
 
@@ -54,22 +56,49 @@ def board_disagreements(kind: ReportKind, report: object, board: Board) -> list[
 
 
 class _Titles:
-    """The board's nodes by title as compared (`_key`).
+    """The board's titles as compared (`_key`) and as the engine quotes them, each worked out once; the nodes by title.
 
-    Built on the first question: a report with no target on the board asks none.
+    The index of every title is built on the first question only: a report whose targets are named as the
+    board or the engine names them asks none.
     """
 
     def __init__(self, board: Board) -> None:
         self._board = board
+        self._keys: dict[str, str] = {}
+        self._quotes: dict[str, str] = {}
         self._by_key: dict[str, str] | None = None
+
+    def key(self, node: BoardNode) -> str:
+        """The node's title as compared."""
+        found = self._keys.get(node.id)
+        if found is None:
+            found = self._keys[node.id] = _key(node.title)
+        return found
+
+    def quoted(self, node: BoardNode) -> str:
+        """The node's title as the embedded engine quotes it, as compared (`_names_its_own`)."""
+        found = self._quotes.get(node.id)
+        if found is None:
+            found = self._quotes[node.id] = _key(neutral(node.title, ENGINE_QUOTED_CHARS))
+        return found
 
     def owner(self, said: str) -> str | None:
         """The id of the first node whose title is `said` (compared by `_key`), or None."""
         if self._by_key is None:
             self._by_key = {}
             for node in self._board.nodes:
-                self._by_key.setdefault(_key(node.title), node.id)
+                self._by_key.setdefault(self.key(node), node.id)
         return self._by_key.get(_key(said))
+
+
+def _names_its_own(said: str, node: BoardNode, titles: _Titles) -> bool:
+    """Whether `said` is the node's title as written, or as the embedded engine quotes it.
+
+    The engine cuts a title to `ENGINE_QUOTED_CHARS` and rephrases forbidden words (`確認してください` →
+    `確認する`), which may give another node's title.
+    """
+    spoken = _key(said)
+    return not spoken or spoken == titles.key(node) or spoken == titles.quoted(node)
 
 
 def _disagreements(
@@ -81,7 +110,7 @@ def _disagreements(
         return []
     found = []
     title = item.get("target_title")
-    if isinstance(title, str) and _key(title) and _key(title) != _key(node.title):
+    if isinstance(title, str) and not _names_its_own(title, node, titles):
         owner = titles.owner(title)
         if owner is not None and owner != node.id:
             found.append(

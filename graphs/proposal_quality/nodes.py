@@ -37,13 +37,13 @@ from graphs.proposal_quality.render import render_advisor, render_organizer
 from graphs.proposal_quality.routing import route_after_check
 from graphs.proposal_quality.self_correction import build_correction_prompt
 from graphs.proposal_quality.state import Attempt, ProposalGraphState, ProposalRun
-from graphs.proposal_quality.validator import validate_report, with_findings, without_null_optionals
+from graphs.proposal_quality.validator import validate_report, without_null_optionals
 
 log = structlog.get_logger(__name__)
 
 
 OFF_LOOP_BOARD_NODES = 1_000
-"""Boards with more nodes than this are drafted by the rules on a worker thread."""
+"""Boards with more nodes than this are drafted by the rules, and every attempt checked, on a worker thread."""
 
 
 async def generate(
@@ -59,7 +59,9 @@ async def generate(
     run, previous = state["run"], state.get("attempt")
     number = 1 if previous is None else previous.number + 1
     messages, reply_text, report, parse_errors = await draft(run, previous, runtime.context)
-    verdict = check(run, report, parse_errors, number, runtime.context)
+    judge = partial(check, run, report, parse_errors, number, runtime.context)
+    # A board near the node limit, with long titles, takes the checks a good part of a second: off the loop too.
+    verdict = await asyncio.to_thread(judge) if len(run.board.nodes) > OFF_LOOP_BOARD_NODES else judge()
     summary = ProposalAttempt(attempt=number, ok=verdict.ok, errors=verdict.errors, warnings=verdict.warnings)
     log_so_far = [] if previous is None else previous.log
     attempt = Attempt(
@@ -127,11 +129,11 @@ def check(
     if parse_errors:
         verdict = ValidationResult(ok=False, errors=list(parse_errors), warnings=[])
     else:
-        verdict = validate_report(run.kind, report, run.board.valid_ids)
         errors = focus_problems(run.kind, report, run.request.focus_node_id, run.board)
         if context.llm is not None:
             errors += copied_text_problems(context, run.kind, report)
-        verdict = with_findings(verdict, errors, board_disagreements(run.kind, report, run.board))
+        warnings = board_disagreements(run.kind, report, run.board)
+        verdict = validate_report(run.kind, report, run.board.valid_ids, errors=errors, warnings=warnings)
     log.info(
         "proposal_quality attempt",
         kind=run.kind,

@@ -7,6 +7,8 @@ dashboard, exactly one source of valid ids, the report's overall size and depth)
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -19,15 +21,17 @@ from contracts.proposal_quality import (
     ProposalValidateRequest,
     ProposalValidateResponse,
     ReportKind,
+    ValidationResult,
 )
 from graphs.agent_spec import AgentSpec
 from graphs.context import AgentContext
 from graphs.errors import InvalidInput
 from graphs.invoke import run_to_output
-from graphs.proposal_quality.board import board_from_dashboard, check_dashboard, has_node
+from graphs.proposal_quality.board import board_from_dashboard, board_size, check_dashboard, has_node
 from graphs.proposal_quality.board_agreement import board_disagreements
+from graphs.proposal_quality.nodes import OFF_LOOP_BOARD_NODES
 from graphs.proposal_quality.state import ProposalRun
-from graphs.proposal_quality.validator import validate_report, with_findings
+from graphs.proposal_quality.validator import validate_report
 
 MAX_REPORT_BYTES = PROPOSAL.report_bytes
 """A report to validate is at most this big as JSON; a real report is a few kilobytes."""
@@ -98,11 +102,10 @@ async def validate(
 
     The verdict comes from the rules alone, so the usage names the embedded engine and no model call.
     """
-    board = board_from_dashboard(request.dashboard) if request.dashboard is not None else None
-    valid_ids = board.ids if board is not None else request.valid_node_ids or []
-    verdict = validate_report(request.kind, request.report, valid_ids)
-    if board is not None:
-        verdict = with_findings(verdict, [], board_disagreements(request.kind, request.report, board))
+    size = board_size(request.dashboard) if request.dashboard is not None else len(request.valid_node_ids or [])
+    judge = partial(_verdict, request)
+    # A board near the node limit, with long titles, takes a good part of a second: off the loop, as its run would be.
+    verdict = await asyncio.to_thread(judge) if size > OFF_LOOP_BOARD_NODES else judge()
     return ProposalValidateResponse(
         request_id=context.request_id,
         ok=verdict.ok,
@@ -110,6 +113,14 @@ async def validate(
         warnings=verdict.warnings,
         usage=Usage(engine="heuristic"),
     )
+
+
+def _verdict(request: ProposalValidateRequest) -> ValidationResult:
+    """The rules' verdict on the request's report, with the mix-ups `board_agreement` finds when the board is given."""
+    board = board_from_dashboard(request.dashboard) if request.dashboard is not None else None
+    valid_ids = board.ids if board is not None else request.valid_node_ids or []
+    warnings = board_disagreements(request.kind, request.report, board) if board is not None else []
+    return validate_report(request.kind, request.report, valid_ids, warnings=warnings)
 
 
 def check_report_size(report: object, path: str = "$.report") -> None:

@@ -13,7 +13,7 @@ result is `ok`, `msgspec.convert(without_null_optionals(kind, report), Organizer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -219,14 +219,27 @@ def _short_label(value: object, path: str, found: _Findings) -> None:
 # --- Organizer (seed 004 §3.1, §3.2) --------------------------------------------------------------
 
 
+Rules = Callable[[dict[str, Any], frozenset[str], _Findings], None]
+
+
 def _judged(
-    report: object, valid_node_ids: Iterable[str], rules: Callable[[dict[str, Any], frozenset[str], _Findings], None]
+    report: object,
+    valid_node_ids: Iterable[str],
+    rules: Rules,
+    errors: Sequence[str] = (),
+    warnings: Sequence[str] = (),
 ) -> ValidationResult:
-    """One report through its kind's rules: anything but an object is one error, and no rule runs on it."""
+    """One report through its kind's rules: anything but an object is one error, and no rule runs on it.
+
+    `errors` and `warnings` were found beside the rules; they are counted and capped with the rules' own, the
+    warnings first (a report that mixes nodes up matters more than a label's wording).
+    """
     found = _Findings()
+    found.warnings.extend(warnings)
     obj = _object(report, "report", found)
     if obj is not None:
         rules(obj, frozenset(valid_node_ids), found)
+    found.errors.extend(errors)
     return found.result()
 
 
@@ -462,23 +475,20 @@ def without_null_optionals(kind: ReportKind, report: dict[str, Any]) -> dict[str
     return cleaned
 
 
-VALIDATORS: dict[ReportKind, Callable[[object, Iterable[str]], ValidationResult]] = {
-    "organizer": validate_organizer_report,
-    "advisor": validate_advisor_report,
-}
+RULES: dict[ReportKind, Rules] = {"organizer": _organizer_rules, "advisor": _advisor_rules}
 
 
-def with_findings(verdict: ValidationResult, errors: list[str], warnings: list[str]) -> ValidationResult:
-    """`verdict` with more errors and warnings found beside the rules (each list capped as the rules' are)."""
-    if not errors and not warnings:
-        return verdict
-    return ValidationResult(
-        ok=verdict.ok and not errors,
-        errors=_capped([*verdict.errors, *errors]),
-        warnings=_capped([*verdict.warnings, *warnings]),
-    )
+def validate_report(
+    kind: ReportKind,
+    report: object,
+    valid_node_ids: Iterable[str],
+    *,
+    errors: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+) -> ValidationResult:
+    """The validator for `kind` (the run loop and the validate endpoint use the same rules).
 
-
-def validate_report(kind: ReportKind, report: object, valid_node_ids: Iterable[str]) -> ValidationResult:
-    """The validator for `kind` (the run loop and the validate endpoint use the same rules)."""
-    return VALIDATORS[kind](report, valid_node_ids)
+    `errors` and `warnings` found beside the rules (an Advisor off its focus, copied prompt text, a report that
+    mixes dashboard nodes up) join the verdict, capped with the rules' own (`MAX_MESSAGES`).
+    """
+    return _judged(report, valid_node_ids, RULES[kind], errors, warnings)

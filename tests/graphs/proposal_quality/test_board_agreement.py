@@ -6,10 +6,9 @@ import time
 
 import pytest
 
-from contracts.proposal_quality import ValidationResult
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.board_agreement import board_disagreements, focus_problems
-from graphs.proposal_quality.validator import MAX_MESSAGES, with_findings
+from graphs.proposal_quality.validator import MAX_MESSAGES, validate_report
 
 BOARD = Board.of(
     [
@@ -19,6 +18,8 @@ BOARD = Board.of(
             id="n3", title="推奨設定の見直しと、関係者への確認依頼と、予算の再計算と、日程の再調整", status="", tray=""
         ),
         BoardNode(id="n4", title="下見", status="保留", tray="保留"),
+        BoardNode(id="n5", title="見積もりを確認してください", status="todo", tray=""),  # quoted 見積もりを確認する
+        BoardNode(id="n6", title="見積もりを確認する", status="todo", tray=""),
     ]
 )
 
@@ -45,6 +46,10 @@ BOARD = Board.of(
         ),
         pytest.param("n1", "会場の予約", "レビュー待ち", [], id="an-unknown-status-word"),
         pytest.param("n9", "告知", "done", [], id="off-the-board-is-the-validators"),
+        pytest.param("n5", "見積もりを確認する", "", [], id="the-engines-own-rewording-of-its-title"),
+        pytest.param(
+            "n6", "見積もりを確認してください", "", ["target_title '見積もりを確認してください'"], id="the-other-way"
+        ),
     ],
 )
 def test_an_advisor_report_that_mixes_its_target_up_is_warned(
@@ -100,5 +105,11 @@ def test_hostile_titles_and_many_proposals_cost_little_and_stay_bounded() -> Non
     assert time.perf_counter() - started < 2.0  # 20 s before: every proposal redid the engine's rewording
     assert len(found) == 5_000
     assert max(map(len, found)) < 300  # the title is quoted cut, not whole
-    verdict = with_findings(ValidationResult(ok=True, errors=[], warnings=[]), [], found)
+
+    # Counted and capped with the rules' own warnings (300 short labels), the mix-ups first.
+    groups = [{"group_label": "g", "reason": "r", "node_ids": ["n1"]}] * 300
+    full = {"decomposition_proposals": [], "grouping_proposals": groups, "relation_proposals": [], "summary": "まず"}
+    verdict = validate_report("organizer", full, ["n1", "n2"], warnings=found)
     assert len(verdict.warnings) == MAX_MESSAGES
+    assert verdict.warnings[0] == found[0]
+    assert verdict.warnings[-1] == f"... and {5_000 + 300 - MAX_MESSAGES + 1} more"
