@@ -167,8 +167,9 @@ def declared_charset(content_type: str) -> str | None:
     return found[0] if found else None
 
 
-UTF8_NAMES = ("utf-8", "utf8", "us-ascii", "ascii")
-"""Charsets a body is read in as declared: UTF-8, and ASCII, which UTF-8 reads byte for byte."""
+UTF8_NAMES = ("utf-8", "utf8")
+"""The charset a body is read in: UTF-8. A body declared ASCII is refused too: UTF-8 would read bytes past
+ASCII where the body declares none, so it would not be what it says."""
 
 
 def check_content_type(request: Request[Any, Any, Any]) -> None:
@@ -297,8 +298,26 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     raise _refuse(422, "; ".join(problems), details)
 
 
-_LONE_HIGH_SURROGATE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})")
-"""An escape `\\ud800`…`\\udbff` with no low-surrogate escape after it (and no backslash escaping its own backslash)."""
+_HIGH_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
+_LOW_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _lone_high_surrogate(body: bytes) -> int | None:
+    r"""The offset of the first `\ud800`…`\udbff` escape with no low-surrogate escape after it, or None.
+
+    An escape counts only behind an even run of backslashes (`\\ud800` is a backslash, then text); each
+    candidate looks back over its own run only, so the search stays linear in the body.
+    """
+    for found in _HIGH_SURROGATE_ESCAPE.finditer(body):
+        at = found.start()
+        run = 0
+        while at - run - 1 >= 0 and body[at - run - 1] == 0x5C:  # the backslashes before this escape's own
+            run += 1
+        if run % 2 == 0 and not _LOW_SURROGATE_ESCAPE.match(body, found.end()):
+            return at
+    return None
+
+
 _UNTYPED_PATH = "- at `$[...]"
 
 
@@ -309,9 +328,9 @@ def _not_json(exc: msgspec.DecodeError, body: bytes) -> InvalidInput:
     and a number beyond a float ("1e400") outside the typed fields names a path of `[...]`s.
     """
     message = str(exc)
-    lone = _LONE_HIGH_SURROGATE.search(body) if message == "Input data was truncated" else None
-    if lone is not None:
-        escape, at = lone.group().decode()[-6:], lone.end() - 6  # the escape itself, after any escaped backslashes
+    at = _lone_high_surrogate(body) if message == "Input data was truncated" else None
+    if at is not None:
+        escape = body[at : at + 6].decode()
         message = f"JSON is malformed: {escape} (a high surrogate) without the low surrogate it needs (byte {at})"
     elif message.startswith("Number out of range") and _UNTYPED_PATH in message:
         message = "a number is out of range (larger than a 64-bit float holds)"
