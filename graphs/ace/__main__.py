@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     store = PlaybookStore(args.data_dir)
     try:
-        if args.command != "list" and not store.exists(args.dataset):  # the server's check, stored names aside
+        if args.command != "list" and args.dataset not in store.datasets():  # the server's check, stored names aside
             check_dataset_spelling([("--dataset", args.dataset)], load_sections(args.config_dir))
         match args.command:
             case "import":

@@ -295,4 +295,7 @@ def _stored(dataset: str, context: AgentContext) -> bool:
     Playbooks stored before names were checked (`AppWorld` beside `appworld`) stay readable, replaceable and
     usable; only a name that would create one, or read an empty one, is refused.
     """
-    return PlaybookStore(context.ace.playbook_data_dir).exists(dataset)
+    try:  # the directory's own names: on a case-insensitive file system `appworld.json` would answer for APPWORLD
+        return dataset in PlaybookStore(context.ace.playbook_data_dir).datasets()
+    except OSError:  # an unreadable store is the operation's to report, not a reason to skip the check
+        return False

@@ -24,8 +24,8 @@ func (c *Client) PutPlaybook(ctx context.Context, dataset, text string, allowEmp
 }
 
 // GetPlaybook is GET /playbooks/{dataset}: the stored playbook as ACE text. A dataset with nothing
-// stored is a *ServiceError with StatusCode 404; so is a 200 ERROR body (a timeout while exporting),
-// which is never returned as text.
+// stored is a *ServiceError with StatusCode 404. A 200 ERROR body (TIMEOUT, an export out of time) is
+// a *ServiceError too, with StatusCode 200 and its ErrorType, never returned as text.
 func (c *Client) GetPlaybook(ctx context.Context, dataset string) (string, error) {
 	path := "/playbooks/" + url.PathEscape(dataset)
 	resp, err := c.open(ctx, http.MethodGet, path, "", nil, "text/plain")
