@@ -283,7 +283,8 @@ def decode_strict(body: bytes, request_type: type[Any]) -> Any:
     except msgspec.DecodeError as exc:
         raise _not_json(exc, body) from None
     except UnicodeDecodeError:  # msgspec counts from the start of the string it was decoding, not of the body
-        raise _refuse(400, f"request body is not valid UTF-8 (byte {_first_bad_byte(body)})") from None
+        decode_text(body)  # raises, naming the body's own first bad byte
+        raise _refuse(400, "request body is not valid UTF-8") from None
     except RecursionError:
         raise _refuse(400, "request body is nested too deeply") from None
     else:
@@ -335,15 +336,6 @@ def _not_json(exc: msgspec.DecodeError, body: bytes) -> InvalidInput:
     elif message.startswith("Number out of range") and _UNTYPED_PATH in message:
         message = "a number is out of range (larger than a 64-bit float holds)"
     return _refuse(400, f"request body is not valid JSON: {message}")
-
-
-def _first_bad_byte(body: bytes) -> int:
-    """The offset in `body` of its first byte that is not UTF-8 (the body is known not to be)."""
-    try:
-        body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start
-    return 0
 
 
 def refuse_repeated_keys(body: bytes) -> None:
