@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from contracts.librarian import SearchHit, SearchRound
 from graphs.chunked import Chunked, finish, finish_async
-from graphs.text.contradiction import find_contradiction
+from graphs.text.contradiction import Contradiction, find_contradiction
 from graphs.text.near_duplicates import NearDuplicates, find_near_duplicates
 from graphs.text.normalize import normalize, normalize_many
 from graphs.text.tokenize import tokenize_normalized
@@ -123,20 +123,20 @@ def same_passage(a: frozenset[str], b: frozenset[str], *, one_place: bool = Fals
     return shared / (len(a) + len(b) - shared) >= SAME_PASSAGE
 
 
-def versions_contradict(
+def versions_contradiction(
     text: str, normalized: str, tokens: frozenset[str], other: Candidate, *, one_place: bool
-) -> bool:
-    """Whether a text and a candidate are versions of one passage (`same_passage`) that contradict each other.
+) -> Contradiction | None:
+    """How a text and a candidate, versions of one passage (`same_passage`), contradict each other, or None.
 
     At one place, a text that is whole sentences of the other, word for word (`stands_in`), is that chunk,
     whatever its other sentences say: comparing the excerpt with them would read two statements of one chunk
     as a contradiction between two sources.
     """
     if not same_passage(tokens, other.tokens, one_place=one_place):
-        return False
+        return None
     if one_place and (stands_in(normalized, other.normalized) or stands_in(other.normalized, normalized)):
-        return False
-    return find_contradiction(text, other.snippet) is not None
+        return None
+    return find_contradiction(text, other.snippet)
 
 
 SENTENCE_ENDS = frozenset("。.!?")
@@ -378,7 +378,7 @@ def _at_location(
     for index in here[:VERSIONS_COMPARED]:
         other = pool.candidates[index]
         work += check_cost(snippet, other.snippet)
-        if not versions_contradict(snippet, version, tokens, other, one_place=True):
+        if versions_contradiction(snippet, version, tokens, other, one_place=True) is None:
             _merge(other, entry, version)
             return index, work
     found = _another_version(pool, entry, by_text, version)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
-from graphs.librarian.candidates import Location, hit_query, location, only_query, versions_contradict
+from graphs.librarian.candidates import Location, hit_query, location, only_query, versions_contradiction
 from graphs.librarian.question import QuestionProfile
-from graphs.text.contradiction import Contradiction, find_contradiction
+from graphs.text.contradiction import Contradiction
 from graphs.text.tokenize import tokenize, tokens_present
 
 MIN_GAIN = 0.15
@@ -292,9 +292,7 @@ def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
     a, b = first.candidate, second.candidate
-    if not versions_contradict(a.snippet, a.normalized, a.tokens, b, one_place=a.at_one_place_with(b)):
-        return None
-    return find_contradiction(a.snippet, b.snippet)
+    return versions_contradiction(a.snippet, a.normalized, a.tokens, b, one_place=a.at_one_place_with(b))
 
 
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:
