@@ -19,12 +19,11 @@ from typing import Any
 from contracts.proposal_quality import ReportKind
 from graphs.proposal_quality.board import Board, BoardNode
 from graphs.proposal_quality.drafting.wording import neutral, status_category, visible
+from graphs.proposal_quality.validator import quote
 
 _WHITESPACE = re.compile(r"\s+")
 ENGINE_QUOTED_CHARS = 40
 """How much of a title the embedded engine quotes as a target's title (`drafting`'s `_title`)."""
-MAX_QUOTED_CHARS = 80
-"""A title or status is quoted in a warning up to this many characters."""
 
 
 def focus_problems(kind: ReportKind, report: object, focus_id: str | None, board: Board) -> list[str]:
@@ -114,14 +113,14 @@ def _disagreements(
         owner = titles.owner(title)
         if owner is not None and owner != node.id:
             found.append(
-                f"{path}target_title {_quote(title)} is the title of node {owner!r}, not of {node.id!r} "
-                f"({_quote(node.title)})"
+                f"{path}target_title {quote(title)} is the title of node {owner!r}, not of {node.id!r} "
+                f"({quote(node.title)})"
             )
     status = item.get(status_key) if status_key else None
     if isinstance(status, str) and _other_kind(status, node):
         found.append(
-            f"{path}{status_key} {_quote(status)} is not the dashboard's status of {node.id!r} "
-            f"({_quote(node.status_label)})"
+            f"{path}{status_key} {quote(status)} is not the dashboard's status of {node.id!r} "
+            f"({quote(node.status_label)})"
         )
     return found
 
@@ -135,8 +134,3 @@ def _other_kind(said: str, node: BoardNode) -> bool:
 def _key(text: str) -> str:
     """What titles are compared by: the visible text in NFKC, case-folded, without whitespace."""
     return _WHITESPACE.sub("", visible(text)).casefold()
-
-
-def _quote(text: str) -> str:
-    shown = text if len(text) <= MAX_QUOTED_CHARS else text[: MAX_QUOTED_CHARS - 1] + "…"
-    return repr(shown)

@@ -93,7 +93,7 @@ def _path(parent: str, key: str | int) -> str:
     return f"{parent}.{key}" if parent else key
 
 
-def _quote(value: str) -> str:
+def quote(value: str) -> str:
     """The value as it may appear inside a message: printable, bounded, in single quotes."""
     shown = "".join(ch if ch.isprintable() else "?" for ch in value[:MAX_QUOTED_CHARS])
     return f"'{shown}…'" if len(value) > MAX_QUOTED_CHARS else f"'{shown}'"
@@ -126,7 +126,7 @@ def _known_keys(obj: dict[str, Any], fields: frozenset[str], parent: str, found:
     expected = ", ".join(sorted(fields))
     for key in obj:
         if key not in fields:
-            shown = key if key.isprintable() and len(key) <= MAX_QUOTED_CHARS else _quote(key)
+            shown = key if key.isprintable() and len(key) <= MAX_QUOTED_CHARS else quote(key)
             found.errors.append(f"{_path(parent, shown)} is not a field here, so nothing reads it ({expected})")
 
 
@@ -193,7 +193,7 @@ def _known_id(
 ) -> None:  # Organizer ids: the seed's message quotes the unknown id
     value = _string(obj, key, parent, found)
     if value is not None and value not in valid:
-        found.errors.append(f"{_path(parent, key)} {_quote(value)} is not in valid node list")
+        found.errors.append(f"{_path(parent, key)} {quote(value)} is not in valid node list")
 
 
 def _reason(obj: dict[str, Any], parent: str, found: _Findings) -> None:
@@ -208,7 +208,7 @@ def _reason(obj: dict[str, Any], parent: str, found: _Findings) -> None:
 def _no_forbidden_phrase(text: str, path: str, found: _Findings) -> None:
     phrase = forbidden_in(text, ORGANIZER_FORBIDDEN)
     if phrase is not None:
-        found.errors.append(f"{path} contains forbidden phrase {_quote(phrase)} {_FORBIDDEN_PHRASE_NOTE}")
+        found.errors.append(f"{path} contains forbidden phrase {quote(phrase)} {_FORBIDDEN_PHRASE_NOTE}")
 
 
 def _short_label(value: object, path: str, found: _Findings) -> None:
@@ -300,7 +300,7 @@ def _check_grouping(item: dict[str, Any], path: str, valid: frozenset[str], foun
         if not isinstance(node_id, str):
             found.errors.append(f"{_path(ids_path, index)} must be a string")
         elif node_id not in valid:
-            found.errors.append(f"{_path(ids_path, index)} {_quote(node_id)} is not in valid node list")
+            found.errors.append(f"{_path(ids_path, index)} {quote(node_id)} is not in valid node list")
 
 
 def _all_known(items: list[Any], valid: frozenset[str]) -> bool:
@@ -321,7 +321,7 @@ def _check_relation(item: dict[str, Any], path: str, valid: frozenset[str], foun
     source = item.get("from_node_id")
     if isinstance(source, str) and source == item.get("to_node_id"):
         found.errors.append(
-            f"{_path(path, 'to_node_id')} {_quote(source)} is the from_node_id: a node is not related to itself"
+            f"{_path(path, 'to_node_id')} {quote(source)} is the from_node_id: a node is not related to itself"
         )
     _string(item, "relation_type", path, found)
     _short_label(item.get("relation_type"), _path(path, "relation_type"), found)
@@ -388,7 +388,7 @@ def _advisor_rules(obj: dict[str, Any], valid: frozenset[str], found: _Findings)
     # The target id is the input's identifier, not wording the Advisor chose: a valid one is not scanned.
     scanned = {k: v for k, v in obj.items() if not (k == "target_node_id" and isinstance(v, str) and v in valid)}
     for path, word in _forbidden_words(scanned):
-        found.errors.append(f"{path} contains forbidden word {_quote(word)} {_FORBIDDEN_WORD_NOTE}")
+        found.errors.append(f"{path} contains forbidden word {quote(word)} {_FORBIDDEN_WORD_NOTE}")
 
 
 def _check_option(option: dict[str, Any], path: str, found: _Findings) -> None:
@@ -431,7 +431,7 @@ def _forbidden_words(report: dict[str, Any]) -> list[tuple[str, str]]:
             for key in value:
                 key_word = forbidden_in(str(key), ADVISOR_FORBIDDEN)
                 if key_word is not None:
-                    hits.append((f"{_path(path, _quote(str(key)))} (key)", key_word))
+                    hits.append((f"{_path(path, quote(str(key)))} (key)", key_word))
             stack.extend((_path(path, str(key)), value[key]) for key in reversed(list(value)))
         elif isinstance(value, list):
             stack.extend((_path(path, index), item) for index, item in reversed(list(enumerate(value))))
