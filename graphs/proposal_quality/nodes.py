@@ -11,8 +11,9 @@ thread pool, and a thread hop per node cost more than these sub-millisecond step
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 import structlog
@@ -45,6 +46,17 @@ log = structlog.get_logger(__name__)
 OFF_LOOP_BOARD_NODES = 1_000
 """Boards with more nodes than this are drafted by the rules, and every attempt checked, on a worker thread."""
 
+T = TypeVar("T")
+
+
+async def off_loop_when_large(nodes: int, work: Callable[[], T]) -> T:
+    """`work()` in place for a usual board; on a worker thread for one of more than `OFF_LOOP_BOARD_NODES` nodes.
+
+    A board near the node limit, with long titles, takes drafting or checking a good part of a second, which
+    the event loop would spend not answering others; a usual one takes less than the thread hop would cost.
+    """
+    return await asyncio.to_thread(work) if nodes > OFF_LOOP_BOARD_NODES else work()
+
 
 async def generate(
     state: ProposalGraphState, runtime: Runtime[AgentContext]
@@ -60,8 +72,7 @@ async def generate(
     number = 1 if previous is None else previous.number + 1
     messages, reply_text, report, parse_errors = await draft(run, previous, runtime.context)
     judge = partial(check, run, report, parse_errors, number, runtime.context)
-    # A board near the node limit, with long titles, takes the checks a good part of a second: off the loop too.
-    verdict = await asyncio.to_thread(judge) if len(run.board.nodes) > OFF_LOOP_BOARD_NODES else judge()
+    verdict = await off_loop_when_large(len(run.board.nodes), judge)
     summary = ProposalAttempt(attempt=number, ok=verdict.ok, errors=verdict.errors, warnings=verdict.warnings)
     log_so_far = [] if previous is None else previous.log
     attempt = Attempt(
@@ -94,9 +105,7 @@ async def draft(run: ProposalRun, previous: Attempt | None, context: AgentContex
         build = organizer_report if kind == "organizer" else advisor_report
         options: dict[str, Any] = {} if kind == "organizer" else {"notes": request.constraints.notes}
         rules = partial(build, board, focus_id=request.focus_node_id, intent=request.user_intent, **options)
-        # A board near the node limit takes the rules a third of a second: off the event loop, which keeps
-        # answering others; a usual board is drafted in place (a thread hop would cost more than the work).
-        report = await asyncio.to_thread(rules) if len(board.nodes) > OFF_LOOP_BOARD_NODES else rules()
+        report = await off_loop_when_large(len(board.nodes), rules)
         return [], "", report, []
     if previous is None:
         prompt = generation_prompt(

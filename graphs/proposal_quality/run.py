@@ -7,7 +7,6 @@ dashboard, exactly one source of valid ids, the report's overall size and depth)
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import Any
 
@@ -29,7 +28,7 @@ from graphs.errors import InvalidInput
 from graphs.invoke import run_to_output
 from graphs.proposal_quality.board import board_from_dashboard, board_size, check_dashboard, has_node
 from graphs.proposal_quality.board_agreement import board_disagreements
-from graphs.proposal_quality.nodes import OFF_LOOP_BOARD_NODES
+from graphs.proposal_quality.nodes import off_loop_when_large
 from graphs.proposal_quality.state import ProposalRun
 from graphs.proposal_quality.validator import validate_report
 
@@ -103,9 +102,7 @@ async def validate(
     The verdict comes from the rules alone, so the usage names the embedded engine and no model call.
     """
     size = board_size(request.dashboard) if request.dashboard is not None else len(request.valid_node_ids or [])
-    judge = partial(_verdict, request)
-    # A board near the node limit, with long titles, takes a good part of a second: off the loop, as its run would be.
-    verdict = await asyncio.to_thread(judge) if size > OFF_LOOP_BOARD_NODES else judge()
+    verdict = await off_loop_when_large(size, partial(_verdict, request))
     return ProposalValidateResponse(
         request_id=context.request_id,
         ok=verdict.ok,
