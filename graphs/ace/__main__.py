@@ -60,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     store = PlaybookStore(args.data_dir)
     try:
-        if args.command != "list" and args.dataset not in store.datasets():  # the server's check, stored names aside
-            check_dataset_spelling([("--dataset", args.dataset)], load_sections(args.config_dir))
+        if args.command != "list":  # the server's check, a name stored under aside
+            stored = store.datasets
+            check_dataset_spelling(
+                [("--dataset", args.dataset)], load_sections(args.config_dir), lambda d: d in stored()
+            )
         match args.command:
             case "import":
                 if args.file is None:

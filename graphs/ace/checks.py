@@ -10,6 +10,9 @@ and a save into a playbook an operator stored. Each operation's one pre-graph ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from contracts.ace import (
     AceCurateRequest,
     AceGenerateRequest,
@@ -189,12 +192,20 @@ def check_generate(request: AceGenerateRequest, prior: None, context: AgentConte
     check_sections(request.section_filter, rules, "$.section_filter")
 
 
-def check_dataset_spelling(named: list[tuple[str, str | None]], sections: dict[str, list[SectionDefinition]]) -> None:
-    """422 at each dataset name (path, value; None when not given) that only differs in case from a configured one."""
+def check_dataset_spelling(
+    named: list[tuple[str, str | None]],
+    sections: dict[str, list[SectionDefinition]],
+    stored: Callable[[str], bool] | None = None,
+) -> None:
+    """422 at each dataset name (path, value; None when not given) that only differs in case from a configured one.
+
+    `stored`, when given, exempts a name a playbook is stored under: it is asked only of such a name, so the
+    common request reads no directory.
+    """
     problems = []
     for path, value in named:
         known = configured_spelling(sections, value) if value is not None else None
-        if known is not None:
+        if known is not None and not (stored is not None and value is not None and stored(value)):
             message = (
                 f"no dataset {value!r}: dataset names are case-sensitive, and {known!r} is the configured one "
                 "(another name gets the permissive default rules and a playbook of its own)"
@@ -266,8 +277,7 @@ def check_workflow(request: WorkflowRequest, prior: None, context: AgentContext)
     Without a ground truth or a test report nothing is reflected on, so a save would silently save nothing;
     requests update playbooks, never create files.
     """
-    if not _stored(request.dataset, context):
-        check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
+    check_dataset_spelling([("$.dataset", request.dataset)], context.sections, partial(_stored, context))
     problems = blank_problems(
         [("$.query", request.query), ("$.ground_truth", request.ground_truth), ("$.test_report", request.test_report)]
     )
@@ -285,11 +295,10 @@ def check_stored_dataset(
     request: PlaybookImportRequest | PlaybookExportRequest, prior: None, context: AgentContext
 ) -> None:
     """`PUT` / `GET /playbooks/{dataset}`: a dataset named as configured (`check_dataset_spelling`), or stored."""
-    if not _stored(request.dataset, context):
-        check_dataset_spelling([("$.dataset", request.dataset)], context.sections)
+    check_dataset_spelling([("$.dataset", request.dataset)], context.sections, partial(_stored, context))
 
 
-def _stored(dataset: str, context: AgentContext) -> bool:
+def _stored(context: AgentContext, dataset: str) -> bool:
     """Whether a playbook is stored under exactly this name: then the name is the caller's, however it is spelled.
 
     Playbooks stored before names were checked (`AppWorld` beside `appworld`) stay readable, replaceable and
