@@ -1,8 +1,14 @@
 """One canonical form for text before it is compared, de-duplicated or tokenised.
 
 Queries, snippets and bullets arrive from users, LLMs and Markdown sources with full-width letters, half-width
-katakana, mixed case and stray whitespace. Everything that compares text (query de-duplication, tokenisation,
-shingling, the hashing embedder) goes through `normalize` first so that those variants count as the same text.
+katakana, mixed case, stray whitespace and invisible characters. Everything that compares text (query
+de-duplication, tokenisation, shingling, the hashing embedder) goes through `normalize` first so that those
+variants count as the same text.
+
+The Librarian's search terms are written in this form, and the search side (PostgreSQL's
+`lower(normalize(text, NFKC))`, Go's `strings.ToLower`) folds chunks its own way: the two foldings must agree, or
+a term finds nothing. So case is folded as they fold it, character by character (`lower_case`), and no control
+character (which PostgreSQL cannot even store, in the case of NUL) reaches a term.
 """
 
 from __future__ import annotations
@@ -16,11 +22,13 @@ import numpy as np
 
 
 def normalize(text: str) -> str:
-    """Return `text` in NFKC form, case-folded, with every whitespace run collapsed to one space and trimmed.
+    """Return `text` in NFKC form, lower-cased, without invisible characters, whitespace runs collapsed and trimmed.
 
     NFKC maps full-width ASCII and half-width katakana to their usual forms (Ｔｏｋｙｏ → Tokyo, ﾀﾜｰ → タワー);
-    case folding is the Unicode-correct lower-casing (ß → ss). NFKC runs again after folding because folding can
-    produce sequences NFKC would rewrite, and the result must be idempotent for de-duplication to be reliable.
+    lower-casing is `lower_case`'s (ß stays ß, as the search side leaves it). NFKC runs again after lower-casing
+    because that can produce sequences NFKC would rewrite, and the result must be idempotent for de-duplication
+    to be reliable. A control character is a space and a format character (a zero-width space, a byte-order
+    mark, a soft hyphen) is nothing (`without_invisible`): `東京\u200bタワー` reads 東京タワー.
 
     Args:
         text: Any text.
@@ -31,7 +39,37 @@ def normalize(text: str) -> str:
     # `str.split()` cuts at exactly the characters the regex `\s` matches (`str.isspace`, 29 code points)
     # and drops them at both ends: the same result as collapsing runs with `\s+` and stripping, in a third
     # of the time on a search hit.
-    return " ".join(_nfkc(_nfkc(text).casefold()).split())
+    folded = " ".join(_nfkc(lower_case(_nfkc(text))).split())
+    # After the split only a control, format, private-use, unassigned or surrogate character is not printable:
+    # one C-level check keeps the usual text off the character-by-character path.
+    return folded if folded.isprintable() else " ".join(_nfkc(lower_case(_nfkc(without_invisible(text)))).split())
+
+
+def lower_case(text: str) -> str:
+    """`text` with each character replaced by its own lower case, as PostgreSQL's `lower()` and Go's `ToLower` do.
+
+    `str.lower` differs from them in two places only: a Σ ending a word becomes ς (the final-sigma rule), and İ
+    becomes i followed by a combining dot; each character on its own gives σ and i. (`str.casefold` differs
+    more: ß → ss, which no search side's folding of a chunk produces.)
+    """
+    if "Σ" in text:
+        text = text.replace("Σ", "σ")
+    if "İ" in text:
+        text = text.replace("İ", "i")
+    return text.lower()
+
+
+_VISIBLE = {"Cc": " ", "Cf": ""}
+"""What `without_invisible` puts for a character of these categories; every other character stays."""
+
+
+def without_invisible(text: str) -> str:
+    """`text` with each control character (Cc) a space and each format character (Cf) left out.
+
+    Neither shows anything. A control character stands where something was lost (NUL from a C string), so it
+    separates; a format character joins or marks text that reads as one word (a zero-width space in 東京タワー).
+    """
+    return "".join(_VISIBLE.get(unicodedata.category(ch), ch) for ch in text)
 
 
 _COMPATIBILITY_RANGES = ((0xA0, 0xFF), (0x2000, 0x218F), (0x3000, 0x3000), (0xFF00, 0xFFEF))
@@ -86,4 +124,7 @@ def normalize_many(texts: Sequence[str]) -> list[str]:
         for i in pending:
             if not unicodedata.is_normalized("NFKC", first[i]):
                 first[i] = unicodedata.normalize("NFKC", first[i])
-    return [" ".join(_nfkc(text.casefold()).split()) for text in first]
+    folded = [" ".join(_nfkc(lower_case(text)).split()) for text in first]
+    if all(map(str.isprintable, folded)):
+        return folded
+    return [done if done.isprintable() else normalize(text) for done, text in zip(folded, texts, strict=True)]

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphs.config_files import read_text
-from graphs.text.normalize import normalize
+from graphs.text.normalize import lower_case, normalize
 
 K = TypeVar("K")
 
@@ -201,7 +201,11 @@ def normalized_many(texts: Sequence[str]) -> list[str]:
     joined = "\n".join(texts)
     if joined.count("\n") != len(texts) - 1:  # some text holds a newline of its own (rare: titles, snippets)
         joined = "\n".join(text.replace("\n", " ") for text in texts)
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", joined).casefold()).split("\n")
+    pieces = unicodedata.normalize("NFKC", lower_case(unicodedata.normalize("NFKC", joined))).split("\n")
+    if all(map(str.isprintable, pieces)):
+        return pieces
+    # A text with an invisible character (or a whitespace other than the space) takes `normalize`'s own path.
+    return [piece if piece.isprintable() else normalize(text) for piece, text in zip(pieces, texts, strict=True)]
 
 
 def terms_of_many(texts: Sequence[str]) -> list[list[str]]:

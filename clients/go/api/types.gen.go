@@ -2066,10 +2066,13 @@ type LibrarianSearchAction struct {
 	// Full-text searches, one per entry. An entry is key terms separated by whitespace (text
 	// without spaces is one term). A chunk is a hit when it contains at least one of the terms,
 	// compared as substrings after NFKC folding and lower-casing (no word segmentation, so
-	// Japanese works); hits containing more of the entry's terms rank first. The reference
-	// implementation, reference_orchestrator/sql/search_text.sql (PostgreSQL with pg_trgm),
-	// selects hits on the terms of three or more characters when the entry has any, and counts
-	// every term for the ranking.
+	// Japanese works); entries are written in that form (each character lower-cased on its own,
+	// as PostgreSQL's lower() and Go's strings.ToLower do: ß and a final ς stay) and hold no
+	// control or format character, so an entry runs as written; hits containing more of the
+	// entry's terms rank first. The reference implementation,
+	// reference_orchestrator/sql/search_text.sql (PostgreSQL with pg_trgm), selects hits on the
+	// terms of three or more characters when the entry has any, and counts every term for the
+	// ranking.
 	QueriesText   []string `json:"queries_text"`
 	QueriesVector []string `json:"queries_vector"`
 	Rationale     string   `json:"rationale"`

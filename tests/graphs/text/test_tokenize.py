@@ -33,7 +33,7 @@ CJK = re.compile(r"[\u3005-\u3007\u303b\u3041-\u309f\u30a1-\u30ff\u31f0-\u31ff\u
         ("  Tokyo\tTower \n", "tokyo tower"),
         ("Ｔｏｋｙｏ　ＴＯＷＥＲ", "tokyo tower"),  # full-width letters and ideographic space
         ("ﾀﾜｰ", "タワー"),  # half-width katakana
-        ("Straße", "strasse"),  # casefold, not lower
+        ("Straße", "straße"),  # lower-cased as PostgreSQL's lower() does, not case-folded to ss
         ("①２３", "123"),
         ("", ""),
         (" \u3000\n ", ""),
