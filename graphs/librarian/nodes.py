@@ -254,13 +254,15 @@ def select_evidence(state: LibrarianGraphState, context: AgentContext) -> Comple
     by_model = _model_selection(state)
     if by_model and decision is not None:
         reasons = {scored.candidate.cid: why for scored, why in by_model}
-        evidence = group_evidence(profile, [scored for scored, _ in by_model], reasons=reasons)
+        evidence = group_evidence(
+            profile, [scored for scored, _ in by_model], assessment.token_weights, reasons=reasons
+        )
         notes = decision.coverage_notes.strip()
     else:
         selected = select_minimal(
             profile, assessment, max_evidence=request.constraints.max_evidence, history=request.search_history
         )
-        evidence = group_evidence(profile, selected)
+        evidence = group_evidence(profile, selected, assessment.token_weights)
         notes = coverage_notes(profile, assessment, selected)
         if decision is not None:
             context.meter.fell_back(

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
-from graphs.librarian.candidates import Location, hit_query, location, only_query, versions_contradiction
+from graphs.librarian.candidates import Candidate, Location, hit_query, location, only_query, versions_contradiction
 from graphs.librarian.question import QuestionProfile
 from graphs.text.contradiction import Contradiction
+from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize, tokens_present
 
 MIN_GAIN = 0.15
@@ -292,7 +293,30 @@ def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
     a, b = first.candidate, second.candidate
+    if _of_other_subjects(a, b):
+        return None
     return versions_contradiction(a.snippet, a.normalized, a.tokens, b, one_place=a.at_one_place_with(b))
+
+
+def _of_other_subjects(a: Candidate, b: Candidate) -> bool:
+    """Whether two documents each name themselves and not the other: two subjects, not two versions of one.
+
+    Articles written from one template (`享保は…1716年から…`, `寛保は…1741年から…`) share most of their words
+    and differ in their figures, yet each states its own subject's facts: no source contradicts the other.
+    A document id that is a title says whose facts a snippet gives; an id that is no word of the text (a
+    file name, a number) says nothing, and the versions are compared as before.
+    """
+    if a.document_id == b.document_id:
+        return False
+    own_a, own_b = normalize(a.document_id), normalize(b.document_id)
+    return (
+        bool(own_a)
+        and bool(own_b)
+        and own_a in a.normalized
+        and own_b in b.normalized
+        and own_a not in b.normalized
+        and own_b not in a.normalized
+    )
 
 
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:
@@ -314,10 +338,10 @@ def _where(scored: ScoredCandidate) -> str:
     return scored.candidate.document_id + (f" p.{page}" if page is not None else "")
 
 
-def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
+def _why(profile: QuestionProfile, scored: ScoredCandidate, weights: dict[str, float]) -> str:
     terms = [t for t in profile.key_terms if t in scored.candidate.normalized][:4]
     found_by = len(scored.candidate.queries) or scored.candidate.occurrences
-    parts = [f"covers {round(scored.coverage * 100)}% of the question's key content"]
+    parts = [f"covers {round(shown_coverage(scored, weights) * 100)}% of the question's key content"]
     if terms:
         parts.append(f"mentions {', '.join(terms)}")
     if scored.elements & set(profile.required):
@@ -326,18 +350,37 @@ def _why(profile: QuestionProfile, scored: ScoredCandidate) -> str:
     return "; ".join(parts)
 
 
+def shown_coverage(scored: ScoredCandidate, weights: dict[str, float]) -> float:
+    """The share of the question's key content a candidate holds, counting what no candidate holds as missed.
+
+    Scoring weighs a question token by its rarity among the candidates, and one no candidate holds weighs
+    nothing there: it cannot tell candidates apart. Told to the caller, that share would read "covers 100%"
+    beside notes that say a key term was not found. Here such a token counts as much as the rarest held one
+    (it is rarer than any), so the figure says how much of the question the evidence answers.
+    """
+    held = sum(weights.values())
+    unfound = sum(1 for weight in weights.values() if not weight)
+    if not unfound or not held:
+        return scored.coverage
+    return sum(weights[token] for token in scored.covered_tokens) / (held + unfound * max(weights.values()))
+
+
 def _model_why(members: list[ScoredCandidate], reasons: dict[str, str]) -> str:
     """The model's reasons for a document's snippets, each once, in page order."""
     return "; ".join(dict.fromkeys(r for m in members if (r := reasons.get(m.candidate.cid, ""))))
 
 
 def group_evidence(
-    profile: QuestionProfile, selected: list[ScoredCandidate], *, reasons: dict[str, str] | None = None
+    profile: QuestionProfile,
+    selected: list[ScoredCandidate],
+    weights: dict[str, float],
+    *,
+    reasons: dict[str, str] | None = None,
 ) -> list[EvidenceItem]:
     """One EvidenceItem per document, in order of its best snippet's relevance.
 
-    `why_relevant` is the rules' description of the best snippet, or, given `reasons` (the model's,
-    by candidate id), the model's reasons for the document's snippets, each once.
+    `why_relevant` is the rules' description of the best snippet (`weights`: the assessment's token weights), or,
+    given `reasons` (the model's, by candidate id), the model's reasons for the document's snippets, each once.
     """
     groups: OrderedDict[str, list[ScoredCandidate]] = OrderedDict()
     for scored in selected:
@@ -354,7 +397,7 @@ def group_evidence(
                 pages=pages,
                 snippets=[m.candidate.snippet for m in members],
                 score=round(max(m.relevance for m in members), 4),
-                why_relevant=_why(profile, best) if reasons is None else _model_why(members, reasons),
+                why_relevant=_why(profile, best, weights) if reasons is None else _model_why(members, reasons),
             )
         )
     return items

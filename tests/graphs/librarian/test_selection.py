@@ -254,3 +254,58 @@ def test_both_sides_of_a_disagreement_stay_when_another_contradiction_finds_no_r
     ]
     selected = select_minimal(profile_question("東京タワー"), _assessment(ranked), max_evidence=2)
     assert [s.candidate.page for s in selected] == [0, 1]
+
+
+def _of_document(document_id: str, snippet: str, page: int = 0) -> ScoredCandidate:
+    candidate = Candidate(
+        cid=f"c-{document_id}",
+        document_id=document_id,
+        page=page,
+        chunk_id=f"{document_id}#{page}",
+        snippet=snippet,
+        best_score=1.0,
+        normalized=normalize(snippet),
+    )
+    return ScoredCandidate(
+        candidate=candidate,
+        relevance=1.0,
+        coverage=1.0,
+        contiguity=1.0,
+        covered_tokens=frozenset(),
+        elements=frozenset(),
+    )
+
+
+ERA = "は日本の元号の一つ。{}年から{}年までの期間を指す。この時代の天皇は桜町天皇。江戸幕府将軍は徳川吉宗。"
+TOWER = "東京タワーの高さは{}メートルである。東京都港区にある電波塔。"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "disagree"),
+    [
+        # Two articles of one template, each about its own era: two subjects, and no source contradicts the other.
+        (("享保", "享保" + ERA.format(1716, 1736)), ("寛保", "寛保" + ERA.format(1741, 1744)), False),
+        # Ids that are no word of the text say nothing of the subject: the versions disagree.
+        (("tower", TOWER.format(333)), ("blog", TOWER.format(334)), True),
+        # The second source names the first's subject: the same subject, another figure.
+        (("東京タワー", TOWER.format(333)), ("ブログ", "ブログより。" + TOWER.format(334)), True),
+        # One article is about both: not two subjects either.
+        (("享保", "享保" + ERA.format(1716, 1736)), ("寛保", "寛保は享保" + ERA.format(1741, 1744)), True),
+    ],
+)
+def test_documents_that_each_name_only_themselves_are_two_subjects_not_two_versions(
+    first: tuple[str, str], second: tuple[str, str], disagree: bool
+) -> None:
+    pair = [_of_document(*first), _of_document(*second)]
+    assert bool(selection.disagreements(pair)) is disagree
+
+
+def test_why_relevant_counts_a_key_term_no_candidate_holds_as_not_covered() -> None:
+    # Scoring gives a token no candidate holds no weight (it tells no candidate apart); told to the caller, the
+    # share must not read "covers 100%" beside notes saying that term was not found.
+    scored = _scored(0, 1.0, covered=frozenset({"東京", "タワ"}))
+    weights = {"東京": 1.0, "タワ": 2.0, "家康": 0.0}
+    assert selection.shown_coverage(scored, weights) == pytest.approx(3.0 / 5.0)
+    assert selection.shown_coverage(scored, {"東京": 1.0, "タワ": 2.0}) == scored.coverage
+    items = selection.group_evidence(profile_question(QUESTION), [scored], weights)
+    assert items[0].why_relevant.startswith("covers 60% of the question's key content")
