@@ -9,7 +9,8 @@ same interface (`SearchBackend`) answered by a real PostgreSQL with the SQL the 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -43,12 +44,41 @@ class SearchBackend(Protocol):
         ...
 
 
+class PositiveIdfBM25(BM25Okapi):  # type: ignore[misc]  # rank_bm25 ships no type hints
+    """rank_bm25's BM25Okapi, except that no term's IDF is zero or negative, so a chunk containing a term always scores.
+
+    BM25Okapi's IDF, log((N - n + 0.5) / (n + 0.5)), is negative for a term in more than half of the N chunks
+    (zero for exactly half); it raises negative ones to a floor, epsilon × the corpus's average IDF. In a
+    corpus of a few chunks most terms are in half of them or more, so that average and the floor are
+    negative too, and `Corpus.text_search` (which keeps positive scores only) found nothing: "tokyo tower"
+    in three chunks about Tokyo's towers, "333" in two Japanese chunks. Here:
+
+    - where the floor is positive (any corpus of realistic size, JSQuAD's 1,145 chunks among them), every
+      IDF is BM25Okapi's, except that a term in exactly half of the chunks gets the floor as well (BM25Okapi
+      left it at 0, below the terms in more than half); an odd number of chunks has no such term;
+    - where it is not, the corpus's IDFs are Lucene's, log(1 + (N - n + 0.5) / (n + 0.5)): positive for
+      every term and still lower the more chunks contain it.
+    """
+
+    def _calc_idf(self, nd: Mapping[str, int]) -> None:
+        super()._calc_idf(nd)
+        floor = self.epsilon * self.average_idf
+        if floor > 0:
+            for word, idf in self.idf.items():
+                if idf <= 0:
+                    self.idf[word] = floor
+            return
+        n = self.corpus_size
+        for word, freq in nd.items():
+            self.idf[word] = math.log1p((n - freq + 0.5) / (freq + 0.5))
+
+
 class Corpus:
     """BM25 and cosine search over a fixed list of chunks."""
 
     def __init__(self, chunks: list[Chunk], *, vector_dim: int = 512) -> None:
         self.chunks = chunks
-        self._bm25 = BM25Okapi([tokenize(c.text) or ["∅"] for c in chunks])
+        self._bm25 = PositiveIdfBM25([tokenize(c.text) or ["∅"] for c in chunks])
         self._embedder = HashingEmbeddings(dim=vector_dim)
         self._matrix: np.ndarray | None = None
 
@@ -64,7 +94,7 @@ class Corpus:
         return cls(chunks)
 
     def text_search(self, query: str, k: int) -> list[tuple[Chunk, float]]:
-        """Top-k chunks by BM25 (chunks with score 0 are not hits)."""
+        """Top-k chunks by BM25: the chunks containing at least one of the query's tokens (every IDF is positive)."""
         tokens = tokenize(query)
         if not tokens:
             return []
