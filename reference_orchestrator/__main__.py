@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 
 from reference_orchestrator import pg_server
 from reference_orchestrator.corpus import Corpus, SearchBackend, jsquad_chunks
-from reference_orchestrator.loop import run_question
+from reference_orchestrator.loop import ServiceError, run_question
 from reference_orchestrator.postgres import PostgresCorpus
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -134,8 +135,12 @@ async def drive(base_url: str, corpus: SearchBackend, question: str, vector: boo
     return result.action
 
 
-def main() -> None:
-    """Parse arguments, start the service if needed, drive one question."""
+def main(argv: list[str] | None = None) -> None:
+    """Parse arguments, start the service if needed, drive one question.
+
+    Exit status 0 on COMPLETE, 1 otherwise; a service, proxy or database that fails past the loop's retries
+    is one line on stderr (what answered, and how), not a traceback.
+    """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--base-url", help="a running service; default: start one locally")
@@ -143,15 +148,22 @@ def main() -> None:
     parser.add_argument("--no-vector", action="store_true", help="answer only queries_text")
     parser.add_argument("--backend", choices=["bm25", "postgres"], default="bm25", help="who runs the searches")
     parser.add_argument("--postgres-dsn", help="with --backend postgres: an existing database (libpq string)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    try:
+        action = run(args)
+    except (ServiceError, httpx.HTTPError, psycopg.OperationalError) as error:
+        raise SystemExit(f"error: {type(error).__name__}: {error}") from None
+    sys.exit(0 if action == "COMPLETE" else 1)
+
+
+def run(args: argparse.Namespace) -> str:
+    """The search side and the service the arguments ask for, one question driven through them; its final action."""
     with search_side(args) as corpus:
         vector = not args.no_vector and not (isinstance(corpus, PostgresCorpus) and not corpus.vector)
         if args.base_url:
-            action = asyncio.run(drive(args.base_url, corpus, args.question, vector))
-        else:
-            with local_service() as base_url:
-                action = asyncio.run(drive(base_url, corpus, args.question, vector))
-    sys.exit(0 if action == "COMPLETE" else 1)
+            return asyncio.run(drive(args.base_url, corpus, args.question, vector))
+        with local_service() as base_url:
+            return asyncio.run(drive(base_url, corpus, args.question, vector))
 
 
 if __name__ == "__main__":

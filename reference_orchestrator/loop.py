@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,11 +13,29 @@ from contracts.limits import LIBRARIAN
 from reference_orchestrator.corpus import Chunk, SearchBackend
 
 THINK_PATH = "/agent/librarian/think"
+RETRIED_ERROR_TYPES = frozenset({"TIMEOUT", "MODEL_FAILURE"})
+"""200 ERROR answers that carry the request's `state`: the README's answer is to send the same request again."""
+RETRIES = 2
+"""How often one step is sent again after a failure a retry may cure (as the Go loop's `MaxRetries`)."""
+RETRY_DELAY_S = 0.2
+"""The wait before a step's first retry; it doubles for each further one (as the Go loop's `RetryDelay`)."""
+BODY_START_CHARS = 200
+"""How much of a body that is no Librarian answer (a proxy's error page) a `ServiceError` quotes."""
+
+
+class ServiceError(RuntimeError):
+    """An answer that is no Librarian action: not JSON (a proxy's 502 page), or JSON without an `action`."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.status_code = response.status_code
+        self.content_type = response.headers.get("content-type", "no content type")
+        self.body_start = response.text[:BODY_START_CHARS]
+        super().__init__(f"{THINK_PATH} answered HTTP {self.status_code} {self.content_type}: {self.body_start!r}")
 
 
 @dataclass
 class LoopResult:
-    """How one question ended: the final body, the think calls made and every step's body."""
+    """How one question ended: the final body, the think calls made (retries too) and every answer's body."""
 
     final: dict[str, Any]
     calls: int
@@ -93,6 +112,71 @@ def _hit(chunk: Chunk, score: float, retrieval: str, query: str) -> dict[str, An
     }
 
 
+def read_answer(response: httpx.Response) -> dict[str, Any]:
+    """The Librarian action a think response carries (any status: 4xx and 5xx bodies are ERROR actions too).
+
+    Raises:
+        ServiceError: the body is not a JSON object with an `action` (something in front of the service answered).
+    """
+    try:
+        answer = response.json()
+    except ValueError:  # not JSON, or not UTF-8
+        raise ServiceError(response) from None
+    if not isinstance(answer, dict) or "action" not in answer:
+        raise ServiceError(response)
+    return answer
+
+
+def retryable(status_code: int, answer: Mapping[str, Any] | None) -> bool:
+    """Whether sending the same step again may cure it: 429, 5xx, or a 200 TIMEOUT / MODEL_FAILURE (README)."""
+    if status_code == 429 or status_code >= 500:
+        return True
+    return status_code == 200 and answer is not None and answer.get("error_type") in RETRIED_ERROR_TYPES
+
+
+@dataclass
+class _Caller:
+    """Sends one step's body, and sends it again (same state, same history) after a failure a retry may cure."""
+
+    client: httpx.AsyncClient
+    session: str
+    retries: int
+    retry_delay: float
+    on_answer: Callable[[dict[str, Any]], None]
+    calls: int = 0
+    """Requests sent, retries included."""
+
+    async def think(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The step's answer: the first that is not retryable, or the last once the retries are spent.
+
+        Raises:
+            ServiceError: no Librarian answer, after the retries when its status is retryable.
+            httpx.TransportError: no answer at all, after the retries.
+        """
+        delay = self.retry_delay
+        for attempt in range(self.retries + 1):
+            # a retry has its own request id (as the Go loop's "-r1"), so the service's log tells the two apart
+            request = body if attempt == 0 else {**body, "request_id": f"{body['request_id']}-r{attempt}"}
+            last = attempt == self.retries
+            self.calls += 1
+            try:
+                response = await self.client.post(THINK_PATH, json=request, headers={"X-Session-Id": self.session})
+                answer = read_answer(response)
+            except ServiceError as error:
+                if last or not retryable(error.status_code, None):
+                    raise
+            except httpx.TransportError:
+                if last:
+                    raise
+            else:
+                self.on_answer(answer)
+                if last or not retryable(response.status_code, answer):
+                    return answer
+            await asyncio.sleep(delay)
+            delay *= 2
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 async def run_question(
     client: httpx.AsyncClient,
     corpus: SearchBackend,
@@ -104,15 +188,31 @@ async def run_question(
     vector: bool = True,
     constraints: dict[str, Any] | None = None,
     on_step: Callable[[int, dict[str, Any]], None] | None = None,
-    max_calls: int = 20,
+    max_steps: int = 20,
+    retries: int = RETRIES,
+    retry_delay: float = RETRY_DELAY_S,
 ) -> LoopResult:
-    """Call think until COMPLETE or ERROR, executing each SEARCH against the corpus."""
+    """Call think until COMPLETE or ERROR, executing each SEARCH against the corpus.
+
+    A step answered 429, 5xx or 200 ERROR TIMEOUT / MODEL_FAILURE, or not at all, is sent again unchanged up
+    to `retries` times (`retry_delay` seconds first, doubling); `on_step` and `LoopResult.steps` see every
+    answer, the retried ones too. An answer that is no Librarian action raises `ServiceError` (its status and
+    the start of its body), and `max_steps` SEARCHes without an end raise RuntimeError.
+    """
     history: list[dict[str, Any]] = []
     state: Any = None
-    steps = []
-    for call in range(1, max_calls + 1):
+    steps: list[dict[str, Any]] = []
+
+    def record(answer: dict[str, Any]) -> None:
+        steps.append(answer)
+        if on_step:
+            on_step(len(steps), answer)
+
+    # X-Session-Id lets a load balancer (or the scale-out test's rotating transport) see the session.
+    caller = _Caller(client, request_id, retries, retry_delay, record)
+    for step in range(1, max_steps + 1):
         body = {
-            "request_id": f"{request_id}-{call}",
+            "request_id": f"{request_id}-{step}",
             "user_query": question,
             "subject_id": subject_id,
             "search_history": history,
@@ -120,14 +220,9 @@ async def run_question(
         }
         if constraints:
             body["constraints"] = constraints
-        # X-Session-Id lets a load balancer (or the scale-out test's rotating transport) see the session.
-        response = await client.post(THINK_PATH, json=body, headers={"X-Session-Id": request_id})
-        answer = response.json()
-        steps.append(answer)
-        if on_step:
-            on_step(call, answer)
+        answer = await caller.think(body)
         if answer.get("action") != "SEARCH":
-            return LoopResult(final=answer, calls=call, steps=steps)
+            return LoopResult(final=answer, calls=caller.calls, steps=steps)
         history.append(execute_search(corpus, answer, k=k, vector=vector, history=history))
         state = answer["state"]
-    raise RuntimeError(f"the Librarian asked for more than {max_calls} searches")
+    raise RuntimeError(f"the Librarian asked for more than {max_steps} searches")

@@ -11,18 +11,26 @@ Vectors come from the service's embedded hashing embedder (512 dimensions), for 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow
 
 from graphs.embeddings.hashing import HashingEmbeddings
 from reference_orchestrator.corpus import Chunk
 
 SQL_DIR = Path(__file__).resolve().parent / "sql"
 VECTOR_DIM = 512
+CONNECT_TIMEOUT_S = 10
+"""libpq's `connect_timeout` when neither the connection string nor PGCONNECT_TIMEOUT sets one (libpq: no limit)."""
+
+T = TypeVar("T")
 
 
 @cache
@@ -34,6 +42,18 @@ def sql(name: str) -> str:
 def _vector_literal(values: Iterable[float]) -> str:
     """The vector in pgvector's text form, which a Go client can send as a plain string parameter too."""
     return "[" + ",".join(f"{v:.7g}" for v in values) + "]"
+
+
+def connect(conninfo: str) -> psycopg.Connection[TupleRow]:
+    """An autocommit connection (every search is one read-only statement) that gives up on a server that never answers.
+
+    Without `connect_timeout` libpq waits for a hung server (or a firewall dropping packets) for ever, and the
+    loop with it; a timeout the caller chose (in the string, or PGCONNECT_TIMEOUT) is kept.
+    """
+    chosen = "connect_timeout" in conninfo_to_dict(conninfo) or os.environ.get("PGCONNECT_TIMEOUT")
+    if chosen:
+        return psycopg.connect(conninfo, autocommit=True)
+    return psycopg.connect(conninfo, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
 
 
 def pgvector_available(conn: psycopg.Connection[tuple[object, ...]]) -> bool:
@@ -75,11 +95,14 @@ class PostgresCorpus:
 
     Same interface as `Corpus` (`text_search`, `vector_search`), so `loop.run_question` runs unchanged.
     Vector search needs the table's `embedding` column (pgvector); without it `vector_search` raises.
+    A connection that breaks (the server restarted, an administrator ended the session) is opened again
+    once per statement.
     """
 
     def __init__(self, conninfo: str) -> None:
-        """Connect (autocommit: every search is one read-only statement) and prepare the two searches."""
-        self._conn = psycopg.connect(conninfo, autocommit=True)
+        """Connect and prepare the two searches."""
+        self._conninfo = conninfo
+        self._conn = connect(conninfo)
         self._cursor = psycopg.RawCursor(self._conn)
         self._embedder = HashingEmbeddings(dim=VECTOR_DIM)
         found = self._conn.execute(
@@ -96,7 +119,7 @@ class PostgresCorpus:
             chunks: what to load.
             vector: load embeddings too; None = whenever the server has pgvector.
         """
-        with psycopg.connect(conninfo, autocommit=True) as conn:
+        with connect(conninfo) as conn:
             use_vector = pgvector_available(conn) if vector is None else vector
             create_schema(conn, vector=use_vector)
             load_chunks(conn, chunks, vector=use_vector)
@@ -115,15 +138,30 @@ class PostgresCorpus:
         self._cursor.close()
         self._conn.close()
 
+    def _run(self, statement: Callable[[psycopg.RawCursor[TupleRow]], T]) -> T:
+        """`statement` on the cursor; on a connection found broken, once more on a new one.
+
+        A statement that fails on a live connection (bad SQL, a missing table) is not repeated.
+        """
+        try:
+            return statement(self._cursor)
+        except psycopg.OperationalError:
+            if not self._conn.broken:
+                raise
+        self.close()
+        self._conn = connect(self._conninfo)
+        self._cursor = psycopg.RawCursor(self._conn)
+        return statement(self._cursor)
+
     @property
     def size(self) -> int:
         """How many chunks the table holds."""
-        row = self._conn.execute("SELECT count(*) FROM chunks").fetchone()
+        row = self._run(lambda cur: cur.execute("SELECT count(*) FROM chunks").fetchone())
         return int(row[0]) if row else 0
 
     def _rows(self, statement: str, parameter: str, k: int) -> list[tuple[Chunk, float]]:
         # prepare=True: a server-side prepared statement per SQL file, as a Go service would keep one.
-        rows = self._cursor.execute(sql(statement), (parameter, k), prepare=True).fetchall()
+        rows = self._run(lambda cur: cur.execute(sql(statement), (parameter, k), prepare=True).fetchall())
         return [
             (Chunk(str(document_id), int(page), str(chunk_id), str(text)), float(score))
             for document_id, page, chunk_id, text, score in rows

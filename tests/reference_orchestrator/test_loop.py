@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from litestar import Litestar
 
 from contracts.limits import LIBRARIAN
+from reference_orchestrator import __main__ as cli
 from reference_orchestrator.corpus import Chunk, Corpus
-from reference_orchestrator.loop import execute_search, fit_round, run_question
+from reference_orchestrator.loop import ServiceError, execute_search, fit_round, run_question
 from tests.support.asgi import asgi_client
 
 LONG_CHUNK = ("東京タワーの高さは333メートルです。" + "東京タワーは港区芝公園にある電波塔で、" * 500)[:8_820]
@@ -86,3 +92,124 @@ async def test_a_loop_over_a_chunk_longer_than_a_snippet_completes(app: Litestar
         )
     assert result.action == "COMPLETE", result.final
     assert result.final["evidence"][0]["document_id"] == "tower"
+
+
+def _error(error_type: str) -> Callable[[httpx.Request, dict[str, Any]], httpx.Response]:
+    """A 200 ERROR as the service answers it: with the request's state, which the README says to send again."""
+
+    def answer(request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
+        error = {"action": "ERROR", "request_id": body["request_id"], "error_type": error_type, "message": "m"}
+        return httpx.Response(200, json={**error, "details": [], "state": body["state"], "usage": None})
+
+    return answer
+
+
+def _page(status: int) -> Callable[[httpx.Request, dict[str, Any]], httpx.Response]:
+    """What a proxy or load balancer in front of the service answers: an HTML page."""
+
+    def answer(request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
+        return httpx.Response(status, headers={"content-type": "text/html"}, text=f"<html><h1>{status}</h1></html>")
+
+    return answer
+
+
+def _refused(request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
+    raise httpx.ConnectError("connection refused", request=request)
+
+
+def _no_action(request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
+    return httpx.Response(200, json={"detail": "not the Librarian"})
+
+
+class Scripted(httpx.AsyncBaseTransport):
+    """The in-process service, except that the calls numbered in `canned` (from 1) get the canned answer."""
+
+    def __init__(self, app: Litestar, canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]]):
+        self.inner = httpx.ASGITransport(app=app)  # type: ignore[arg-type]  # see tests/support/asgi.py
+        self.canned = canned
+        self.bodies: list[dict[str, Any]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        self.bodies.append(body)
+        canned = self.canned.get(len(self.bodies))
+        return canned(request, body) if canned else await self.inner.handle_async_request(request)
+
+
+async def _loop(app: Litestar, canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]]) -> Any:
+    transport = Scripted(app, canned)
+    async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+        result = await run_question(
+            client, _tower_corpus(), "東京タワーの高さは何メートルですか", request_id="r", retry_delay=0
+        )
+    return result, transport.bodies
+
+
+@pytest.mark.parametrize(
+    ("canned", "request_ids"),
+    [
+        ({1: _error("MODEL_FAILURE")}, ["r-1", "r-1-r1", "r-2"]),
+        ({2: _error("TIMEOUT")}, ["r-1", "r-2", "r-2-r1"]),
+        ({2: _error("TIMEOUT"), 3: _error("MODEL_FAILURE")}, ["r-1", "r-2", "r-2-r1", "r-2-r2"]),  # both retries
+        ({2: _page(502)}, ["r-1", "r-2", "r-2-r1"]),
+        ({1: _page(429), 2: _page(503)}, ["r-1", "r-1-r1", "r-1-r2"]),
+        ({2: _refused}, ["r-1", "r-2", "r-2-r1"]),
+    ],
+)
+async def test_a_step_that_failed_for_a_while_is_sent_again_unchanged(
+    app: Litestar,
+    canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]],
+    request_ids: list[str],
+) -> None:
+    """It used to end at a TIMEOUT or MODEL_FAILURE the README says to retry, and crash on a proxy's page."""
+    result, bodies = await _loop(app, canned)
+    assert result.action == "COMPLETE", result.final
+    assert [body["request_id"] for body in bodies][: len(request_ids)] == request_ids
+    assert result.calls == len(bodies)
+    for sent, again in itertools.pairwise(bodies):
+        if "-r" in again["request_id"]:  # the same state and history, a request id of its own
+            assert {**again, "request_id": None} == {**sent, "request_id": None}
+
+
+@pytest.mark.parametrize(
+    ("canned", "calls", "outcome"),
+    [
+        ({2: _error("TIMEOUT"), 3: _error("TIMEOUT"), 4: _error("TIMEOUT")}, 4, "TIMEOUT"),  # the last answer ends it
+        ({2: _error("LOOP_LIMIT")}, 2, "LOOP_LIMIT"),  # not one a retry cures
+        ({1: _page(502), 2: _page(502), 3: _page(502)}, 3, "HTTP 502 text/html: '<html><h1>502</h1></html>'"),
+        ({1: _page(404)}, 1, "HTTP 404 text/html: '<html><h1>404</h1></html>'"),  # a wrong base URL: at once
+        ({1: _no_action}, 1, """HTTP 200 application/json: '{"detail":"not the Librarian"}'"""),
+    ],
+)
+async def test_a_step_that_keeps_failing_ends_the_loop_saying_how(
+    app: Litestar,
+    canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]],
+    calls: int,
+    outcome: str,
+) -> None:
+    if outcome.startswith("HTTP"):
+        with pytest.raises(ServiceError) as raised:
+            await _loop(app, canned)
+        assert str(raised.value).endswith(outcome)
+        return
+    result, bodies = await _loop(app, canned)
+    assert (len(bodies), result.calls, result.final["error_type"]) == (calls, calls, outcome)
+
+
+def test_the_command_line_reports_an_answer_that_is_no_librarian_action(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to end in a json.decoder.JSONDecodeError traceback."""
+
+    async def proxy_page(*args: Any, **kwargs: Any) -> Any:
+        raise ServiceError(httpx.Response(502, headers={"content-type": "text/html"}, text="<html>Bad Gateway"))
+
+    monkeypatch.setattr(cli, "run_question", proxy_page)
+    corpus = tmp_path / "chunks.jsonl"
+    corpus.write_text(json.dumps({"document_id": "d", "page": 0, "chunk_id": "d#0", "text": "t"}) + "\n")
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["--base-url", "http://127.0.0.1:9", "--corpus", str(corpus), "--question", "q"])
+    assert (
+        exited.value.code
+        == "error: ServiceError: /agent/librarian/think answered HTTP 502 text/html: '<html>Bad Gateway'"
+    )

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
 
 from graphs.librarian.question import profile_question
-from reference_orchestrator import pg_server
+from reference_orchestrator import pg_server, postgres
 from reference_orchestrator.corpus import Chunk
 from reference_orchestrator.loop import run_question
 from reference_orchestrator.postgres import PostgresCorpus, create_schema, sql
@@ -213,3 +217,63 @@ def test_the_readme_shows_the_sql_files_verbatim(name: str) -> None:
     """The Go team copies the SQL from the README: it must be the SQL these tests run."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     assert f"```sql\n{sql(name).rstrip()}\n```" in readme
+
+
+def test_a_connection_the_server_dropped_is_opened_again(fresh_database: str) -> None:
+    """`pg_terminate_backend` between two steps used to end the loop with psycopg.errors.AdminShutdown."""
+    with _tiny(fresh_database, {"tower": "東京タワーの高さは333メートル。", "tokyo": "東京は日本の首都。"}) as corpus:
+        assert _ids(corpus, "タワー") == ["tower"]
+        with psycopg.connect(fresh_database, autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            ).fetchone()
+        assert ended == (1,)
+        assert _ids(corpus, "タワー") == ["tower"]
+        assert corpus.size == 2
+        with psycopg.connect(fresh_database, autocommit=True) as admin:
+            admin.execute("DROP TABLE chunks")
+        with pytest.raises(psycopg.errors.UndefinedTable):  # an error on a live connection is the caller's
+            _ids(corpus, "タワー")
+
+
+@pytest.mark.parametrize(
+    ("conninfo", "environment", "timeout"),
+    [
+        ("host=db dbname=chunks", None, postgres.CONNECT_TIMEOUT_S),
+        ("postgresql://db/chunks", None, postgres.CONNECT_TIMEOUT_S),
+        ("host=db dbname=chunks connect_timeout=3", None, None),  # the caller's own
+        ("postgresql://db/chunks?connect_timeout=3", None, None),
+        ("host=db dbname=chunks", "3", None),  # PGCONNECT_TIMEOUT, which libpq reads
+    ],
+)
+def test_a_connection_has_a_timeout_unless_the_caller_chose_one(
+    conninfo: str, environment: str | None, timeout: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(psycopg, "connect", lambda conninfo, **kwargs: calls.append(kwargs))
+    if environment is None:
+        monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    else:
+        monkeypatch.setenv("PGCONNECT_TIMEOUT", environment)
+    postgres.connect(conninfo)
+    assert calls == [{"autocommit": True, **({"connect_timeout": timeout} if timeout else {})}]
+
+
+def test_a_server_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listener that accepts no connection (a hung server): the loop used to wait for ever."""
+    monkeypatch.setattr(postgres, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.delenv("PGCONNECT_TIMEOUT", raising=False)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        release = threading.Timer(15, silent.close)  # without a timeout, the connection fails only then
+        release.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(psycopg.OperationalError):
+                PostgresCorpus(f"host=127.0.0.1 port={port} user=postgres dbname=postgres")
+        finally:
+            release.cancel()
+        assert time.monotonic() - started < 5
