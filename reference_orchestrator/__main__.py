@@ -8,7 +8,8 @@ it afterwards; with --base-url it drives any running deployment.
 
 Searches run in-process (BM25 + cosine) by default. `--backend postgres` runs them as the Go side does,
 with reference_orchestrator/sql/ on PostgreSQL: on a temporary server loaded with the corpus, or with
-`--postgres-dsn` on your database (whose `chunks` table was made with sql/schema.sql).
+`--postgres-dsn` on your database (whose `chunks` table was made with sql/schema.sql; `--postgres-dsn`
+implies `--backend postgres`, and takes no `--corpus`: the table is the corpus).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,14 @@ import psycopg
 from reference_orchestrator import pg_server
 from reference_orchestrator.corpus import Corpus, SearchBackend, jsquad_chunks
 from reference_orchestrator.loop import ServiceError, run_question
-from reference_orchestrator.postgres import PostgresCorpus
+from reference_orchestrator.postgres import NoChunksTable, PostgresCorpus
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 JSQUAD = PROJECT_ROOT.parent / "shared" / "data" / "jsquad" / "valid-v1.3.json"
 DEFAULT_QUESTION = "梅雨がみられるのはどの期間？"
+PROG = "python -m reference_orchestrator"
+READY_TIMEOUT_S = 30.0
+"""How long the service started here may take to answer 200 on /ready."""
 
 
 def _free_port() -> int:
@@ -45,8 +49,12 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def local_service() -> Iterator[str]:
-    """Start the service on a free loopback port; yield its base URL; stop it on exit."""
+def local_service(command: Sequence[str] = (), ready_timeout: float = READY_TIMEOUT_S) -> Iterator[str]:
+    """Start the service (`command`, default `python -m librarian_svc`) on a free loopback port; yield its base URL.
+
+    It is stopped on exit. One that exits, or is not ready within `ready_timeout` seconds, ends the command
+    with a message (SystemExit) instead of a loop whose first call fails with a connection error.
+    """
     port = _free_port()
     env = {
         **os.environ,
@@ -55,21 +63,36 @@ def local_service() -> Iterator[str]:
         "LOG_LEVEL": "warning",
         "PYTHONPATH": str(PROJECT_ROOT),
     }
-    process = subprocess.Popen([sys.executable, "-m", "librarian_svc"], cwd=PROJECT_ROOT, env=env)
+    command = command or [sys.executable, "-m", "librarian_svc"]
+    process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env)  # noqa: S603 - the caller's argv, no shell
     base_url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{base_url}/ready", timeout=1).status_code == 200:
-                    break
-            if process.poll() is not None:
-                raise SystemExit(f"the service exited with status {process.returncode}")
-            time.sleep(0.1)
+        wait_until_ready(process, base_url, ready_timeout)
         yield base_url
     finally:
         process.terminate()
-        process.wait(timeout=15)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wait_until_ready(process: subprocess.Popen[bytes], base_url: str, timeout: float) -> None:
+    """Return once `/ready` answers 200.
+
+    Raises:
+        SystemExit: the process exited, or `timeout` seconds passed without a 200.
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base_url}/ready", timeout=1).status_code == 200:
+                return
+        if process.poll() is not None:
+            raise SystemExit(f"the service exited with status {process.returncode}")
+        time.sleep(0.1)
+    raise SystemExit(f"the service started at {base_url} did not answer 200 on /ready within {timeout:g} s")
 
 
 def print_step(call: int, answer: dict[str, Any]) -> None:
@@ -141,19 +164,42 @@ def main(argv: list[str] | None = None) -> None:
     Exit status 0 on COMPLETE, 1 otherwise; a service, proxy or database that fails past the loop's retries
     is one line on stderr (what answered, and how), not a traceback.
     """
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    args = parse_args(argv)
+    try:
+        action = run(args)
+    except (ServiceError, httpx.HTTPError, psycopg.OperationalError, NoChunksTable) as error:
+        raise SystemExit(f"error: {type(error).__name__}: {error}") from None
+    sys.exit(0 if action == "COMPLETE" else 1)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments, `--backend` resolved: `--postgres-dsn` implies postgres; combinations that ignore one are errors.
+
+    An argument the command would silently not use (a corpus besides a database, a DSN with the in-process
+    search) is a usage error (exit status 2), so a run never answers from another corpus than the one asked for.
+    """
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--question", default=DEFAULT_QUESTION)
     parser.add_argument("--base-url", help="a running service; default: start one locally")
     parser.add_argument("--corpus", help="JSONL of {document_id, page, chunk_id, text}; default: JSQuAD")
     parser.add_argument("--no-vector", action="store_true", help="answer only queries_text")
-    parser.add_argument("--backend", choices=["bm25", "postgres"], default="bm25", help="who runs the searches")
-    parser.add_argument("--postgres-dsn", help="with --backend postgres: an existing database (libpq string)")
+    parser.add_argument(
+        "--backend", choices=["bm25", "postgres"], help="who runs the searches (default: bm25; postgres with a DSN)"
+    )
+    parser.add_argument(
+        "--postgres-dsn", help="an existing database (libpq string) whose chunks table is searched; implies postgres"
+    )
     args = parser.parse_args(argv)
-    try:
-        action = run(args)
-    except (ServiceError, httpx.HTTPError, psycopg.OperationalError) as error:
-        raise SystemExit(f"error: {type(error).__name__}: {error}") from None
-    sys.exit(0 if action == "COMPLETE" else 1)
+    if args.postgres_dsn is not None:
+        if args.backend == "bm25":
+            parser.error("--postgres-dsn searches that database: it cannot go with --backend bm25")
+        if args.corpus is not None:
+            parser.error("--corpus cannot go with --postgres-dsn: the database's chunks table is the corpus")
+        args.backend = "postgres"
+    args.backend = args.backend or "bm25"
+    return args
 
 
 def run(args: argparse.Namespace) -> str:

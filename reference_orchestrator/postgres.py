@@ -33,6 +33,10 @@ CONNECT_TIMEOUT_S = 10
 T = TypeVar("T")
 
 
+class NoChunksTable(LookupError):
+    """The database has no `chunks` table on its search_path: nothing to search."""
+
+
 @cache
 def sql(name: str) -> str:
     """The text of `sql/<name>.sql`, as shipped (the README points the Go team at these files)."""
@@ -105,10 +109,28 @@ class PostgresCorpus:
         self._conn = connect(conninfo)
         self._cursor = psycopg.RawCursor(self._conn)
         self._embedder = HashingEmbeddings(dim=VECTOR_DIM)
-        found = self._conn.execute(
-            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'chunks' AND column_name = 'embedding'"
+        self.vector = self._has_embedding()
+
+    def _has_embedding(self) -> bool:
+        """Whether the `chunks` table the searches read has an `embedding` column.
+
+        `to_regclass('chunks')` resolves the name through the search_path, as the SQL files' `FROM chunks` does:
+        a `chunks` table with an embedding in another schema (say archive.chunks) is not the one searched.
+
+        Raises:
+            NoChunksTable: no such table on the search_path.
+        """
+        row = self._conn.execute(
+            "SELECT to_regclass('chunks')::text, EXISTS (SELECT FROM pg_attribute"
+            " WHERE attrelid = to_regclass('chunks') AND attname = 'embedding' AND NOT attisdropped)"
         ).fetchone()
-        self.vector = found == (1,)
+        if row is None or row[0] is None:
+            self.close()
+            raise NoChunksTable(
+                "no table chunks on the search_path of this database: create it with reference_orchestrator/sql/"
+                'schema.sql and load the chunks (README, "The search side")'
+            )
+        return bool(row[1])
 
     @classmethod
     def create(cls, conninfo: str, chunks: Iterable[Chunk], *, vector: bool | None = None) -> PostgresCorpus:

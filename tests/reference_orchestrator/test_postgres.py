@@ -18,7 +18,7 @@ from graphs.librarian.question import profile_question
 from reference_orchestrator import pg_server, postgres
 from reference_orchestrator.corpus import Chunk
 from reference_orchestrator.loop import run_question
-from reference_orchestrator.postgres import PostgresCorpus, create_schema, sql
+from reference_orchestrator.postgres import NoChunksTable, PostgresCorpus, create_schema, sql
 from tests.support.jsquad import JsquadSet
 from tests.support.live_service import LiveService
 
@@ -277,3 +277,22 @@ def test_a_server_that_never_answers_is_given_up_on(monkeypatch: pytest.MonkeyPa
         finally:
             release.cancel()
         assert time.monotonic() - started < 5
+
+
+def test_vector_search_is_on_only_when_the_searched_table_has_embeddings(fresh_database: str) -> None:
+    """An `embedding` column of a `chunks` table in another schema used to switch it on (then UndefinedColumn)."""
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA archive; CREATE TABLE archive.chunks (id int, embedding real[])")
+    with _tiny(fresh_database, {"tower": "東京タワーの高さは333メートル。"}) as corpus:
+        assert not corpus.vector
+        with pytest.raises(RuntimeError, match="pgvector"):
+            corpus.vector_search("東京タワー", 3)
+    with psycopg.connect(fresh_database, autocommit=True) as conn:
+        conn.execute("ALTER DATABASE " + conn.info.dbname + " SET search_path = archive, public")
+    with PostgresCorpus(fresh_database) as corpus:  # now archive.chunks is the table `FROM chunks` reads
+        assert corpus.vector
+
+
+def test_a_database_without_a_chunks_table_is_named_at_once(fresh_database: str) -> None:
+    with pytest.raises(NoChunksTable, match=r"sql/schema\.sql"):
+        PostgresCorpus(fresh_database)
