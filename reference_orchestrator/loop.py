@@ -59,6 +59,8 @@ def execute_search(
 
     The round is one the service accepts after `history` (the rounds already sent): each snippet is cut to
     the contract's characters, and the round keeps the best-ranked hits of every query (`fit_round`).
+    Without `vector` its `queries_vector` is empty: the round reports the searches that ran, and a query
+    reported with no hit would tell the Librarian it was tried and found nothing.
     """
     lists: list[list[dict[str, Any]]] = [
         [_hit(chunk, score, "text", query) for chunk, score in corpus.text_search(query, k)]
@@ -71,7 +73,7 @@ def execute_search(
         ]
     return {
         "queries_text": action.get("queries_text", []),
-        "queries_vector": action.get("queries_vector", []),
+        "queries_vector": action.get("queries_vector", []) if vector else [],
         "results": fit_round(lists, history),
     }
 

@@ -136,11 +136,16 @@ class Scripted(httpx.AsyncBaseTransport):
         return canned(request, body) if canned else await self.inner.handle_async_request(request)
 
 
-async def _loop(app: Litestar, canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]]) -> Any:
+async def _loop(
+    app: Litestar,
+    canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]],
+    *,
+    vector: bool = True,
+) -> Any:
     transport = Scripted(app, canned)
     async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
         result = await run_question(
-            client, _tower_corpus(), "東京タワーの高さは何メートルですか", request_id="r", retry_delay=0
+            client, _tower_corpus(), "東京タワーの高さは何メートルですか", request_id="r", retry_delay=0, vector=vector
         )
     return result, transport.bodies
 
@@ -213,3 +218,21 @@ def test_the_command_line_reports_an_answer_that_is_no_librarian_action(
         exited.value.code
         == "error: ServiceError: /agent/librarian/think answered HTTP 502 text/html: '<html>Bad Gateway'"
     )
+
+
+@pytest.mark.parametrize(("vector", "reported"), [(True, ["梅雨の時期"]), (False, [])])
+def test_a_round_reports_only_the_searches_that_ran(vector: bool, reported: list[str]) -> None:
+    """With vector search off the round used to list the queries_vector anyway, with no hit: tried, nothing found."""
+    action = {"queries_text": ["梅雨 期間"], "queries_vector": ["梅雨の時期"]}
+    round_ = execute_search(FixedResults(), action, k=2, vector=vector)
+    assert (round_["queries_text"], round_["queries_vector"]) == (["梅雨 期間"], reported)
+    assert {hit["retrieval"] for hit in round_["results"]} == ({"text", "vector"} if vector else {"text"})
+
+
+async def test_a_loop_without_vector_search_sends_rounds_of_text_queries_only(app: Litestar) -> None:
+    """The service accepts a round whose queries_vector is empty although the SEARCH asked for some."""
+    result, bodies = await _loop(app, {}, vector=False)
+    assert result.action == "COMPLETE", result.final
+    asked = [step["queries_vector"] for step in result.steps if step["action"] == "SEARCH"]
+    assert any(asked)
+    assert all(round_["queries_vector"] == [] for body in bodies for round_ in body["search_history"])
