@@ -7,7 +7,8 @@ body get their request from the path and query parameters, with the same strictn
 request id, start the deadline, open and verify the state token, run the agent's one pre-graph
 `check`, run the agent with a context that knows how to seal the next state, and map agent-level
 failures to HTTP 200 ERROR bodies (TIMEOUT and MODEL_FAILURE carry the request's own state token, so the caller can
-retry the step as it was). Controllers only name the operation; the SSE relay lives here too.
+retry the step as it was; so does OTHER for a next state the codec would not issue, `StateNotIssued`). Controllers
+only name the operation; the SSE relay lives here too.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from librarian_svc.json_duplicate_keys import duplicate_key_paths
 from librarian_svc.memory_budget import scope_wait_s
 from librarian_svc.request_context import adopt_request_id, current_request_id
 from librarian_svc.services import Services
+from librarian_svc.state.token import StateNotIssued
 
 log = structlog.get_logger(__name__)
 
@@ -419,6 +421,17 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
             request_id=call.context.request_id,
             error_type="MODEL_FAILURE",
             message=f"the language model failed: {exc}",
+            state=call.token,
+            usage=call.context.usage,
+        )
+    except StateNotIssued as exc:
+        # The service's own limit, not the caller's mistake: said plainly, never a state the next call refuses.
+        log.error("state not issued", agent=call.spec.name, reason=str(exc))
+        return ErrorResponse(
+            request_id=call.context.request_id,
+            error_type="OTHER",
+            message=f"the step's next state was not issued: {exc}. The state you sent is still good for another "
+            "answer; or start the session again",
             state=call.token,
             usage=call.context.usage,
         )

@@ -20,6 +20,7 @@ from typing import Literal
 import msgspec
 
 from contracts.grace import ExecutionPlan, PlanStep, SearchCollection
+from contracts.limits import GRACE
 from graphs.context import AgentContext
 from graphs.grace.complexity import keyword_complexity
 from graphs.grace.decompose import sub_questions
@@ -103,15 +104,34 @@ def heuristic_steps(
     return [*searches, answer_step(first_id + len(searches), query, [s.step_id for s in searches])]
 
 
+def fitted(step: PlanStep) -> PlanStep:
+    """`step` with its `description` and `query` cut to the contract's `Text` limit (`GRACE.text_chars`).
+
+    The rules write these texts from the question and the user's words: a FULL replan plans for both
+    together (a query and an input of 8,000 characters each) and the wording around them adds more. Every
+    step travels in the response and in the state the caller sends back, whose schema holds them to the
+    limit, so a longer text made the service refuse its own state on the next call (400). Steps from a
+    caller or a model already fit (the request's types; `reply_bounds.clip_to_schema`).
+    """
+    limit = GRACE.text_chars
+    if len(step.description) <= limit and len(step.query) <= limit:
+        return step
+    return msgspec.structs.replace(step, description=step.description[:limit], query=step.query[:limit])
+
+
 def build_plan(
     query: str, steps: list[PlanStep], *, complexity: float, revision: int = 0, requires_confirmation: bool = False
 ) -> ExecutionPlan:
-    """Wrap validated steps into an ExecutionPlan."""
+    """Wrap validated steps into an ExecutionPlan, their texts `fitted` to the contract.
+
+    Every plan of a session, first or replanned, whoever wrote its steps, is built here: the one place
+    where what the rules wrote is held to the limits the state is read back with.
+    """
     return ExecutionPlan(
         plan_id=plan_id_for(query, revision),
         original_query=query,
         complexity=round(min(1.0, max(0.0, complexity)), 4),
-        steps=steps,
+        steps=[fitted(step) for step in steps],
         requires_confirmation=requires_confirmation,
         revision=revision,
     )

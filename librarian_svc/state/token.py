@@ -10,6 +10,10 @@ passes back verbatim, and any change to it is refused.
 Every token is signed. The first of `STATE_SIGNING_KEYS` signs and every one verifies, so keys
 rotate without breaking sessions in flight; with no key configured the process makes an
 ephemeral one (states then only work on this process, which start-up says loudly).
+
+Sealing holds a state to the same limits opening it does (the token's size, its size once
+decompressed, the state type's schema): a state the service would refuse when it came back is
+never handed out (`StateNotIssued`), so a session cannot be broken by its own last response.
 """
 
 from __future__ import annotations
@@ -68,6 +72,15 @@ def _refuse(message: str) -> InvalidInput:
     return InvalidInput(message, [ErrorDetail(path=_STATE_PATH, message=message)])
 
 
+class StateNotIssued(Exception):
+    """The next state breaks a limit `open` enforces, so it was not sealed: the caller could never send it back.
+
+    Not the caller's mistake: the step it asked for produced a state the service cannot carry (over
+    `MAX_STATE_BYTES`, or outside its own schema). The request runner answers it with an ERROR that
+    carries the request's own state, which is still good.
+    """
+
+
 class StateCodec:
     """Turns typed agent state into signed tokens and back, enforcing signature, agent, version, expiry and size."""
 
@@ -82,17 +95,50 @@ class StateCodec:
         return hmac.new(key, signed, hashlib.sha256).digest()
 
     def seal(self, state: msgspec.Struct, *, agent: str, schema_version: int, now: float | None = None) -> str:
-        """The token for `state`, signed with the first key."""
+        """The token for `state`, signed with the first key, once `state` is known to open again.
+
+        Raises:
+            StateNotIssued: `open` would refuse the state: its token or its payload is over the size
+                limits, or it does not match its own type's schema (a field over its declared length).
+        """
         issued = int(time.time() if now is None else now)
+        data = msgspec.to_builtins(state)
+        try:
+            msgspec.convert(data, type(state))  # what `open` does with it; a few µs against the compression
+        except msgspec.ValidationError as exc:
+            raise StateNotIssued(f"the next state does not match the {agent} state schema: {exc}") from None
         contents = TokenContents(
             a=agent,
             v=schema_version,
             iat=issued,
             exp=issued + self.ttl_s if self.ttl_s else None,
-            d=msgspec.to_builtins(state),
+            d=data,
         )
-        signed = VERSION_PREFIX + _b64(zlib.compress(_encoder.encode(contents), COMPRESSION_LEVEL))
-        return (signed + b"." + _b64(self._sign(self._keys[0], signed))).decode("ascii")
+        payload = _encoder.encode(contents)
+        if len(payload) > self._max_payload_bytes:
+            raise StateNotIssued(f"the next state is {len(payload):,} bytes of JSON, {self._too_large_once_inflated}")
+        signed = VERSION_PREFIX + _b64(zlib.compress(payload, COMPRESSION_LEVEL))
+        token = (signed + b"." + _b64(self._sign(self._keys[0], signed))).decode("ascii")
+        problem = self._size_problem(token)
+        if problem is not None:
+            raise StateNotIssued(f"the next {problem}")
+        return token
+
+    @property
+    def _max_payload_bytes(self) -> int:
+        """The most JSON a token may inflate to (a bound on the work a leaked key could cause, see `_decode`)."""
+        return self.max_state_bytes * 8
+
+    @property
+    def _too_large_once_inflated(self) -> str:
+        """How seal and `_decode` name that limit, so an operator finds it whichever side refused."""
+        return f"over the {self._max_payload_bytes:,}-byte limit once decompressed (8 × MAX_STATE_BYTES)"
+
+    def _size_problem(self, token: str) -> str | None:
+        """What is wrong with the token's size (`state is N bytes, over …`), or None: one limit for read and seal."""
+        if len(token) <= self.max_state_bytes:
+            return None
+        return f"state is {len(token)} bytes, over the {self.max_state_bytes}-byte limit (MAX_STATE_BYTES)"
 
     def read(self, token: str, *, now: float | None = None) -> TokenContents:
         """Verify a token and return its contents, whatever agent it belongs to (for `open` and debugging).
@@ -100,8 +146,9 @@ class StateCodec:
         Raises:
             InvalidInput: The token is malformed, too large, not signed by any configured key, or expired.
         """
-        if len(token) > self.max_state_bytes:
-            raise _refuse(f"state is {len(token)} bytes, over the {self.max_state_bytes}-byte limit")
+        problem = self._size_problem(token)
+        if problem is not None:
+            raise _refuse(problem)
         raw = token.encode("ascii", "replace")
         match = _TOKEN.fullmatch(raw)
         if match is None:
@@ -129,9 +176,9 @@ class StateCodec:
         # Signed by us, so well formed; still bounded, so a leaked key cannot make a decompression bomb.
         try:
             inflater = zlib.decompressobj()
-            payload = inflater.decompress(_unb64(payload_b64), self.max_state_bytes * 8)
+            payload = inflater.decompress(_unb64(payload_b64), self._max_payload_bytes)
             if inflater.unconsumed_tail:
-                raise _refuse("state is too large once decompressed")
+                raise _refuse(f"state is too large: {self._too_large_once_inflated}")
             return _contents_decoder.decode(payload)
         except (zlib.error, binascii.Error, ValueError, msgspec.DecodeError, msgspec.ValidationError):
             raise _refuse("state payload is unreadable") from None

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from contracts.grace import MAX_STEP_ID
+from contracts.grace import MAX_STEP_ID, GraceResponse
+from contracts.limits import GRACE
 from tests.graphs.grace.helpers import (
     MIDDLING_TOWER_HITS,
     STEP,
@@ -516,3 +519,70 @@ def test_a_citation_written_in_a_hit_is_not_taken_for_one_of_the_answers(walker:
     labels = {int(n) for n in re.findall(r"\[S([0-9]+)\]", final["answer"])}
     assert labels == set(range(1, len(final["sources"]) + 1))
     assert "［S7］" in final["answer"]
+
+
+# --- every state handed out is accepted back ----------------------------------------------------------
+
+
+def _at_limit(text: str, chars: int) -> str:
+    """`text` repeated to exactly `chars` characters (the most the contract accepts)."""
+    return (text * (chars // len(text) + 1))[:chars]
+
+
+def _walk_at_the_limits(walker: Walker, query: str, collections: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """PLAN → MODIFY (input at its limit) → PROCEED, then every search fails and every question is answered.
+
+    Each response must be a GraceResponse as published, and its state must be taken back (a 400 fails the walk).
+    """
+    user_input = _at_limit("スカイツリーについても調べてください。", GRACE.user_input_chars)
+    answers = [walker.start(query, collections=collections, confirm_plan=True)]
+    answers.append(walker.answer("MODIFY", user_input))
+    answers.append(walker.answer("PROCEED"))
+    while answers[-1]["action"] in ("SEARCH", "ASK_USER") and len(answers) < 16:
+        last = answers[-1]
+        if last["action"] == "SEARCH":
+            answers.append(walker.search(error=_at_limit("timeout ", GRACE.text_chars)))
+        else:
+            answers.append(walker.answer("PROCEED", user_input))
+    return answers
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        pytest.param("東京タワーの高さは何メートルですか。", id="ja-simple"),
+        pytest.param("東京タワーとスカイツリーの高さの違いは？", id="ja-comparison"),
+        pytest.param("How tall is Tokyo Tower? ", id="en-simple"),
+    ],
+)
+@pytest.mark.parametrize("collections", [1, 2], ids=["one-collection", "two-collections"])
+def test_every_state_handed_out_at_the_legal_extremes_is_accepted_back(
+    walker: Walker, question: str, collections: int
+) -> None:
+    """The probe's session: a FULL replan planned for an 8,000-character question plus 8,000 characters of the
+    user's input and sealed a step description of 10,170 characters; the next call refused that state (400)."""
+    named = [{"name": _at_limit(f"c{i}", 128), "description": "x"} for i in range(collections)]
+    answers = _walk_at_the_limits(walker, _at_limit(question, GRACE.query_chars), named)
+    assert answers[-1]["action"] in ("COMPLETE", "ERROR"), [a["action"] for a in answers]
+    assert len(answers) > 4  # past the replans of the failed searches
+    for answer in answers:
+        msgspec.convert(answer, GraceResponse)  # the published schema, the steps' `Text` limit included
+        for step in answer["plan"]["steps"] if "plan" in answer else []:
+            assert len(step["description"]) <= GRACE.text_chars
+            assert len(step["query"]) <= GRACE.text_chars
+
+
+def test_a_state_over_max_state_bytes_is_not_issued(make_app: Callable[..., Litestar]) -> None:
+    """Seal holds a state to the limits `open` does: an ERROR saying why, never a state the next call refuses."""
+    with TestClient(app=make_app({"MAX_STATE_BYTES": "1024"}), raise_server_exceptions=False) as client:
+        hits = [hit(f"doc-{i}", f"東京タワーの高さは333メートルである。資料{i}番。" * 20, 0.6) for i in range(5)]
+        walker = Walker(client)
+        first = walker.start()
+        assert first["action"] == "SEARCH", first  # a first state is small
+        answer = walker.search(hits)  # the kept snippets make the next one larger than 1,024 bytes
+        assert (answer["action"], answer["error_type"]) == ("ERROR", "OTHER"), answer
+        assert "next state was not issued" in answer["message"]
+        assert "MAX_STATE_BYTES" in answer["message"]
+        assert answer["state"] == first["state"]  # the request's own state, still good for another answer
+        walker.last = first
+        walker.search([hit("tower", "333メートル", 0.9)])  # accepted (200), whatever the next state's fate

@@ -9,7 +9,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import pytest
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from contracts.state import STATE_TOKEN_PATTERN
 from graphs.errors import InvalidInput
-from librarian_svc.state.token import StateCodec
+from librarian_svc.state.token import StateCodec, StateNotIssued
 
 KEY_A = b"a" * 32
 KEY_B = b"b" * 32
@@ -159,6 +159,46 @@ def test_oversized_tokens_are_refused_before_any_work() -> None:
     with pytest.raises(InvalidInput, match="limit"):
         _open(codec, "v1." + "A" * 3000 + "." + "B" * 43)
     assert _open(codec, token).notes == ["x" * 5000]
+
+
+class BoundedState(msgspec.Struct):
+    note: Annotated[str, msgspec.Meta(max_length=10)]
+
+
+def test_a_state_outside_its_own_schema_is_not_issued() -> None:
+    """`open` would refuse it (the probe's GRACE state with a 10,170-character description): seal refuses first."""
+    codec = _codec()
+    with pytest.raises(StateNotIssued, match=r"does not match the demo state schema: .*<= 10 - at `\$.note`"):
+        codec.seal(BoundedState(note="x" * 11), agent="demo", schema_version=1)
+    token = codec.seal(BoundedState(note="x" * 10), agent="demo", schema_version=1)
+    assert codec.open(token, agent="demo", schema_version=1, state_type=BoundedState).note == "x" * 10
+
+
+@pytest.mark.parametrize(
+    ("notes", "limit"),
+    [
+        pytest.param(
+            [str(i) * 3 + hashlib.sha256(str(i).encode()).hexdigest() for i in range(60)], "MAX_STATE_BYTES", id="token"
+        ),
+        pytest.param(["x" * 20_000], "once decompressed", id="payload"),
+    ],
+)
+def test_a_state_over_the_size_limits_is_not_issued(notes: list[str], limit: str) -> None:
+    """Every state `seal` hands out is one `read` takes back: the token's bytes and the payload's, the same limits."""
+    codec = _codec(max_state_bytes=2048)
+    with pytest.raises(StateNotIssued, match=limit):
+        codec.seal(DemoState(counter=1, notes=notes, scores={}), agent="demo", schema_version=1)
+
+
+@settings(max_examples=50)
+@given(state=states, max_state_bytes=st.integers(min_value=64, max_value=4096))
+def test_every_token_sealed_opens(state: DemoState, max_state_bytes: int) -> None:
+    codec = _codec(max_state_bytes=max_state_bytes)
+    try:
+        token = codec.seal(state, agent="demo", schema_version=1)
+    except StateNotIssued:
+        return
+    assert _open(codec, token) == state
 
 
 def test_a_decompression_bomb_is_refused_even_when_signed() -> None:
