@@ -50,7 +50,7 @@ class Reply:
 
 def search(session: GraceState, step: PlanStep, *, request_id: str, top_k: int) -> tuple[GraceState, Reply]:
     """SEARCH for a `rag_search` step: the caller runs it and answers with `tool_result`."""
-    assert step.collection is not None  # plan_rules: every rag_search step names its collection
+    assert step.collection is not None  # planner.fill_collections: every rag_search step of a plan names one
     waiting = msgspec.structs.replace(session, pending=Pending(kind="SEARCH", step_id=step.step_id, turn=session.turn))
     fields = {
         "request_id": request_id,

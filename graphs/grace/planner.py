@@ -6,7 +6,7 @@ validation, or, on the embedded engine, a small multi-search plan from `decompos
 fails validation (after one re-ask naming every problem) is replaced by the template, and so is a
 model call that fails (outage, 429 after the retries, timeout) while the request has time left
 (seed 002 §4.1). A plan the caller supplied (`plan_steps`) is validated by the protocol check and used
-as it is.
+as it is. In either, a search step that names no collection gets the best one for its query (`fill_collections`).
 """
 
 from __future__ import annotations
@@ -138,7 +138,12 @@ def build_plan(
 
 
 def fill_collections(steps: Sequence[PlanStep], collections: Sequence[SearchCollection]) -> list[PlanStep]:
-    """Give every search step without a collection the best one for its query."""
+    """Give every search step without a collection the best one for its query.
+
+    `plan_rules` refuses a collection nobody has, not a missing one: the caller's plan and the model's (first
+    plan or replan) name theirs or leave it to this, so every `rag_search` step of a plan names one before a
+    SEARCH is built from it (`actions.search`) or a state is issued (`protocol.check_state` refuses it else).
+    """
     return [
         msgspec.structs.replace(s, collection=choose_collection(s.query, collections))
         if s.action == "rag_search" and s.collection is None
@@ -195,7 +200,7 @@ async def create_plan(
         return PlanOutcome(plan, "template")
     plan = build_plan(
         query,
-        proposal.value.steps,
+        fill_collections(proposal.value.steps, collections),
         complexity=complexity,
         requires_confirmation=confirm or proposal.value.requires_confirmation,
     )

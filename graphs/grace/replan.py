@@ -40,6 +40,7 @@ from graphs.grace.plan_rules import normalize_steps, plan_errors, renumber
 from graphs.grace.planner import (
     answer_step,
     build_plan,
+    fill_collections,
     heuristic_steps,
     ranked_collections,
     template_steps,
@@ -249,7 +250,7 @@ async def _model_steps(
         max_new=max(1, context.grace.planner.max_steps - len(kept)),
     )
     new = await replan_with_llm(context, request)
-    return None if new is None else kept + new
+    return None if new is None else kept + fill_collections(new, session.collections)
 
 
 def _finalize(

@@ -36,7 +36,7 @@ def plan_json(steps: list[dict[str, Any]], complexity: float = 0.8, **extra: Any
     return json.dumps({"complexity": complexity, "steps": steps, **extra}, ensure_ascii=False)
 
 
-def search(step_id: int, query: str, collection: str = "wiki", **extra: Any) -> dict[str, Any]:
+def search(step_id: int, query: str, collection: str | None = "wiki", **extra: Any) -> dict[str, Any]:
     return {"step_id": step_id, "action": "rag_search", "description": f"search {query}", "query": query,
             "collection": collection, **extra}  # fmt: skip
 
@@ -220,6 +220,22 @@ def test_the_models_step_ids_are_renumbered_and_its_order_fixed(
     assert first["step_id"] == 1
 
 
+def test_a_model_search_step_without_a_collection_gets_the_best_one_as_a_callers_does(
+    llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    """`"collection": null` on a rag_search step was a 500 (the SEARCH's assert); it is filled like `plan_steps`."""
+    unnamed = plan_json(
+        [search(1, "東京タワー ニュース", None), search(2, "スカイツリー 高さ"), answer_step(3, [1, 2])]
+    )
+    Script(llm_server, plan=[unnamed])
+    walker = Walker(llm_client_for())
+    first = walker.start(COMPARE, collections=COLLECTIONS)
+    assert (first["action"], first["step_id"], first["collection"]) == ("SEARCH", 1, "news"), first
+    assert "[model]" in first["events"][0]["message"]
+    assert [s["collection"] for s in first["plan"]["steps"]] == ["news", "wiki", None]
+    assert walker.search(STRONG_TOWER_HITS)["action"] == "SEARCH"  # the state carries the filled plan
+
+
 def test_plan_approval_requested_by_the_model(
     llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
 ) -> None:
@@ -303,6 +319,25 @@ def test_modify_replans_with_the_model(
     assert replanned["step_id"] == 4
     assert "展望台の高さが知りたい" in script.prompts["replan"][0]
     assert "Strategy: FULL" in script.prompts["replan"][0]
+
+
+def test_a_full_model_replan_without_a_collection_gets_the_best_one(
+    llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    """A FULL replan's `"collection": null` search was a 500; it is filled like a first plan's."""
+    new_steps = json.dumps(
+        {"steps": [search(4, "東京タワー 展望台 ニュース", None), answer_step(5, [4])]}, ensure_ascii=False
+    )
+    Script(llm_server, plan=[GOOD_PLAN], replan=[new_steps])
+    walker = Walker(llm_client_for())
+    walker.start(COMPARE, collections=COLLECTIONS)
+    walker.search([hit("blog", "東京タワーの高さは333メートルだと言われている。", 0.6)])
+    replanned = walker.answer("MODIFY", "展望台の高さが知りたい")
+    assert (replanned["action"], replanned["step_id"], replanned["collection"]) == ("SEARCH", 4, "news"), replanned
+    assert [e["strategy"] for e in replanned["events"] if e["type"] == "replanned"] == ["FULL"]
+    assert "plan_fallback" not in event_types(replanned)  # the model's steps, repaired, not the rules'
+    assert replanned["plan"]["steps"][0]["query"] == "東京タワー 展望台 ニュース"
+    assert walker.search(STRONG_TOWER_HITS)["action"] in ("COMPLETE", "ASK_USER")
 
 
 def test_an_invalid_model_replan_falls_back_to_the_rules(
