@@ -4,23 +4,25 @@ The sources are labelled S1…Sn (best first, bounded in number and length whate
 gathered) and the user's inputs U1…Un; the model cites labels, never document ids, so it cannot name
 a document that is not in the input. Labels it invents are re-asked once, then dropped and logged.
 An unusable reply returns None and the caller uses the extractive answer.
+
+The answer's labels are then renumbered as the embedded engine numbers its own (`reasoning.Numbering`,
+order of first use), so `[S n]` in COMPLETE's answer is its n-th source: a label the model used inline
+names the source shown under it (cited, listed or not), one naming nothing shown is removed, and a
+source it listed without using inline comes after those it used.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 
 import msgspec
 
-from contracts.grace import Evidence, PlanStep
+from contracts.grace import Evidence, PlanStep, UserInput
 from graphs.context import AgentContext
 from graphs.grace.chat_model import grace_model
-from graphs.grace.reasoning import Answer, Material
+from graphs.grace.reasoning import Answer, Material, Numbering
 from graphs.llm.ask import Prompt, ask_model
 from graphs.llm.grounding import KnownIds
-
-_INLINE_LABEL = re.compile(r"\[([SU]\d+)\]")
 
 PROMPT_SOURCES = 12
 """Sources shown to the model, best score first (bounds the prompt)."""
@@ -94,13 +96,25 @@ async def answer_with_llm(context: AgentContext, query: str, step: PlanStep, mat
     ).value
     if reply is None:
         return None
-    cited_labels = list(dict.fromkeys(reply.citations))
+    shown_labels: dict[str, Evidence | UserInput] = {**labels, **inputs}
+    return grounded_answer(reply, shown_labels)
+
+
+def grounded_answer(reply: ModelAnswer, shown: dict[str, Evidence | UserInput]) -> Answer:
+    """The model's reply as an Answer whose `[S n]` labels name its n-th cited source (see the module docstring).
+
+    `shown` maps each label of the prompt to what it showed; nothing else can be cited.
+    """
+    numbering = Numbering()
+    text = numbering.relabel(reply.answer, shown)
+    for label in reply.citations:  # listed, not used inline: cited too, numbered after the ones used
+        if label in shown:
+            numbering.label(shown[label])
     evaluation = reply.self_evaluation
-    text = _INLINE_LABEL.sub(lambda m: m.group(0) if m.group(1) in known else "", reply.answer)
     return Answer(
         text=text,
-        cited=[labels[c] for c in cited_labels if c in labels],
-        cited_inputs=[inputs[c] for c in cited_labels if c in inputs],
+        cited=numbering.cited,
+        cited_inputs=numbering.inputs,
         self_eval=round(ACCURACY_WEIGHT * evaluation.accuracy + (1 - ACCURACY_WEIGHT) * evaluation.style, 4),
-        support=[labels[c] for c in cited_labels if c in labels],
+        support=numbering.cited,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from contracts.grace import ConfidenceScore, Evidence, GraceState, PlanStep, Thresholds, UserInput
@@ -282,7 +282,7 @@ async def _corroborating(
 
 
 _LABEL_LIKE = re.compile(r"\[([SU][0-9]+)\]")
-"""A citation label (`[S7]`) inside a quoted sentence: a hit's own text may carry one."""
+"""A citation label (`[S7]`, `[U1]`): in an answer, or inside a quoted sentence (a hit's own text may carry one)."""
 
 
 def _unlabelled(match: re.Match[str]) -> str:
@@ -290,24 +290,45 @@ def _unlabelled(match: re.Match[str]) -> str:
     return f"［{match.group(1)}］"
 
 
+@dataclass
+class Numbering:
+    """The sources and user inputs an answer cites, numbered in order of first use: `[S n]` is `cited[n - 1]`.
+
+    The one numbering of every answer, the extractive one's and the model's, so COMPLETE's `sources` line
+    up with the labels in its text whoever wrote it.
+    """
+
+    cited: list[Evidence] = field(default_factory=list)
+    inputs: list[UserInput] = field(default_factory=list)
+
+    def label(self, origin: Evidence | UserInput) -> str:
+        """`S n` / `U n` for `origin`, numbering it next when it is cited for the first time."""
+        if isinstance(origin, UserInput):
+            if origin not in self.inputs:
+                self.inputs.append(origin)
+            return f"U{self.inputs.index(origin) + 1}"
+        if origin not in self.cited:
+            self.cited.append(origin)
+        return f"S{self.cited.index(origin) + 1}"
+
+    def relabel(self, text: str, shown: Mapping[str, Evidence | UserInput]) -> str:
+        """`text` with each label naming one of `shown` renumbered in order of first use, and any other removed.
+
+        A label the writer (a model) used names what it was shown under that label: it is cited, whether or
+        not it was also listed. A label naming nothing shown points at nothing, so it goes.
+        """
+        return _LABEL_LIKE.sub(lambda m: f"[{self.label(shown[m.group(1)])}]" if m.group(1) in shown else "", text)
+
+
 def _cite(query: str, chosen: list[_Sentence], self_eval: float) -> Answer:
     """Number the cited sources in order of first use and append the label to each sentence."""
-    cited: list[Evidence] = []
-    inputs: list[UserInput] = []
-    parts: list[str] = []
-    for sentence in chosen:
-        origin = sentence.origin
-        if isinstance(origin, UserInput):
-            if origin not in inputs:
-                inputs.append(origin)
-            label = f"U{inputs.index(origin) + 1}"
-        else:
-            if origin not in cited:
-                cited.append(origin)
-            label = f"S{cited.index(origin) + 1}"
-        parts.append(f"{_LABEL_LIKE.sub(_unlabelled, sentence.text)}[{label}]")
+    numbering = Numbering()
+    parts = [f"{_LABEL_LIKE.sub(_unlabelled, s.text)}[{numbering.label(s.origin)}]" for s in chosen]
     joiner = "" if is_japanese(query) else " "
-    return Answer(text=joiner.join(parts), cited=cited, cited_inputs=inputs, self_eval=self_eval, support=cited)
+    cited = numbering.cited
+    return Answer(
+        text=joiner.join(parts), cited=cited, cited_inputs=numbering.inputs, self_eval=self_eval, support=cited
+    )
 
 
 def answer_confidence(answer: Answer, config: GraceConfig, thresholds: Thresholds) -> ConfidenceScore:

@@ -266,6 +266,24 @@ def test_invented_citations_are_reasked_then_dropped(
     assert "'S9' is not one of the source labels" in script.prompts["reason"][1]
 
 
+def test_the_answers_labels_are_renumbered_to_line_up_with_its_sources(
+    llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    """The model wrote the prompt's labels ([S2], [S3]) and listed only S2: the answer kept [S2] [S3] while its
+    sources were [encyclopedia] alone. Now [S n] is the n-th source, and the shown source [S3] named is cited."""
+    one_search = plan_json([search(1, "東京タワー 高さ"), answer_step(2, [1])])
+    reply = answer_json("東京タワーの高さは333メートルである [S2]。港区にある [S3]。", ["S2"])
+    script = Script(llm_server, plan=[one_search], reason=[reply])
+    walker = Walker(llm_client_for())
+    walker.start(COMPARE, collections=COLLECTIONS)
+    final = walker.search(STRONG_TOWER_HITS)
+    assert final["action"] == "COMPLETE", final
+    assert "[S2] encyclopedia" in script.prompts["reason"][0]  # shown by score: tower, encyclopedia, guidebook
+    assert final["answer"] == "東京タワーの高さは333メートルである [S1]。港区にある [S2]。"
+    assert [s["document_id"] for s in final["sources"]] == ["encyclopedia", "guidebook"]
+    assert final["history"][-1]["sources"] == ["encyclopedia", "guidebook"]
+
+
 @pytest.mark.parametrize(
     "reply",
     [
