@@ -2,7 +2,8 @@
 
 A plan is valid when its step ids are unique, every `depends_on` names another step that exists and
 comes earlier (so there is no cycle), each action has what it needs (a search has a query and a known
-collection, a question has its text) and there are at most `max_steps` steps. Problems come back as
+collection, a question has its text, either with a visible character: `graphs.text.blank`) and there are
+at most `max_steps` steps. Problems come back as
 `ErrorDetail`s with JSON paths, so the same list serves a 400 for the caller and a re-ask for a model.
 
 `normalize_steps` fixes what can be fixed without guessing (duplicate entries in `depends_on`, steps
@@ -18,6 +19,7 @@ import msgspec
 
 from contracts.common import ErrorDetail
 from contracts.grace import PlanStep
+from graphs.text.blank import is_blank
 
 KNOWN_ACTIONS = ("rag_search", "reasoning", "ask_user")
 
@@ -112,7 +114,8 @@ def _dependency_errors(step: PlanStep, index: int, where: str, position: dict[in
 
 def _step_errors(step: PlanStep, where: str, collections: Collection[str]) -> list[ErrorDetail]:
     errors: list[ErrorDetail] = []
-    if step.action == "rag_search" and not step.query.strip():
+    # Blank as a caller's query is blank (`is_blank`): a zero-width space has nothing to search for or ask.
+    if step.action == "rag_search" and is_blank(step.query):
         errors.append(ErrorDetail(path=f"{where}.query", message="a rag_search step needs a query"))
     # Any step's collection, not only a search's: the plan is echoed back, and a reasoning step naming a
     # collection nobody has would be shown as if it drew on it.
@@ -121,7 +124,7 @@ def _step_errors(step: PlanStep, where: str, collections: Collection[str]) -> li
         errors.append(
             ErrorDetail(path=f"{where}.collection", message=f"unknown collection {step.collection!r}; known: {known}")
         )
-    if step.action == "ask_user" and not (step.description.strip() or step.query.strip()):
+    if step.action == "ask_user" and is_blank(step.description) and is_blank(step.query):
         errors.append(ErrorDetail(path=f"{where}.description", message="an ask_user step needs the question"))
     if step.fallback == step.action and step.action != "rag_search":
         errors.append(

@@ -1,9 +1,9 @@
 """The caller's answer to a SEARCH → a StepResult and the evidence kept for later steps (seed 002 §8.6 RAGSearchTool).
 
 The hits are ranked by score (unscored hits after scored ones, in the caller's order), exact repeats
-dropped, the best `executor.max_hits_per_step` kept with snippets cut to `executor.snippet_chars`, and
-the confidence factors measured on what was kept. A tool error carries the `tool_failure` penalty and,
-when nothing came back, fails the step.
+and hits with no visible text (`graphs.text.blank`) dropped, the best `executor.max_hits_per_step` kept
+with snippets cut to `executor.snippet_chars`, and the confidence factors measured on what was kept. A
+tool error carries the `tool_failure` penalty and, when nothing came back, fails the step.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from contracts.grace import Evidence, PlanStep, StepResult, Thresholds, ToolResu
 from graphs.config_files import GraceConfig
 from graphs.grace.confidence import ScoredText, measure, score_step
 from graphs.grace.wording import say
+from graphs.text.blank import is_blank
 
 
 def keep_hits(tool_result: ToolResult, config: GraceConfig) -> list[Evidence]:
@@ -25,7 +26,7 @@ def keep_hits(tool_result: ToolResult, config: GraceConfig) -> list[Evidence]:
     for i in order:
         hit = tool_result.hits[i]
         key = (hit.document_id, hit.chunk_id, hit.page, hit.snippet)
-        if key in seen or not hit.snippet.strip():
+        if key in seen or is_blank(hit.snippet):  # nothing visible to quote or to measure
             continue
         seen.add(key)
         kept.append(

@@ -10,7 +10,7 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from tests.graphs.grace.helpers import STEP, STRONG_TOWER_HITS, TOWER_QUESTION, Walker, hit
+from tests.graphs.grace.helpers import STEP, STRONG_TOWER_HITS, TOWER_QUESTION, Walker, event_types, hit
 from tests.support.state_tokens import TEST_STATE_KEY, edit_token
 
 Body = dict[str, Any]
@@ -212,6 +212,37 @@ def test_a_state_that_asked_the_user_takes_no_tool_result(client: TestClient[Lit
 )
 def test_bad_first_calls(client: TestClient[Litestar], body: Body, status: int, path: str) -> None:
     refused(client.post(STEP, json={"request_id": "r", **body}), status, path)
+
+
+INVISIBLE = ["\u200b", " \u3000\t", "\ufeff\u200b\u2060", "\x00"]
+"""Texts with no visible character: whitespace of any width, format characters (zero-width space, BOM), a control."""
+
+
+@pytest.mark.parametrize("blank", INVISIBLE)
+@pytest.mark.parametrize(
+    ("step", "path", "words"),
+    [
+        pytest.param({"action": "rag_search", "collection": "documents"}, "query", "needs a query", id="search"),
+        pytest.param({"action": "ask_user", "description": ""}, "description", "needs the question", id="question"),
+    ],
+)
+def test_a_caller_step_with_only_invisible_text_is_refused(
+    client: TestClient[Litestar], blank: str, step: Body, path: str, words: str
+) -> None:
+    """`"query": "\u200b"` was taken for a query (200 SEARCH for nothing visible): blank is blank everywhere."""
+    plan = [{"step_id": 1, "query": blank, **step}]
+    body = {"request_id": "r", "query": TOWER_QUESTION, "plan_steps": plan}
+    refused(client.post(STEP, json=body), 400, f"$.plan_steps[0].{path}", words)
+
+
+def test_hits_with_only_invisible_text_are_not_evidence(client: TestClient[Litestar]) -> None:
+    """A snippet of zero-width spaces has nothing to quote: it is dropped like an empty one, so nothing was found."""
+    walker = Walker(client)
+    walker.start()
+    hits = [{"document_id": f"d{i}", "snippet": text, "score": 0.9} for i, text in enumerate(INVISIBLE)]
+    answer = walker.search(hits)
+    assert answer["action"] == "SEARCH", answer  # no hits kept: the search is retried (LOW_CONFIDENCE)
+    assert "replanned" in event_types(answer)
 
 
 def test_collections_null_is_the_configured_default(client: TestClient[Litestar]) -> None:

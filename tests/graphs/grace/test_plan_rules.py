@@ -35,14 +35,19 @@ def any_plan(draw: st.DrawFn) -> list[PlanStep]:
             PlanStep(
                 step_id=step_id,
                 action=action,
-                description=draw(st.sampled_from(["", "ask this"])),
-                query=draw(st.sampled_from(["", "東京タワー"])),
+                description=draw(st.sampled_from(["", "ask this", "\u200b", " \u3000"])),
+                query=draw(st.sampled_from(["", "東京タワー", "\u200b\ufeff", "\t \n"])),
                 collection=draw(st.sampled_from([None, "wiki", "nowhere"])),
                 depends_on=draw(st.lists(st.integers(min_value=1, max_value=12), max_size=3)),
                 fallback=draw(fallbacks),
             )
         )
     return steps
+
+
+def visible(text: str) -> bool:
+    """Whether some character shows (the drawn texts are printable words, whitespace and format characters)."""
+    return any(ch.isprintable() and not ch.isspace() for ch in text)
 
 
 def oracle(steps: list[PlanStep]) -> bool:
@@ -56,11 +61,11 @@ def oracle(steps: list[PlanStep]) -> bool:
     for i, s in enumerate(steps):
         if any(d not in position or position[d] >= i for d in s.depends_on):
             return False
-        if s.action == "rag_search" and not s.query:
+        if s.action == "rag_search" and not visible(s.query):
             return False
         if s.collection is not None and s.collection not in COLLECTIONS:  # on any step
             return False
-        if s.action == "ask_user" and not (s.description or s.query):
+        if s.action == "ask_user" and not (visible(s.description) or visible(s.query)):
             return False
         if s.fallback == s.action and s.action != "rag_search":
             return False
