@@ -106,6 +106,8 @@ class Call:
     token: str | None
     context: AgentContext
     graph: Any
+    budget_ms: int
+    """The request's budget from its arrival (`Services.budget_ms`), as a TIMEOUT quotes it, streamed or not."""
 
 
 _DECODERS: dict[type[Any], msgspec.json.Decoder[Any]] = {}
@@ -370,23 +372,37 @@ async def prepare(request: Request[Any, Any, Any], services: Services) -> Call:
             else None
         )
         seal = partial(services.codec.seal, agent=state.agent, schema_version=state.version)
+    timeout_ms = spec.timeout_ms(data)
     context = services.request_context(
-        spec.timeout_ms(data), request_id=request_id, seal_state=seal, waited_s=scope_wait_s(request.scope)
+        timeout_ms, request_id=request_id, seal_state=seal, waited_s=scope_wait_s(request.scope)
     )
     spec.check(data, prior, context)
     graph = services.graphs[spec.graph] if spec.graph else None
-    return Call(spec=spec, data=data, prior=prior, token=token, context=context, graph=graph)
+    return Call(
+        spec=spec,
+        data=data,
+        prior=prior,
+        token=token,
+        context=context,
+        graph=graph,
+        budget_ms=services.budget_ms(timeout_ms),
+    )
 
 
-def _timeout_message(budget: float | None, *, shutting_down: bool) -> str:
+def _timeout_message(call: Call, left_s: float | None, *, shutting_down: bool) -> str:
+    """Why the step timed out, quoting the request's budget (`call.budget_ms`) rather than what was left of it.
+
+    What was left when the step started differs between a whole step and a stream, whose step starts once its
+    headers are sent: the same `timeout_ms: 1000` read "1000 ms" on one and "999 ms" on the other.
+    """
     if shutting_down:
         return "the instance is shutting down; retry the step with the same state"
-    if budget == 0.0:
+    if left_s == 0.0:
         return (
             "the step's budget ran out before it started (waiting for the worker's memory, or reading its body); "
             "retry with the same state"
         )
-    return f"the step did not finish within its {round((budget or 0) * 1000)} ms budget; retry with the same state"
+    return f"the step did not finish within its {call.budget_ms} ms budget; retry with the same state"
 
 
 async def guarded(call: Call, step: Awaitable[Any]) -> Any:
@@ -411,7 +427,7 @@ async def guarded(call: Call, step: Awaitable[Any]) -> Any:
         return ErrorResponse(
             request_id=call.context.request_id,
             error_type="TIMEOUT",
-            message=_timeout_message(budget, shutting_down=shutting_down),
+            message=_timeout_message(call, budget, shutting_down=shutting_down),
             state=call.token,
             usage=call.context.usage,  # what the step spent on the model before the deadline
         )

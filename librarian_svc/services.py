@@ -61,10 +61,15 @@ class Services:
 
         `waited_s`: how long the request waited for memory at the door; the budget counts from its arrival.
         """
-        budget_ms = min(timeout_ms or self.settings.request_timeout_ms, self.settings.request_timeout_ms)
         return self.context.for_request(
-            timeout_s=max(0.0, budget_ms / 1000 - waited_s), request_id=request_id, seal_state=seal_state
+            timeout_s=max(0.0, self.budget_ms(timeout_ms) / 1000 - waited_s),
+            request_id=request_id,
+            seal_state=seal_state,
         )
+
+    def budget_ms(self, timeout_ms: int | None = None) -> int:
+        """A request's time budget from its arrival: its own `timeout_ms` up to the server's, else the server's."""
+        return min(timeout_ms or self.settings.request_timeout_ms, self.settings.request_timeout_ms)
 
 
 def _state_keys(settings: Settings) -> list[bytes]:

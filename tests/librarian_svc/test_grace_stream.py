@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
@@ -12,6 +13,9 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
+from contracts.common import ErrorResponse
+from graphs.grace.run import SPEC
+from librarian_svc.request_runner import Call, guarded
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
 from tests.graphs.grace.helpers import (
     STEP,
@@ -20,6 +24,7 @@ from tests.graphs.grace.helpers import (
     TOWER_QUESTION,
     parse_sse,
 )
+from tests.support.context import make_context
 from tests.support.live_service import LiveService
 from tests.support.state_tokens import with_state_opened
 
@@ -108,3 +113,29 @@ def test_records_arrive_while_the_step_is_still_running(
     assert release.is_set()
     assert final["action"] == "COMPLETE", final
     assert final["answer"] == "333メートル [S1]"
+
+
+async def test_a_timeout_quotes_the_requests_budget_however_late_its_step_started() -> None:
+    """A stream's step starts once its headers are sent: quoting what was left then read "999 ms" for 1000."""
+    context = make_context().for_request(timeout_s=0.3)
+    call = Call(spec=SPEC, data=None, prior=None, token=None, context=context, graph=None, budget_ms=300)
+    await asyncio.sleep(0.1)  # the budget counts from the request's arrival, not from the step's start
+    body = await guarded(call, asyncio.sleep(5))
+    assert isinstance(body, ErrorResponse)
+    assert (body.error_type, body.message) == (
+        "TIMEOUT",
+        "the step did not finish within its 300 ms budget; retry with the same state",
+    )
+
+
+def test_the_stream_and_the_plain_step_quote_the_same_timeout_budget(
+    llm_client_for: Callable[..., TestClient[Litestar]], llm_server: FakeLLMServer
+) -> None:
+    llm_server.default_reply = Reply(content="{}", delay_s=5)
+    client = llm_client_for()
+    body = {"request_id": "t", "query": "東京タワーとスカイツリーの高さの違いは？", "constraints": {"timeout_ms": 300}}
+    plain = client.post(STEP, json=body).json()
+    _, streamed = stream(client, body)
+    assert plain["error_type"] == streamed["error_type"] == "TIMEOUT"
+    assert plain["message"] == streamed["message"]
+    assert "within its 300 ms budget" in plain["message"]
