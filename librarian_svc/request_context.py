@@ -189,6 +189,11 @@ def _write_access_line(scope: Scope, status: int, started: float) -> None:
     structlog.contextvars.clear_contextvars()
 
 
+def _is_last(message: Message) -> bool:
+    """Whether `message` ends the response: once the server took it, the client had every byte of the answer."""
+    return message["type"] == "http.response.body" and not message.get("more_body", False)
+
+
 def make_request_context_middleware(google_cloud_project: str | None) -> Callable[[ASGIApp], ASGIApp]:
     """Build the middleware factory Litestar wants, closed over the trace project id."""
 
@@ -199,20 +204,24 @@ def make_request_context_middleware(google_cloud_project: str | None) -> Callabl
                 return
             problem = _start_request(scope, google_cloud_project)
             status = 500
+            answered = False
             started = time.perf_counter()
 
             async def receive_watched() -> ReceiveMessage:
+                # uvicorn also sends `http.disconnect` once the response is complete, to whoever still listens
+                # (Litestar's stream listener always does): only a client that left before the end is gone.
                 message = await receive()
-                if message["type"] == "http.disconnect":
+                if message["type"] == "http.disconnect" and not answered:
                     scope["state"][_GONE_KEY] = True
                 return message
 
             async def send_with_id(message: Message) -> None:
-                nonlocal status
+                nonlocal status, answered
                 if message["type"] == "http.response.start":
                     status = message["status"]
                     _echo_request_id(message, scope)
                 await send(message)
+                answered = answered or _is_last(message)
 
             try:
                 await (app if problem is None else _refusal(problem))(scope, receive_watched, send_with_id)

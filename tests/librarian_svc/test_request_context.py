@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -10,9 +11,11 @@ import pytest
 import structlog
 from hypothesis import given
 from hypothesis import strategies as st
-from litestar.types import Scope
+from litestar import Litestar
+from litestar.types import Message, ReceiveMessage, Scope
 
 from contracts.librarian import LibrarianRequest
+from librarian_svc import request_context
 from librarian_svc.log_setup import redact_secrets
 from librarian_svc.request_context import _start_request, current_request_id, new_request_id, valid_request_id
 from tests.support.live_service import LiveService
@@ -173,3 +176,73 @@ def test_redaction_reaches_nested_mappings_without_touching_the_caller_s_data() 
         }
     assert headers["authorization"] == "Bearer x"
     assert headers["inner"]["password"] == "p"
+
+
+class _AccessLines:
+    """Stands in for the access logger: keeps each line's fields."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def info(self, event: str, **fields: Any) -> None:
+        self.lines.append({"event": event, **fields})
+
+
+async def _stream_over_asgi(app: Litestar, *, client_stays: bool) -> list[Message]:
+    """A GRACE step streamed the way uvicorn drives the app: the body, then `http.disconnect` for every later
+    receive, sent once the response is complete (`client_stays`) or as soon as its first event is out."""
+    body = msgspec.json.encode({"request_id": "sse-1", "query": "東京タワーの高さは何メートルですか"})
+    sent: list[Message] = []
+    complete, started = asyncio.Event(), asyncio.Event()
+    delivered = False
+
+    async def receive() -> ReceiveMessage:
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await (complete if client_stays else started).wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        await asyncio.sleep(0)  # as uvicorn's send may wait for the socket to drain, before it writes (never after)
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            started.set()
+            if not message.get("more_body", False):
+                complete.set()
+
+    headers = [(b"host", b"t"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/agent/grace/step/stream",
+        "raw_path": b"/agent/grace/step/stream",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "state": {},
+    }
+    await app(scope, receive, send)  # type: ignore[arg-type]  # the dicts uvicorn sends
+    return sent
+
+
+@pytest.mark.parametrize("client_stays", [True, False], ids=["read-to-the-end", "dropped"])
+async def test_only_a_stream_the_client_left_early_is_logged_as_disconnected(
+    app: Litestar, monkeypatch: pytest.MonkeyPatch, client_stays: bool
+) -> None:
+    """uvicorn sends `http.disconnect` after a complete response too, and Litestar's stream listener receives it:
+    every fully read stream was logged `client_disconnected`. Only a disconnect before the end counts."""
+    access = _AccessLines()
+    monkeypatch.setattr(request_context, "access_log", access)
+    sent = await _stream_over_asgi(app, client_stays=client_stays)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    assert (b"event: action" in body) is client_stays
+    [line] = access.lines
+    assert line["status"] == 200
+    assert line.get("client_disconnected", False) is not client_stays
