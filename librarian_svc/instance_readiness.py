@@ -4,14 +4,19 @@ A load balancer (Cloud Run, once its startup probe passes) opens its keep-alive 
 `/ready` answers 200, and a connection stays with the worker that accepted it for its whole life. Were
 the instance ready when its first worker is, those early connections would all land on that worker
 and the instance would serve on one core while it pays for several (`python -m
-bench.librarian_concurrency --workers 2` measured exactly that). So the supervisor creates a marker
-file once every worker has answered its health ping as serving, and each worker's `/ready` answers 503
-until it sees that file: one `stat` per probe, then remembered.
+bench.librarian_concurrency --workers 2` measured exactly that). So once every worker has answered its
+health ping as serving, the supervisor sends each worker `EVERY_WORKER_SERVES` down its health pipe
+(the one the pings travel on), and each worker's `/ready` answers 503 until its ping thread has read it.
+A worker started after that (a replacement) finds the notice waiting in its pipe before its first ping.
 
-The marker's path reaches the workers through the environment (`MARKER_ENV`): they inherit the
-supervisor's environment as it was when their fork server started (the first worker's start), and the
-supervisor sets the path before that. Without it (one worker
-serving in process, or an app built by a test) the instance is ready as soon as this process is.
+The notice used to be a marker file in a temporary directory of the supervisor's: with no writable
+temporary directory (a read-only root file system, `docker run --read-only`) the supervisor could not
+start at all. The pipe needs no file system, and no path has to reach the workers through the
+environment (a stray one inherited by a single process once held its `/ready` at 503).
+
+A process is supervised when its worker process says so (`expect_supervisor`, called in the worker
+before its app is built). Any other (one worker serving in process, an app built by a test) is ready as
+soon as it is itself.
 
 Readiness is a start-up gate. Once every worker has served, a worker that dies and is replaced does not
 make the instance unready again: its connections went with it, new ones go to the workers that accept,
@@ -20,54 +25,39 @@ and liveness (`/health`) is answered by each process for itself.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from pathlib import Path
+EVERY_WORKER_SERVES = b"every worker serves"
+"""The supervisor's notice on a worker's health pipe (a ping is any other message, and is answered)."""
 
-MARKER_ENV = "LIBRARIAN_SVC_WORKERS_SERVING_MARKER"
-"""Set by the supervisor for its workers, never by hand: the file whose existence means every worker serves."""
+_supervised = False
+_every_worker_serves = False
 
-MARKER_NAME = "every-worker-serves"
+
+def expect_supervisor() -> None:
+    """In a worker process, before its app is built: `/ready` waits for the supervisor's notice."""
+    global _supervised
+    _supervised = True
+
+
+def note_every_worker_serves() -> None:
+    """In a worker process, on its ping thread: the supervisor said every worker serves (for good)."""
+    global _every_worker_serves
+    _every_worker_serves = True
+
+
+def reset() -> None:
+    """Forget both (tests only: a process is a worker, or not, for its whole life)."""
+    global _supervised, _every_worker_serves
+    _supervised = _every_worker_serves = False
 
 
 class WorkersServing:
     """A worker's view of the instance: have all its sibling workers served yet?"""
 
-    def __init__(self, marker: Path | None) -> None:
-        self._marker = marker
-        self._seen = marker is None
-
     @classmethod
     def from_environment(cls) -> WorkersServing:
-        """The view the supervisor set up for this process (none: a single process, ready on its own)."""
-        marker = os.environ.get(MARKER_ENV)
-        return cls(Path(marker) if marker else None)
+        """The view for this process (a worker waits for its supervisor's notice; any other process does not)."""
+        return cls()
 
     def __call__(self) -> bool:
         """Whether every worker serves (once true, stays true: see the module's docstring)."""
-        if not self._seen:
-            self._seen = self._marker is not None and self._marker.exists()
-        return self._seen
-
-
-class ServingMarker:
-    """The supervisor's side: a private directory for the marker, its path handed to the workers it starts."""
-
-    def __init__(self) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="librarian-svc-workers-"))
-        self.path = self.directory / MARKER_NAME
-        self.is_set = False
-        os.environ[MARKER_ENV] = str(self.path)  # before any worker starts: they inherit it
-
-    def set(self) -> bool:
-        """Create the marker; True the first time (the instance just became ready), False after, with no file work."""
-        if self.is_set:
-            return False
-        self.path.touch()
-        self.is_set = True
-        return True
-
-    def remove(self) -> None:
-        """Take the directory away when the supervisor stops."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+        return not _supervised or _every_worker_serves

@@ -44,7 +44,7 @@ import uvicorn
 from uvicorn._subprocess import subprocess_started
 from uvicorn.supervisors.multiprocess import Process
 
-from librarian_svc import drain
+from librarian_svc import drain, instance_readiness
 
 log = structlog.get_logger(__name__)
 
@@ -127,6 +127,7 @@ class LoopAnsweringProcess(Process):
     def target(self, sockets: list[socket] | None = None) -> None:
         """In the worker: answer pings from a thread, serve on a loop of our own making (so the thread can reach it)."""
         self.parent_conn.close()  # the supervisor's end: once only the supervisor holds it, its death closes the pipe
+        instance_readiness.expect_supervisor()  # `/ready` waits for the supervisor's word (`pong` hears it)
         server = self.server  # made here, before the thread that reads it starts
         threading.Thread(target=self.always_pong, daemon=True, name="health-ping").start()
         with asyncio.Runner(loop_factory=self.config.get_loop_factory()) as runner:
@@ -144,8 +145,13 @@ class LoopAnsweringProcess(Process):
             os.kill(os.getpid(), signal.SIGTERM)
 
     def pong(self) -> None:
-        """Read one ping; answer it now while starting, else from the event loop when the loop next runs."""
-        self.child_conn.recv()
+        """Read one message: a ping is answered now while starting, else from the event loop when the loop next runs.
+
+        The supervisor's notice that every worker serves (`instance_readiness`) is noted and not answered.
+        """
+        if self.child_conn.recv() == instance_readiness.EVERY_WORKER_SERVES:
+            instance_readiness.note_every_worker_serves()
+            return
         loop = self._loop
         if loop is None or not self.server.started:
             self.child_conn.send(False)

@@ -16,8 +16,9 @@ would fail the same way.
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import multiprocessing.util
+import multiprocessing.process
 import os
 import pickle
 import secrets
@@ -34,7 +35,7 @@ from uvicorn.supervisors.multiprocess import Process
 
 from librarian_svc import drain
 from librarian_svc.http_protocol import ReadTimeoutProtocol
-from librarian_svc.instance_readiness import MARKER_ENV, ServingMarker
+from librarian_svc.instance_readiness import EVERY_WORKER_SERVES
 from librarian_svc.malloc_thresholds import fix_malloc_thresholds
 from librarian_svc.settings import CONFIG_ERROR_STATUS, report_config_error
 from librarian_svc.startup_gc import collections_so_far, collector_paused, prepare_collector_for_serving
@@ -141,12 +142,7 @@ def uvicorn_config(settings: Settings, app_factory: str = APP_FACTORY) -> uvicor
 
 
 def serve_in_process(config: uvicorn.Config) -> int:
-    """One worker: serve in this process; the exit status.
-
-    A supervisor's marker path inherited from elsewhere is dropped first: with no supervisor to create the
-    marker, `/ready` would wait for it forever.
-    """
-    os.environ.pop(MARKER_ENV, None)
+    """One worker: serve in this process; the exit status."""
     server = uvicorn.Server(config)
     server.run()
     return 0 if server.started else STARTUP_FAILURE
@@ -198,7 +194,8 @@ class Supervisor(Multiprocess):
         self._stop_by: float | None = None
         self._told: set[int] = set()
         """The workers (by `id`) sent SIGTERM at shutdown."""
-        self._serving_marker = ServingMarker()  # before any worker starts: they inherit its path
+        self._every_worker_serves = False
+        """Set once every worker has served: each worker, and every later one, is told (`instance_readiness`)."""
 
     def run(self) -> None:
         """Start the first worker, the others once it serves; keep them alive until SIGTERM/SIGINT; drain them.
@@ -217,10 +214,7 @@ class Supervisor(Multiprocess):
             self.handle_signals()
             self._tick()
         self._stop_workers()
-        self._serving_marker.remove()
-        # multiprocessing's directory (the fork server's socket): its own clean-up runs at interpreter exit,
-        # which the service skips (`drain.exit_now`)
-        shutil.rmtree(multiprocessing.util.get_temp_dir(), ignore_errors=True)
+        _remove_multiprocessing_temp_dir()
         log.info("workers stopped", pid=os.getpid())
 
     def _stop_workers(self) -> None:
@@ -327,8 +321,15 @@ class Supervisor(Multiprocess):
         return process
 
     def _new_worker(self, index: int) -> Process:
-        """Worker `index`'s process object (not started), on its own listening socket."""
-        return self.process_type(self.config, self._sockets.for_worker(index))
+        """Worker `index`'s process object (not started), on its own listening socket.
+
+        A replacement started once the instance is ready finds the notice in its health pipe: the instance
+        does not become unready again (`instance_readiness`).
+        """
+        process = self.process_type(self.config, self._sockets.for_worker(index))
+        if self._every_worker_serves:
+            _tell_every_worker_serves(process)
+        return process
 
     def _retire(self, process: Process) -> None:
         """Kill `process` if it still runs (hung), wait for it, then hand it to `_orphans` or close its descriptors.
@@ -498,11 +499,14 @@ class Supervisor(Multiprocess):
         return True
 
     def _mark_ready_when_all_serve(self) -> None:
-        """Once every worker has said it serves, tell the workers (their `/ready` turns 200)."""
-        if self._serving_marker.is_set or len(self.processes) < self.processes_num:
+        """Once every worker has said it serves, tell the workers (their `/ready` turns 200), once."""
+        if self._every_worker_serves or len(self.processes) < self.processes_num:
             return
         healths = [self._health.get(id(process)) for process in self.processes]
-        if all(health is not None and health.serving for health in healths) and self._serving_marker.set():
+        if all(health is not None and health.serving for health in healths):
+            self._every_worker_serves = True
+            for process in self.processes:
+                _tell_every_worker_serves(process)
             log.info("every worker serves: the instance is ready", workers=self.processes_num)
 
     @staticmethod
@@ -517,6 +521,27 @@ class Supervisor(Multiprocess):
                 health.pinged = True
         except (OSError, EOFError, pickle.UnpicklingError):  # the worker is going away: the next tick sees it dead
             pass
+
+
+def _tell_every_worker_serves(process: Process) -> None:
+    """Send the notice down the worker's health pipe: no file system is involved.
+
+    A worker that died meanwhile has no use for it: its replacement is told as it is made.
+    """
+    with contextlib.suppress(OSError):
+        process.parent_conn.send(EVERY_WORKER_SERVES)
+
+
+def _remove_multiprocessing_temp_dir() -> None:
+    """Remove multiprocessing's directory (the fork server's socket), if it made one.
+
+    Its own clean-up runs at interpreter exit, which the service skips (`drain.exit_now`). Asking for the
+    directory with `multiprocessing.util.get_temp_dir` would create one, and raise where there is no writable
+    temporary directory (the workers were spawned instead): only one already made is looked up.
+    """
+    directory = multiprocessing.process.current_process()._config.get("tempdir")  # type: ignore[attr-defined]
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def supervise(config: uvicorn.Config) -> int:

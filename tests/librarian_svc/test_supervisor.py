@@ -5,11 +5,16 @@ An `OSError` from starting a worker (out of descriptors or memory, a fork server
 escaped `Supervisor.run`: the workers that served were never told to drain, and SIGTERM went unheard
 (uvicorn's handlers only queue it). Here the supervisor is built for real (its sockets, its marker) and
 its workers are stand-ins, so no process starts.
+
+The supervisor also tells its workers, down their health pipes, once every one serves
+(`instance_readiness`), with no temporary directory needed: a read-only root file system used to stop
+it with a traceback before its first worker started.
 """
 
 from __future__ import annotations
 
-import multiprocessing.util
+import multiprocessing.process
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +25,8 @@ import pytest
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
-from librarian_svc.instance_readiness import MARKER_ENV
+from librarian_svc.instance_readiness import EVERY_WORKER_SERVES
+from librarian_svc.worker_health import WorkerHealth
 from librarian_svc.worker_orphans import LOST_STATUS
 from librarian_svc.worker_sockets import WorkerSockets
 from librarian_svc.workers import STRAGGLER_MARGIN_S, SUPERVISOR_FAILURE, Supervisor
@@ -38,6 +44,8 @@ class _DeadWorker:
         self.killed = False
         self.terminated = 0
         self.closed = 0
+        self.sent: list[object] = []
+        """What the supervisor sent down its health pipe."""
         """How many of its three holders of descriptors were closed: the status pipe and the health pipe's ends."""
 
     def is_alive(self) -> bool:
@@ -52,8 +60,11 @@ class _DeadWorker:
     def close(self) -> None:
         self.closed += 1
 
-    def poll(self) -> int | None:
+    def poll(self, timeout: float = 0.0) -> int | None:
         return self.exitcode
+
+    def send(self, message: object) -> None:
+        self.sent.append(message)
 
     def terminate(self) -> None:
         self.terminated += 1
@@ -81,8 +92,7 @@ class _CannotStart:
 
 
 @pytest.fixture(name="supervisor")
-def supervisor_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
-    monkeypatch.delenv(MARKER_ENV, raising=False)  # the supervisor sets it for its workers: restored after
+def supervisor_fixture() -> Iterator[Supervisor]:
     config = uvicorn.Config("librarian_svc.workers:create_worker_app", host="127.0.0.1", port=0, workers=2)
     sockets = WorkerSockets(config, per_worker=True)
     supervisor = Supervisor(config, sockets)
@@ -90,7 +100,6 @@ def supervisor_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[Supervisor]:
     yield supervisor
     for sock in sockets.bound:
         sock.close()
-    supervisor._serving_marker.remove()
 
 
 def test_a_dead_worker_that_cannot_be_replaced_stops_the_supervisor_instead_of_raising(
@@ -314,7 +323,84 @@ def test_a_first_worker_that_cannot_be_started_stops_the_start_with_its_status(
     supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # `run` removes multiprocessing's temporary directory as it ends: a directory of this test's, not the suite's
-    monkeypatch.setattr(multiprocessing.util, "get_temp_dir", lambda: str(tmp_path / "multiprocessing"))
+    monkeypatch.setitem(_multiprocessing_config(), "tempdir", str(tmp_path / "multiprocessing"))
     supervisor.run()  # raised OSError before
     assert supervisor.failure == STARTUP_FAILURE
     assert supervisor.processes == []
+
+
+def _multiprocessing_config() -> dict[str, Any]:
+    """multiprocessing's per-process settings, where it keeps the temporary directory it made (if any)."""
+    config: dict[str, Any] = multiprocessing.process.current_process()._config  # type: ignore[attr-defined]
+    return config
+
+
+def _serving(supervisor: Supervisor, *workers: _DeadWorker) -> None:
+    """`workers` are the supervisor's, each having answered its last ping as serving."""
+    supervisor.processes = list(workers)  # type: ignore[arg-type]
+    for worker in workers:
+        health = WorkerHealth.starting(0.0)
+        health.answered(0.0, serving=True)
+        supervisor._health[id(worker)] = health
+
+
+def test_every_worker_is_told_once_when_all_serve_and_a_later_replacement_as_it_is_made(
+    supervisor: Supervisor,
+) -> None:
+    supervisor.process_type = _Starts  # type: ignore[assignment]
+    before: object = supervisor._new_worker(0)
+    assert isinstance(before, _Starts)
+    assert before.sent == []  # not ready yet: nothing in its pipe
+    first, second = _Starts(), _Starts()
+    _serving(supervisor, first)
+    supervisor._mark_ready_when_all_serve()
+    assert first.sent == []  # the second has not served yet
+    _serving(supervisor, first, second)
+    supervisor._mark_ready_when_all_serve()
+    supervisor._mark_ready_when_all_serve()
+    assert first.sent == second.sent == [EVERY_WORKER_SERVES]  # told once
+    replacement: object = supervisor._new_worker(1)
+    assert isinstance(replacement, _Starts)
+    assert replacement.sent == [EVERY_WORKER_SERVES]  # the instance does not become unready again
+
+
+class _PipeGone(_Starts):
+    """A worker that died just before it was told: its health pipe is closed."""
+
+    def send(self, message: object) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_worker_gone_when_the_instance_becomes_ready_does_not_stop_the_supervisor(supervisor: Supervisor) -> None:
+    gone, serving = _PipeGone(), _Starts()
+    _serving(supervisor, gone, serving)
+    supervisor._mark_ready_when_all_serve()  # its replacement is told as it is made
+    assert serving.sent == [EVERY_WORKER_SERVES]
+    assert not supervisor.should_exit.is_set()
+
+
+def _no_usable_temporary_directory() -> str:
+    raise FileNotFoundError(2, "No usable temporary directory found in ['/tmp', '/var/tmp', '/usr/tmp', '/']")
+
+
+def test_the_supervisor_starts_and_stops_with_no_writable_temporary_directory(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A read-only root file system (`docker run --read-only`): the supervisor made a temporary directory for
+    its readiness marker, and `FileNotFoundError` ended the process with a traceback before any worker started."""
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    monkeypatch.setattr(tempfile, "_get_default_tempdir", _no_usable_temporary_directory)
+    monkeypatch.delitem(_multiprocessing_config(), "tempdir", raising=False)  # none made: the fork server never ran
+    with pytest.raises(FileNotFoundError):
+        tempfile.mkdtemp()  # as on a read-only root file system
+    config = uvicorn.Config("librarian_svc.workers:create_worker_app", host="127.0.0.1", port=0, workers=2)
+    sockets = WorkerSockets(config, per_worker=True)
+    try:
+        supervisor = Supervisor(config, sockets)  # raised FileNotFoundError before
+        supervisor.process_type = _CannotStart  # type: ignore[assignment]
+        supervisor.run()  # and its clean-up asked multiprocessing for a temporary directory, making one
+    finally:
+        for sock in sockets.bound:
+            sock.close()
+    assert supervisor.failure == STARTUP_FAILURE
+    assert "workers stopped" in capsys.readouterr().out

@@ -19,7 +19,7 @@ import pytest
 import uvicorn
 from uvicorn.supervisors.multiprocess import Process
 
-from librarian_svc import worker_process
+from librarian_svc import instance_readiness, worker_process
 from librarian_svc.worker_process import LoopAnsweringProcess, release, start_unpolled
 
 ANSWER_WAIT_S = 2.0
@@ -111,6 +111,20 @@ def test_a_closed_loop_leaves_the_ping_unanswered(process: LoopAnsweringProcess)
     process._loop = closed
     process.server.started = True
     ping(process)
+    assert not process.parent_conn.poll(0.3)
+
+
+def test_the_supervisors_notice_that_every_worker_serves_is_noted_not_answered(
+    process: LoopAnsweringProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`/ready` waits for it (`instance_readiness`); an answer would count as one to a ping never sent."""
+    monkeypatch.setattr(instance_readiness, "_supervised", True)  # what `target` sets in a worker
+    monkeypatch.setattr(instance_readiness, "_every_worker_serves", False)
+    serving = instance_readiness.WorkersServing.from_environment()
+    assert serving() is False
+    process.parent_conn.send(instance_readiness.EVERY_WORKER_SERVES)
+    process.pong()
+    assert serving() is True
     assert not process.parent_conn.poll(0.3)
 
 

@@ -25,7 +25,6 @@ import httpx
 import pytest
 
 from bench.proc_stats import children, cmdline, role, tree, worker_pids
-from librarian_svc.instance_readiness import MARKER_ENV
 from librarian_svc.startup_gc import SERVING_THRESHOLDS
 from tests.fakes.fixtures import fake_llm_env
 from tests.fakes.llm_server import FakeLLMServer, Reply, request_text
@@ -472,7 +471,17 @@ def test_the_workers_stop_when_their_supervisor_dies_and_the_port_can_be_served_
     assert again.stop() == 0
 
 
-def test_one_process_ignores_a_stray_supervisor_marker(start_live_service: Callable[..., LiveService]) -> None:
-    """With no supervisor to create the marker, an inherited path must not hold `/ready` at 503 forever."""
-    service = start_live_service({"WEB_CONCURRENCY": "1", MARKER_ENV: "/nonexistent/every-worker-serves"})
-    assert httpx.get(f"{service.base_url}/ready", timeout=5.0).status_code == 200
+def test_with_no_writable_temporary_directory_the_workers_are_spawned_and_the_instance_becomes_ready(
+    start_live_service: Callable[..., LiveService],
+) -> None:
+    """A read-only root file system: the supervisor stopped with a traceback (its readiness marker needed a
+    temporary directory); now the fork server's absence is one warning and `/ready` still waits for both."""
+    service = start_live_service(
+        {"WEB_CONCURRENCY": "2"}, module="tests.support.no_temp_dir_service", ready_timeout=READY_TIMEOUT_S
+    )
+    assert len(ready_workers(service)) == 2  # `/ready` answered 200: every worker serves
+    lines = log_lines(service)
+    assert any(line.get("message") == "cannot start the fork server: spawning the workers instead" for line in lines)
+    assert any(line.get("message") == "every worker serves: the instance is ready" for line in lines)
+    assert stopped_cleanly(service)
+    assert "Traceback" not in service.logs()
