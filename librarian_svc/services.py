@@ -10,11 +10,13 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from graphs.ace.graph import GRAPH_BUILDERS as ACE_GRAPH_BUILDERS
+from graphs.ace.playbook.store import PlaybookStore
 from graphs.context import AceOptions, AgentContext, LibrarianOptions
 from graphs.data_files import load_packaged_data
 from graphs.embeddings.factory import describe, make_embeddings
@@ -104,6 +106,17 @@ def agent_context(settings: Settings, *, llm: Any, embeddings: Any) -> AgentCont
     )
 
 
+def _warn_if_playbooks_cannot_be_saved(data_dir: Path) -> None:
+    """Say at start-up, not at the first save, that `PLAYBOOK_DATA_DIR` cannot be written (reading it still works)."""
+    reason = PlaybookStore(data_dir).unwritable_reason()
+    if reason is not None:
+        log.warning(
+            "PLAYBOOK_DATA_DIR is not writable: saving a playbook will answer 500 (reading them works)",
+            playbook_data_dir=str(data_dir),
+            reason=reason,
+        )
+
+
 def build_services(settings: Settings) -> Services:
     """Create the model client, embedder, codec and compiled graphs; raise if any cannot be built."""
     load_packaged_data()  # ConfigError for a broken cue table or message file, before anything is served
@@ -118,6 +131,7 @@ def build_services(settings: Settings) -> Services:
         log.info("LLM provider configured", engine=settings.llm.provider, model=settings.llm.model)
     embeddings = make_embeddings(settings.embedding)
     log.info("embedder configured", embedding=describe(settings.embedding))
+    _warn_if_playbooks_cannot_be_saved(settings.playbook_data_dir)
     context = agent_context(settings, llm=chat_model, embeddings=embeddings)
     graphs = {name: build() for name, build in GRAPH_BUILDERS.items()}
     codec = StateCodec(

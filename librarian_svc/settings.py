@@ -160,8 +160,16 @@ def _str(env: Mapping[str, str], name: str) -> str:
     return env.get(name, ENV_DEFAULTS.get(name, "")).strip()
 
 
+def _path(env: Mapping[str, str], name: str) -> Path:
+    """A path setting; set to nothing (empty or blanks) it is unset, its default, as an empty URL setting is.
+
+    `Path("")` is the working directory: `PLAYBOOK_DATA_DIR=` once saved playbooks wherever the process started.
+    """
+    return Path(_str(env, name) or ENV_DEFAULTS[name])
+
+
 def _dir(env: Mapping[str, str], name: str) -> Path:
-    path = Path(_str(env, name))
+    path = _path(env, name)
     if not path.is_dir():
         raise ConfigError(f"{name}={str(path)!r} is not a directory")
     return path.resolve()  # absolute: what it names must not change with the working directory
@@ -197,11 +205,18 @@ def _workers(env: Mapping[str, str]) -> int:
 
 
 def _data_dir(env: Mapping[str, str], name: str) -> Path:
-    """A directory created on first use: it may be absent, but not a file."""
-    path = Path(_str(env, name))
+    """A directory created on first save: it may be absent, but neither a file nor under one (it never could be).
+
+    One the process cannot write is not an error here: reading playbooks works, and a read-only root file system
+    (`docker run --read-only`) holds the default. The service warns at start-up (`PlaybookStore.unwritable_reason`).
+    """
+    path = _path(env, name)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{name}={str(path)!r} is a file, not a directory")
-    return path
+    blocker = next((parent for parent in path.resolve().parents if parent.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ConfigError(f"{name}={str(path)!r} cannot be created: {blocker} is a file")
+    return path.resolve()  # absolute: what it names must not change with the working directory
 
 
 def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:

@@ -133,6 +133,9 @@ CASES = {
     "host-with-a-space": Breakage("env", env={"HOST": "bad host"}, mentions="HOST"),
     "host-not-an-address": Breakage("env", env={"HOST": "999.1.1.1"}, mentions="HOST"),
     "playbook-dir-is-a-file": Breakage("env", env={"PLAYBOOK_DATA_DIR": "/etc/passwd"}, mentions="PLAYBOOK_DATA_DIR"),
+    "playbook-dir-under-a-file": Breakage(
+        "env", env={"PLAYBOOK_DATA_DIR": "/etc/passwd/playbooks"}, mentions="PLAYBOOK_DATA_DIR"
+    ),
     # URL settings
     **{
         f"url-{name}-{label}": Breakage("env", env={name: value}, mentions=name)

@@ -8,6 +8,7 @@ that is not stored is a 404; and every refusal leaves the stored playbook as it 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,33 @@ def test_a_playbook_stored_under_a_case_variant_name_stays_usable(
     run = client.post("/workflow/run", json={"query": "How do I log in?", "dataset": "AppWorld"})
     assert run.status_code == 200, run.text
     assert client.get("/playbooks/APPWORLD").status_code == 422  # neither stored nor configured: refused
+
+
+def test_a_playbook_directory_the_service_cannot_write_is_a_warning_at_start_up_and_a_named_500_on_save(
+    make_app: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found at the first write before: a bare "could not lock playbook 'demo': Permission denied"."""
+    read_only = tmp_path / "playbooks"
+    read_only.mkdir()
+    PlaybookStore(read_only).save("demo", PlaybookStore(read_only).load("demo"))  # stored while it was writable
+    real_open = os.open
+
+    def as_another_user(path: str | os.PathLike[str], flags: int, mode: int = 0o777, **kwargs: object) -> int:
+        if str(path).startswith(str(read_only)) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # the tests run as root: simulated
+    with TestClient(app=make_app({"PLAYBOOK_DATA_DIR": str(read_only)}), raise_server_exceptions=False) as client:
+        warned = capsys.readouterr().out
+        assert "PLAYBOOK_DATA_DIR is not writable" in warned
+        assert str(read_only) in warned
+        monkeypatch.setattr(os, "open", as_another_user)
+        assert client.get("/playbooks/demo").status_code == 200  # reading works
+        refused = client.put("/playbooks/demo", content=SMALL, headers=TEXT)
+    assert refused.status_code == 500
+    body = refused.json()
+    assert body["error_type"] == "OTHER"
+    assert body["message"] == (
+        "could not lock playbook 'demo': the playbook directory is not writable by this process (Permission denied)"
+    )

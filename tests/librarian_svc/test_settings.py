@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +173,23 @@ def test_workers_inherit_the_worker_count_the_supervisor_resolved(monkeypatch: p
 
     monkeypatch.setattr(settings_module, "available_cpus", read_again)
     assert load_settings().web_concurrency == 5
+
+
+@pytest.mark.parametrize("name", ["PLAYBOOK_DATA_DIR", "CONFIG_DIR", "PROMPTS_DIR"])
+@pytest.mark.parametrize("value", ["", "   "])
+def test_a_path_setting_set_to_nothing_is_its_default_not_the_working_directory(name: str, value: str) -> None:
+    """`Path("")` is `.`: `PLAYBOOK_DATA_DIR=` saved playbooks wherever the process was started."""
+    loaded = load_settings({name: value})
+    field = {"PLAYBOOK_DATA_DIR": "playbook_data_dir", "CONFIG_DIR": "config_dir", "PROMPTS_DIR": "prompts_dir"}[name]
+    assert getattr(loaded, field) == Path(ENV_DEFAULTS[name]).resolve()
+
+
+def test_a_relative_playbook_directory_is_fixed_at_start_up(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert load_settings({"PLAYBOOK_DATA_DIR": "playbooks"}).playbook_data_dir == tmp_path / "playbooks"
+
+
+@pytest.mark.parametrize("value", ["/etc/passwd", "/etc/passwd/playbooks"], ids=["a-file", "under-a-file"])
+def test_a_playbook_directory_that_could_never_be_created_stops_the_start(value: str) -> None:
+    with pytest.raises(ConfigError, match=r"^PLAYBOOK_DATA_DIR='/etc/passwd"):
+        load_settings({"PLAYBOOK_DATA_DIR": value})

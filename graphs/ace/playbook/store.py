@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import errno
 import fcntl
 import os
 import random
@@ -97,12 +98,40 @@ class PlaybookLockTimeout(TimeoutError):
     """Another writer held the dataset's lock until the deadline (a TimeoutError: the request's TIMEOUT)."""
 
 
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+"""What a write refused for the directory's permissions or its file system says: the deployment's problem."""
+
+
+def _write_problem(action: str, dataset: str, exc: OSError) -> PlaybookStoreError:
+    """The one-line error for a failed lock or save; a directory this process may not write is named as such."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in _NOT_WRITABLE:
+        reason = f"the playbook directory is not writable by this process ({reason})"
+    return PlaybookStoreError(f"could not {action} playbook {dataset!r}: {reason}")
+
+
 class PlaybookStore:
     """Playbooks as `<data_dir>/<dataset>.json`, each written under its `.<dataset>.lock`."""
 
     def __init__(self, data_dir: str | Path) -> None:
         """Use `data_dir` (created on the first save)."""
         self.data_dir = Path(data_dir)
+
+    def unwritable_reason(self) -> str | None:
+        """Why a save would fail for want of permission (None: it may write), for a warning at start-up.
+
+        Looked at once: the directory, or the nearest existing one it would be created in. Reading needs
+        no write access, so this is a warning and not a refusal to start (a read-only root file system
+        holds the default directory). Only permissions and a read-only mount are seen, not a full disk.
+        """
+        existing = next((d for d in (self.data_dir, *self.data_dir.resolve().parents) if d.is_dir()), None)
+        if existing is None:
+            return None
+        if os.statvfs(existing).f_flag & os.ST_RDONLY:
+            return f"{existing} is on a read-only file system"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"{existing} is not writable by this process (uid {os.geteuid()})"
+        return None
 
     def path_for(self, dataset: str) -> Path:
         """The file of `dataset`.
@@ -243,7 +272,7 @@ class PlaybookStore:
             self.data_dir.mkdir(parents=True, exist_ok=True)
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
-            raise PlaybookStoreError(f"could not lock playbook {dataset!r}: {exc.strerror or exc}") from None
+            raise _write_problem("lock", dataset, exc) from None
 
     async def _acquire(self, dataset: str, limit: float) -> int:
         """The lock file's descriptor, holding its exclusive lock; polled so other coroutines keep running."""
@@ -283,7 +312,7 @@ class PlaybookStore:
         try:
             _atomic_write(path, data)
         except OSError as exc:
-            raise PlaybookStoreError(f"could not save playbook {dataset!r}: {exc.strerror or exc}") from None
+            raise _write_problem("save", dataset, exc) from None
         log.info("ace: playbook saved", dataset=dataset, bullets=len(saved.bullets))
         return saved
 

@@ -160,3 +160,61 @@ def test_a_corrupt_file_can_be_replaced_and_keeps_what_is_left_of_its_mark(
     saved = store_replacing(store, "hw", playbook(bullet("gen-00003", "Read the task twice.")))
     assert saved.metadata.last_bullet_number == mark
     assert store.load("hw") == saved
+
+
+class _StatvfsResult:
+    """What `os.statvfs` says of a file system, reduced to its mount flags."""
+
+    def __init__(self, flags: int) -> None:
+        self.f_flag = flags
+
+
+@pytest.mark.parametrize(
+    ("where", "read_only_mount", "may_write", "reason"),
+    [
+        ("existing", False, True, None),
+        ("missing/under/it", False, True, None),  # created on the first save, in a directory it may write
+        ("existing", False, False, "is not writable by this process"),
+        ("missing/under/it", False, False, "is not writable by this process"),
+        ("existing", True, True, "is on a read-only file system"),
+    ],
+)
+def test_a_directory_the_store_cannot_write_is_found_before_the_first_save(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+    read_only_mount: bool,
+    may_write: bool,
+    reason: str | None,
+) -> None:
+    """The service warns at start-up (`services.build_services`); tests run as root, so access is simulated."""
+    (tmp_path / "existing").mkdir()
+    monkeypatch.setattr(os, "statvfs", lambda path: _StatvfsResult(os.ST_RDONLY if read_only_mount else 0))
+    monkeypatch.setattr(os, "access", lambda path, mode: may_write)
+    found = PlaybookStore(tmp_path / where).unwritable_reason()
+    if reason is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert reason in found
+        assert str(tmp_path) in found  # the directory it looked at: the one to fix
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (PermissionError(13, "Permission denied"), "the playbook directory is not writable by this process"),
+        (OSError(30, "Read-only file system"), "the playbook directory is not writable by this process"),
+        (OSError(28, "No space left on device"), "No space left on device"),
+    ],
+    ids=["permission", "read-only", "disk-full"],
+)
+def test_a_save_the_directory_refuses_names_the_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: OSError, says: str
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.raises(PlaybookStoreError, match=f"^could not lock playbook 'demo': .*{says}"):
+        PlaybookStore(tmp_path / "playbooks").save("demo", playbook(bullet("general-00001", "Read twice.")))
