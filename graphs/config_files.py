@@ -6,6 +6,7 @@ the path inside it, so the service refuses to start rather than fail on a reques
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -192,14 +193,39 @@ def load_sections(config_dir: Path) -> dict[str, list[SectionDefinition]]:
     return sections
 
 
-def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
-    """`GRACE_A__B=value` sets raw[a][b] (values parsed as YAML scalars)."""
-    for key, value in env.items():
-        if not key.startswith("GRACE_"):
-            continue
-        path = [p.lower() for p in key[len("GRACE_") :].split("__") if p]
-        if not path:
-            continue
+GRACE_ENV_PREFIX = "GRACE_"
+"""Variables of the form `GRACE_<SECTION>__<KEY>` override `grace_config.yml`; other `GRACE_` names are not read."""
+
+
+def grace_overrides(env: Mapping[str, str]) -> dict[str, list[str]]:
+    """The override variables, each with the path it sets: `GRACE_A__B` (two underscores between parts) sets a.b.
+
+    Only that form: a platform sets `GRACE_`-prefixed variables of its own (Kubernetes injects
+    `GRACE_SERVICE_HOST` and `GRACE_PORT` into every pod for a Service named grace), and reading every
+    `GRACE_` name as an override stopped the service with "unknown field service_host".
+    """
+    overrides: dict[str, list[str]] = {}
+    for name in sorted(env):
+        parts = name[len(GRACE_ENV_PREFIX) :].lower().split("__") if name.startswith(GRACE_ENV_PREFIX) else []
+        if len(parts) >= 2 and all(parts):
+            overrides[name] = parts
+    return overrides
+
+
+def ignored_grace_variables(env: Mapping[str, str]) -> list[str]:
+    """`GRACE_` names that look like a mistyped override (a section, then one underscore): worth a warning.
+
+    `GRACE_THRESHOLDS_SILENT` is not read; `GRACE_SERVICE_HOST` names no section and is not reported.
+    """
+    overrides = grace_overrides(env)
+    sections = [f"{GRACE_ENV_PREFIX}{field.upper()}_" for field in GraceConfig.__struct_fields__]
+    return [name for name in sorted(env) if name not in overrides and name.upper().startswith(tuple(sections))]
+
+
+def _apply_env_overrides(raw: dict[str, Any], overrides: Mapping[str, list[str]], env: Mapping[str, str]) -> None:
+    """Each override sets its path in `raw` (values parsed as YAML scalars)."""
+    for key, path in overrides.items():
+        value = env[key]
         node = raw
         for part in path[:-1]:
             child = node.setdefault(part, {})
@@ -210,33 +236,62 @@ def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[st
             node[path[-1]] = yaml.safe_load(value)
         except yaml.YAMLError:
             raise ConfigError(f"{key}={value!r} is not a valid value") from None
-    return raw
+
+
+def _blame(path: Path, file_raw: dict[str, Any], overrides: Mapping[str, list[str]], env: Mapping[str, str]) -> str:
+    """Who made the merged configuration invalid: the file itself, else the override variables that do on their own."""
+    try:
+        msgspec.convert(file_raw, GraceConfig)
+    except msgspec.ValidationError:
+        return str(path)
+    culprits = []
+    for key, keys in overrides.items():
+        alone = copy.deepcopy(file_raw)
+        _apply_env_overrides(alone, {key: keys}, env)
+        try:
+            msgspec.convert(alone, GraceConfig)
+        except msgspec.ValidationError:
+            culprits.append(f"{key}={env[key]!r}")
+    return ", ".join(culprits) or f"{path} with {', '.join(overrides)}"
 
 
 def load_grace_config(config_dir: Path, env: Mapping[str, str]) -> GraceConfig:
-    """The GRACE configuration with `GRACE_` overrides, validated (threshold order, ranges)."""
+    """The GRACE configuration with `GRACE_<SECTION>__<KEY>` overrides, validated (threshold order, ranges).
+
+    An error names what is responsible: the file, or the override variables (with the file when a check
+    spans both, such as the threshold order).
+    """
     path = config_dir / GRACE_FILE
-    raw = read_yaml(path) or {}
-    if not isinstance(raw, dict):
+    file_raw = read_yaml(path) or {}
+    if not isinstance(file_raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
-    raw = _apply_env_overrides(raw, env)
+    overrides = grace_overrides(env)
+    raw = copy.deepcopy(file_raw)
+    _apply_env_overrides(raw, overrides, env)
     try:
         config = msgspec.convert(raw, GraceConfig)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path} (with GRACE_ overrides): {exc}") from None
+        raise ConfigError(f"{_blame(path, file_raw, overrides, env)}: {exc}") from None
+
+    def where(section: str) -> str:
+        """The file, and the variables overriding `section` if any (a check across a section may blame either)."""
+        touching = [key for key, keys in overrides.items() if keys[0] == section]
+        return f"{path} with {', '.join(touching)}" if touching else str(path)
+
     t = config.thresholds
     if not 0.0 <= t.confirm < t.notify < t.silent <= 1.0:
         raise ConfigError(
-            f"{path}: thresholds must satisfy 0 <= confirm < notify < silent <= 1 "
+            f"{where('thresholds')}: thresholds must satisfy 0 <= confirm < notify < silent <= 1 "
             f"(got confirm={t.confirm}, notify={t.notify}, silent={t.silent})"
         )
     f = config.feedback
     if not (0.0 < f.step <= 0.2 and f.min_confirm >= 0.0 and f.max_silent <= 1.0):
-        raise ConfigError(f"{path}: feedback needs 0 < step <= 0.2, min_confirm >= 0 and max_silent <= 1")
-    return msgspec.structs.replace(config, confidence_weights=_normalised_weights(path, config.confidence_weights))
+        raise ConfigError(f"{where('feedback')}: feedback needs 0 < step <= 0.2, min_confirm >= 0 and max_silent <= 1")
+    weights = _normalised_weights(where("confidence_weights"), config.confidence_weights)
+    return msgspec.structs.replace(config, confidence_weights=weights)
 
 
-def _normalised_weights(path: Path, weights: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+def _normalised_weights(path: str, weights: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """Check the weight table names known steps and factors, and scale each step's weights to sum 1."""
     merged = {k: dict(v) for k, v in DEFAULT_CONFIDENCE_WEIGHTS.items()} | weights
     normalised: dict[str, dict[str, float]] = {}

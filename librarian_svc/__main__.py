@@ -17,6 +17,7 @@ Each worker process does the same for itself (`workers.create_worker_app`).
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from types import FrameType
@@ -28,6 +29,18 @@ def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
     from librarian_svc.drain import exit_now
 
     exit_now(0)
+
+
+def _warn_about_ignored_grace_variables() -> None:
+    """Name each `GRACE_` variable that looks like a mistyped override (it is not read), once per instance."""
+    import structlog
+
+    from graphs.config_files import ignored_grace_variables
+
+    for name in ignored_grace_variables(os.environ):
+        structlog.get_logger(__name__).warning(
+            "not a GRACE override (GRACE_<SECTION>__<KEY>, two underscores after the section): ignored", variable=name
+        )
 
 
 def main(app_factory: str | None = None) -> int:
@@ -45,6 +58,7 @@ def main(app_factory: str | None = None) -> int:
         from librarian_svc.log_setup import configure_logging
 
         configure_logging(settings.log_format, settings.log_level)
+        _warn_about_ignored_grace_variables()
         config = workers.uvicorn_config(settings, app_factory or workers.APP_FACTORY)
         if settings.web_concurrency == 1:
             # uvicorn restores the previous SIGTERM handler after its graceful shutdown and re-raises the

@@ -77,6 +77,9 @@ CASES = {
     ),
     "grace-not-a-mapping": Breakage("config", "grace_config.yml", content("- 1\n- 2\n"), mentions="mapping"),
     "grace-override-not-yaml": Breakage("env", env={"GRACE_THRESHOLDS__SILENT": "[0.9"}, mentions="GRACE_THRESHOLDS"),
+    "grace-override-wrong-type": Breakage(
+        "env", env={"GRACE_REPLAN__MAX_REPLANS": "lots"}, mentions="GRACE_REPLAN__MAX_REPLANS='lots'"
+    ),
     # PROMPTS_DIR
     "prompt-shift-jis": Breakage(
         "prompts", "librarian/think.txt", content("質問: {question}\n".encode("shift_jis")), mentions="think.txt"

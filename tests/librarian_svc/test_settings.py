@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from graphs.config_files import ignored_grace_variables
+from librarian_svc import __main__ as service_main
 from librarian_svc import settings as settings_module
 from librarian_svc.cpus import available_cpus
 from librarian_svc.settings import ENV_DEFAULTS, ConfigError, load_settings
@@ -193,3 +195,57 @@ def test_a_relative_playbook_directory_is_fixed_at_start_up(monkeypatch: pytest.
 def test_a_playbook_directory_that_could_never_be_created_stops_the_start(value: str) -> None:
     with pytest.raises(ConfigError, match=r"^PLAYBOOK_DATA_DIR='/etc/passwd"):
         load_settings({"PLAYBOOK_DATA_DIR": value})
+
+
+GRACE_YAML = PROJECT_ROOT / "config" / "grace_config.yml"
+KUBERNETES_SERVICE_LINKS = {
+    "GRACE_SERVICE_HOST": "10.0.0.7",
+    "GRACE_SERVICE_PORT": "8080",
+    "GRACE_PORT": "tcp://10.0.0.7:8080",
+    "GRACE_PORT_8080_TCP": "tcp://10.0.0.7:8080",
+    "GRACE_PORT_8080_TCP_PROTO": "tcp",
+}
+"""What Kubernetes puts in every pod's environment for a Service named `grace` (a sibling service, say)."""
+
+
+def test_variables_a_platform_sets_for_a_service_named_grace_are_not_overrides() -> None:
+    """Every `GRACE_` name was an override: "unknown field service_host" stopped the service."""
+    assert load_settings(KUBERNETES_SERVICE_LINKS).grace == load_settings({}).grace
+    assert ignored_grace_variables(KUBERNETES_SERVICE_LINKS) == []  # not worth a warning either
+
+
+def test_a_mistyped_override_is_not_read_and_is_named_at_start_up(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = {"GRACE_THRESHOLDS_SILENT": "0.95", "GRACE_THRESHOLDS__NOTIFY": "0.75", **KUBERNETES_SERVICE_LINKS}
+    loaded = load_settings(env)
+    assert loaded.grace.thresholds.silent == load_settings({}).grace.thresholds.silent
+    assert loaded.grace.thresholds.notify == 0.75
+    assert ignored_grace_variables(env) == ["GRACE_THRESHOLDS_SILENT"]
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    service_main._warn_about_ignored_grace_variables()
+    warned = [line for line in capsys.readouterr().out.splitlines() if "not a GRACE override" in line]
+    assert len(warned) == 1
+    assert "GRACE_THRESHOLDS_SILENT" in warned[0]
+
+
+@pytest.mark.parametrize(
+    ("env", "starts"),
+    [
+        ({"GRACE_REPLAN__MAX_REPLANS": "lots"}, "GRACE_REPLAN__MAX_REPLANS='lots': "),
+        ({"GRACE_SERVICE__HOST": "10.0.0.7"}, "GRACE_SERVICE__HOST='10.0.0.7': "),
+        ({"GRACE_PLANNER__MAX_STEPS": "99", "GRACE_PLANNER__MAX_SEARCHES": "2"}, "GRACE_PLANNER__MAX_STEPS='99': "),
+        (
+            {"GRACE_THRESHOLDS__SILENT": "0.1"},
+            f"{PROJECT_ROOT / 'config' / 'grace_config.yml'} with GRACE_THRESHOLDS__SILENT: ",
+        ),
+        ({"GRACE_REPLAN__MAX_REPLANS__X": "1"}, "GRACE_REPLAN__MAX_REPLANS__X: replan.max_replans is not a section"),
+    ],
+    ids=["bad-value", "unknown-section", "one-of-two", "threshold-order", "not-a-section"],
+)
+def test_an_override_that_breaks_the_configuration_is_named(env: dict[str, str], starts: str) -> None:
+    """The message blamed `grace_config.yml` "(with GRACE_ overrides)" without naming the variable."""
+    with pytest.raises(ConfigError) as raised:
+        load_settings(env)
+    assert str(raised.value).startswith(starts), str(raised.value)
