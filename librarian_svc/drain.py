@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import os
 import signal
 import sys
@@ -55,9 +54,18 @@ def is_draining() -> bool:
     return shutdown_deadline() is not None
 
 
-def uvicorn_grace_s(grace_s: float) -> int:
-    """The graceful-shutdown timeout given to uvicorn, in whole seconds, for `SHUTDOWN_GRACE_S`: never shorter."""
-    return max(1, math.ceil(grace_s))
+MIN_UVICORN_GRACE_S = 1.0
+"""uvicorn's graceful-shutdown timeout is never shorter: with `SHUTDOWN_GRACE_S=0` the answers still get written."""
+
+
+def uvicorn_grace_s(grace_s: float) -> float:
+    """The graceful-shutdown timeout given to uvicorn for `SHUTDOWN_GRACE_S`: the same, not rounded (at least 1 s).
+
+    uvicorn annotates it as whole seconds but hands it to `asyncio.wait_for`, which takes any. Rounded up, as it
+    was, 8.2 s became 9 and moved the watchdog and the supervisor's deadline with it: the process could exit 10.1 s
+    after SIGTERM, past Cloud Run's 10 s (`workers.exit_within_s` is the bound).
+    """
+    return max(MIN_UVICORN_GRACE_S, grace_s)
 
 
 def _cut_timers() -> None:

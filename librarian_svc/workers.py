@@ -69,6 +69,19 @@ SIGKILL: twice the margin after which a draining worker's own watchdog (`drain`)
 _preloaded: list[Settings] = []
 
 
+def exit_within_s(grace_s: float, workers: int) -> float:
+    """The longest a process serving with `SHUTDOWN_GRACE_S=grace_s` runs after SIGTERM (README, configuration table).
+
+    One worker: its drain's watchdog ends it `FORCED_EXIT_MARGIN_S` after uvicorn's graceful-shutdown timeout.
+    Several: the supervisor notices the signal within a tick, then SIGKILLs a worker still running
+    `STRAGGLER_MARGIN_S` after that timeout, and exits once it is reaped (milliseconds, not counted here).
+    """
+    drained = drain.uvicorn_grace_s(grace_s)
+    if workers == 1:
+        return drained + drain.FORCED_EXIT_MARGIN_S
+    return SIGNAL_TICK_S + drained + STRAGGLER_MARGIN_S
+
+
 def use_settings(settings: Settings) -> None:
     """The settings the in-process worker uses (the single-process path has them already)."""
     _preloaded[:] = [settings]
@@ -133,7 +146,8 @@ def uvicorn_config(settings: Settings, app_factory: str = APP_FACTORY) -> uvicor
         loop="auto",
         http=ReadTimeoutProtocol,
         timeout_worker_healthcheck=settings.worker_hung_after_s,
-        timeout_graceful_shutdown=drain.uvicorn_grace_s(settings.shutdown_grace_s),
+        # a float where uvicorn annotates int: it passes it to asyncio.wait_for (`drain.uvicorn_grace_s`)
+        timeout_graceful_shutdown=drain.uvicorn_grace_s(settings.shutdown_grace_s),  # type: ignore[arg-type]
         # Longer than clients keep idle connections (Go's default is 90 s), so the server never closes a
         # pooled connection just as the client reuses it (the client would see a reset mid-request).
         timeout_keep_alive=settings.keepalive_timeout_s,

@@ -10,6 +10,8 @@ import pytest
 
 from graphs.errors import DeadlineExceeded
 from librarian_svc import drain
+from librarian_svc.settings import load_settings
+from librarian_svc.workers import exit_within_s, uvicorn_config
 from tests.support.context import make_context
 
 
@@ -70,7 +72,31 @@ async def test_a_step_that_starts_during_the_drain_gets_only_what_is_left() -> N
     assert time.monotonic() - started < 1.0
 
 
-def test_the_uvicorn_timeout_never_cuts_before_the_answers() -> None:
-    for grace in (0.0, 0.4, 2.0, 7.3, 8.0):
-        assert drain.uvicorn_grace_s(grace) >= grace
-        assert drain.uvicorn_grace_s(grace) >= 1
+@pytest.mark.parametrize("grace", [0.0, 0.4, 1.0, 2.0, 7.3, 8.0, 8.2, 8.9, 60.0])
+def test_the_uvicorn_timeout_never_cuts_before_the_answers_nor_adds_to_the_grace(grace: float) -> None:
+    """Rounded up, 8.2 s became 9 s, and the watchdog and the supervisor's deadline moved with it."""
+    assert drain.uvicorn_grace_s(grace) == max(grace, 1.0)
+    settings = load_settings({"SHUTDOWN_GRACE_S": str(grace)})
+    assert uvicorn_config(settings).timeout_graceful_shutdown == max(grace, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("grace", "workers", "exit_within"),
+    [
+        (0.0, 1, 1.5),
+        (0.0, 2, 2.1),
+        (8.0, 1, 8.5),
+        (8.0, 2, 9.1),  # the default: README's figure
+        (8.2, 2, 9.3),  # 10.1 s before (9 s of uvicorn timeout + 1 s + the tick)
+        (8.9, 2, 10.0),  # the most Cloud Run's 10 s allow
+        (8.9, 64, 10.0),
+        (60.0, 2, 61.1),
+    ],
+)
+def test_the_process_exits_within_the_grace_and_its_fixed_margins(
+    grace: float, workers: int, exit_within: float
+) -> None:
+    """The bound README's table states: `max(SHUTDOWN_GRACE_S, 1)` + 1.1 s with several workers, + 0.5 s with one."""
+    assert exit_within_s(grace, workers) == pytest.approx(exit_within)
+    if grace <= 8.9:
+        assert exit_within_s(grace, workers) <= 10.0 + 1e-9  # Cloud Run's SIGTERM → SIGKILL
