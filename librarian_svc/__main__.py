@@ -1,5 +1,7 @@
 """`python -m librarian_svc`: validate settings, configure logging, serve with uvicorn on `WEB_CONCURRENCY` workers.
 
+The command takes no arguments (`command_line`): `--help` prints the usage, anything else is a usage error.
+
 Settings are loaded before anything heavy, and a `ConfigError` ends the process with one
 line on stderr and exit status 2 (also when a worker finds it). With one worker the app is served
 in this process; with several, this process supervises that many worker processes
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from types import FrameType
 
 from librarian_svc.startup_gc import collector_paused
@@ -73,5 +76,35 @@ def main(app_factory: str | None = None) -> int:
     exit_now(workers.supervise(config))
 
 
+USAGE = """usage: python -m librarian_svc
+
+Serve librarian-svc: WEB_CONCURRENCY worker processes on HOST:PORT (default 0.0.0.0:8080) until SIGTERM.
+It takes no arguments: every setting is an environment variable, listed with its default in the
+configuration table of README.md ("Configuration"), and checked at start-up.
+"""
+USAGE_ERROR_STATUS = 2
+"""The exit status for arguments the command does not take (as argparse's)."""
+
+
+def command_line(argv: Sequence[str]) -> int | None:
+    """What the arguments ask before anything starts: None to serve, else the exit status once answered.
+
+    The command used to ignore its arguments, so `--help` started the service listening on every interface.
+    `main` itself never reads `sys.argv`: the benchmarks and test services call it from their own commands.
+    """
+    if not argv:
+        return None
+    if list(argv) in (["--help"], ["-h"]):
+        print(USAGE, end="")
+        return 0
+    print(
+        f"librarian-svc: usage error: unexpected argument {argv[0]!r}: settings are environment variables "
+        "(python -m librarian_svc --help)",
+        file=sys.stderr,
+    )
+    return USAGE_ERROR_STATUS
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    answered = command_line(sys.argv[1:])
+    sys.exit(main() if answered is None else answered)
