@@ -219,6 +219,16 @@ def _data_dir(env: Mapping[str, str], name: str) -> Path:
     return path.resolve()  # absolute: what it names must not change with the working directory
 
 
+def load_playbook_data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`PLAYBOOK_DATA_DIR` as the service reads it (the command line `python -m graphs.ace` shares it)."""
+    return _data_dir(os.environ if env is None else env, "PLAYBOOK_DATA_DIR")
+
+
+def load_config_dir(env: Mapping[str, str] | None = None) -> Path:
+    """`CONFIG_DIR` as the service reads it (the command line `python -m graphs.ace` shares it)."""
+    return _dir(os.environ if env is None else env, "CONFIG_DIR")
+
+
 def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:
     """The state-token settings alone (the service and `python -m librarian_svc.state` share them).
 
@@ -308,6 +318,8 @@ __all__ = [
     "LLMProviderName",
     "Settings",
     "StateSettings",
+    "load_config_dir",
+    "load_playbook_data_dir",
     "load_settings",
     "load_state_settings",
 ]

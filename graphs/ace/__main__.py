@@ -4,8 +4,9 @@
     python -m graphs.ace export --dataset appworld > playbook.txt
     python -m graphs.ace list
 
-`--data-dir` defaults to PLAYBOOK_DATA_DIR, else `data/playbooks` in the project (what `/workflow/run` reads,
-the service's own default for PLAYBOOK_DATA_DIR).
+`--data-dir` and `--config-dir` default to PLAYBOOK_DATA_DIR and CONFIG_DIR, read by the service's own settings
+code (`librarian_svc.settings`: blanks around a value dropped, empty meaning the default, the same checks), so
+the command line works on the directory `/workflow/run` reads.
 The checks are the HTTP endpoints' (`graphs/ace/playbook/import_export.py`): an import must parse and fit the
 dataset's sections in `config/sections.yaml`; a file with no bullets would empty the stored playbook and
 is refused unless `--allow-empty`; exporting a dataset that is not stored is an error, not empty output.
@@ -14,7 +15,6 @@ is refused unless `--allow-empty`; exporting a dataset that is not stored is an 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -26,8 +26,6 @@ from graphs.config_files import load_sections
 from graphs.errors import InvalidInput
 from graphs.llm.config import ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
 
 def _parser() -> argparse.ArgumentParser:
     """The usage, kept apart from running so `main` reads as the three commands and their failures."""
@@ -38,11 +36,27 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--allow-empty", action="store_true", help="let an import with no bullets replace the stored playbook"
     )
-    parser.add_argument(
-        "--data-dir", type=Path, default=Path(os.environ.get("PLAYBOOK_DATA_DIR", PROJECT_ROOT / "data" / "playbooks"))
-    )
-    parser.add_argument("--config-dir", type=Path, default=Path(os.environ.get("CONFIG_DIR", PROJECT_ROOT / "config")))
+    parser.add_argument("--data-dir", type=Path, help="default: PLAYBOOK_DATA_DIR, as the service reads it")
+    parser.add_argument("--config-dir", type=Path, help="default: CONFIG_DIR, as the service reads it")
     return parser
+
+
+def _store_with_service_directories(args: argparse.Namespace) -> PlaybookStore:
+    """The store, once the directories not given are filled in from the service's settings (one reading of each).
+
+    Read with `os.environ.get`, `PLAYBOOK_DATA_DIR="/srv/x "` wrote to a directory with a trailing space while
+    the service used `/srv/x`. Imported here, not at module level: `graphs` does not depend on the service.
+
+    Raises:
+        ConfigError: The variable is set to something the service would refuse to start with.
+    """
+    from librarian_svc.settings import load_config_dir, load_playbook_data_dir
+
+    if args.data_dir is None:
+        args.data_dir = load_playbook_data_dir()
+    if args.config_dir is None:
+        args.config_dir = load_config_dir()
+    return PlaybookStore(args.data_dir)
 
 
 def _import(args: argparse.Namespace, store: PlaybookStore) -> None:
@@ -58,8 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; the exit status is 0 on success, 1 on a bad file or name, 2 on bad usage."""
     parser = _parser()
     args = parser.parse_args(argv)
-    store = PlaybookStore(args.data_dir)
     try:
+        store = _store_with_service_directories(args)
         if args.command != "list":  # the server's check, a name stored under aside
             stored = store.datasets
             check_dataset_spelling(

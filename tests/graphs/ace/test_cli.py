@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from graphs.ace.__main__ import main
 from graphs.ace.playbook.store import PlaybookStore
+from librarian_svc.settings import PROJECT_ROOT, load_settings
 from tests.graphs.ace.helpers import ONLINE, read_text
 
 
@@ -105,3 +107,39 @@ def test_a_stored_case_variant_name_is_exported(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
     assert main(["export", "--dataset", "AppWorld", "--data-dir", str(tmp_path)]) == 0
     assert "## STRATEGIES AND HARD RULES" in capsys.readouterr().out
+
+
+# --- PLAYBOOK_DATA_DIR and CONFIG_DIR, read as the service reads them ------------------------------------------
+
+
+def test_the_directories_from_the_environment_are_read_as_the_service_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `os.environ.get`, a trailing blank made another directory than the service's."""
+    monkeypatch.setenv("PLAYBOOK_DATA_DIR", f"  {tmp_path / 'playbooks'} ")
+    monkeypatch.setenv("CONFIG_DIR", f"{PROJECT_ROOT / 'config'}\t")
+    assert main(["import", str(ONLINE), "--dataset", "appworld"]) == 0
+    assert f"to {tmp_path / 'playbooks' / 'appworld.json'}\n" in capsys.readouterr().out
+    assert load_settings(os.environ).playbook_data_dir == tmp_path / "playbooks"  # the service's, the same
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["playbooks"]
+
+
+def test_an_empty_playbook_directory_is_the_default_not_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    PlaybookStore(tmp_path).save("here", PlaybookStore(tmp_path).load("here"))
+    monkeypatch.setenv("PLAYBOOK_DATA_DIR", "")
+    assert main(["list"]) == 0
+    assert "here" not in capsys.readouterr().out.split()
+
+
+def test_a_directory_setting_the_service_would_refuse_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PLAYBOOK_DATA_DIR", "/etc/passwd")
+    assert main(["list"]) == 1
+    assert (
+        capsys.readouterr().err
+        == "python -m graphs.ace list: PLAYBOOK_DATA_DIR='/etc/passwd' is a file, not a directory\n"
+    )
