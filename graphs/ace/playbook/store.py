@@ -48,6 +48,8 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 LOCK_POLL_S = (0.002, 0.05)
 """First and longest pause between two tries of a held lock (doubling, with jitter)."""
 LOCK_WAIT_UNBOUNDED_S = 60.0
+NEW_FILE_MODE = 0o666
+"""A playbook and its lock file are created as any file is (`open`'s mode), less the process's umask."""
 """How long `update` waits for the lock when the caller has no deadline."""
 T = TypeVar("T")
 
@@ -270,7 +272,7 @@ class PlaybookStore:
         path = self.lock_path(dataset)
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
-            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, NEW_FILE_MODE)  # the umask applies
         except OSError as exc:
             raise _write_problem("lock", dataset, exc) from None
 
@@ -369,10 +371,48 @@ def _duplicate_ids(playbook: Playbook) -> list[str]:
     return duplicates
 
 
+def _umask_from_proc() -> int | None:
+    """The process's umask as Linux reports it, without changing it (None where /proc does not say)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _umask_by_setting_it() -> int:
+    """The umask read the only portable way, by setting it and setting it back.
+
+    Meanwhile another thread's new file would get the wrong mode: so this is done once, at import, and only
+    where /proc cannot tell.
+    """
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+_UMASK_AT_IMPORT = 0 if _umask_from_proc() is not None else _umask_by_setting_it()
+
+
+def _new_file_mode() -> int:
+    """What a newly created file's mode would be now: `NEW_FILE_MODE` less the umask."""
+    mask = _umask_from_proc()
+    return NEW_FILE_MODE & ~(_UMASK_AT_IMPORT if mask is None else mask)
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so readers see the old file or the new one, even across a crash."""
+    """Replace `path` with `data` so readers see the old file or the new one, even across a crash.
+
+    The temporary file `mkstemp` makes is 0600 whatever the umask; it is given the mode a file created anew
+    would have before it takes the playbook's name, so the service and the command line, run as different
+    users of one group (README allows it), can both read what the other saved, as they can its lock file.
+    """
     fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

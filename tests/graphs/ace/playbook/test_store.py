@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import msgspec
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 
 from contracts.ace import MAX_BULLET_NUMBER, Playbook
+from graphs.ace.playbook import store as store_module
 from graphs.ace.playbook.ids import high_water
 from graphs.ace.playbook.import_export import store_replacing
 from graphs.ace.playbook.store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
@@ -218,3 +220,38 @@ def test_a_save_the_directory_refuses_names_the_directory(
     monkeypatch.setattr(Path, "mkdir", refuse)
     with pytest.raises(PlaybookStoreError, match=f"^could not lock playbook 'demo': .*{says}"):
         PlaybookStore(tmp_path / "playbooks").save("demo", playbook(bullet("general-00001", "Read twice.")))
+
+
+@pytest.fixture(name="umask")
+def fixture_umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """The process's umask set to the test's value, and put back (it is process-wide)."""
+    mask: int = request.param
+    previous = os.umask(mask)
+    try:
+        yield mask
+    finally:
+        os.umask(previous)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077, 0o000], indirect=True, ids=["022", "002", "077", "000"])
+def test_saved_files_have_the_mode_any_new_file_would(tmp_path: Path, umask: int) -> None:
+    """`mkstemp` made every playbook 0600, while its lock file followed the umask: another user could lock, not read."""
+    store = PlaybookStore(tmp_path / "playbooks")
+    store.save("demo", playbook(bullet("general-00001", "Read twice.")))
+    store.save("demo", playbook(bullet("general-00001", "Read twice."), bullet("general-00002", "Then act.")))
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")  # what the same process gets for a file it creates the usual way
+    expected = 0o666 & ~umask
+    assert plain.stat().st_mode & 0o777 == expected
+    assert store.path_for("demo").stat().st_mode & 0o777 == expected
+    assert store.lock_path("demo").stat().st_mode & 0o777 == expected
+
+
+def test_the_umask_is_read_without_changing_it() -> None:
+    """Linux reports it in /proc: setting it to read it would race other threads creating files."""
+    previous = os.umask(0o027)
+    try:
+        assert store_module._umask_from_proc() == 0o027
+        assert os.umask(0o027) == 0o027  # untouched
+    finally:
+        os.umask(previous)
