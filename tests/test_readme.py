@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from librarian_svc.settings import ENV_DEFAULTS
+from librarian_svc.settings import ENV_DEFAULTS, PROJECT_ROOT
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 PROVIDER_VARS = [
@@ -31,3 +31,19 @@ def test_readme_opens_with_the_two_commands() -> None:
     head = README[:1200]
     assert "make run" in head
     assert "make test" in head
+
+
+NO_DEFAULT = ("–", "per provider")
+"""What the table says of a variable whose default is empty: unset, or chosen by the provider."""
+
+
+@pytest.mark.parametrize("name", list(ENV_DEFAULTS))
+def test_the_table_states_the_default_the_code_uses(name: str) -> None:
+    """`ENV_DEFAULTS` is the one place of defaults: the table said `./config` where the code read `<project>/config`."""
+    row = re.search(rf"^\| `{name}` \| ([^|]*) \|", README, re.MULTILINE)
+    assert row is not None, f"{name} has no row of its own"
+    default = ENV_DEFAULTS[name].replace(str(PROJECT_ROOT), "<project>")
+    if default:
+        assert row.group(1) == f"`{default}`"
+    else:
+        assert row.group(1) in NO_DEFAULT

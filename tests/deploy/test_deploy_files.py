@@ -244,7 +244,9 @@ def test_exec_form_cmd_port_and_environment() -> None:
 def test_build_context_leaves_out_dev_files() -> None:
     for name in (".containerignore", ".dockerignore"):
         patterns = {line.strip() for line in (ROOT / name).read_text(encoding="utf-8").splitlines() if line.strip()}
-        assert {".venv", "tests", "bench", ".git", "**/__pycache__", ".mypy_cache", ".pytest_cache"} <= patterns
+        assert {".venv", ".git", "**/__pycache__", ".mypy_cache", ".pytest_cache"} <= patterns
+        # what the Containerfile says the image leaves out, the build context leaves out too
+        assert {*NOT_IN_THE_IMAGE, "clients"} <= patterns, f"{name} sends a directory the image leaves out"
         assert not patterns & set(SOURCE_DIRS), f"{name} excludes a runtime source dir"
 
 
