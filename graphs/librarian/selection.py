@@ -20,10 +20,9 @@ from dataclasses import dataclass
 
 from contracts.librarian import EvidenceItem, SearchRound
 from graphs.librarian.assessment import Assessment, ScoredCandidate
-from graphs.librarian.candidates import Candidate, Location, hit_query, location, only_query, versions_contradiction
+from graphs.librarian.candidates import Location, hit_query, location, only_query, versions_contradiction
 from graphs.librarian.question import QuestionProfile
 from graphs.text.contradiction import Contradiction
-from graphs.text.normalize import normalize
 from graphs.text.tokenize import tokenize, tokens_present
 
 MIN_GAIN = 0.15
@@ -293,30 +292,7 @@ def _versions_contradiction(first: ScoredCandidate, second: ScoredCandidate) -> 
     Different passages naturally mention different numbers; only versions of one statement disagree.
     """
     a, b = first.candidate, second.candidate
-    if _of_other_subjects(a, b):
-        return None
     return versions_contradiction(a.snippet, a.normalized, a.tokens, b, one_place=a.at_one_place_with(b))
-
-
-def _of_other_subjects(a: Candidate, b: Candidate) -> bool:
-    """Whether two documents each name themselves and not the other: two subjects, not two versions of one.
-
-    Articles written from one template (`享保は…1716年から…`, `寛保は…1741年から…`) share most of their words
-    and differ in their figures, yet each states its own subject's facts: no source contradicts the other.
-    A document id that is a title says whose facts a snippet gives; an id that is no word of the text (a
-    file name, a number) says nothing, and the versions are compared as before.
-    """
-    if a.document_id == b.document_id:
-        return False
-    own_a, own_b = normalize(a.document_id), normalize(b.document_id)
-    return (
-        bool(own_a)
-        and bool(own_b)
-        and own_a in a.normalized
-        and own_b in b.normalized
-        and own_a not in b.normalized
-        and own_b not in a.normalized
-    )
 
 
 def disagreements(selected: list[ScoredCandidate]) -> list[str]:

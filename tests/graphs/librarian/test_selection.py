@@ -276,28 +276,23 @@ def _of_document(document_id: str, snippet: str, page: int = 0) -> ScoredCandida
     )
 
 
-ERA = "は日本の元号の一つ。{}年から{}年までの期間を指す。この時代の天皇は桜町天皇。江戸幕府将軍は徳川吉宗。"
 TOWER = "東京タワーの高さは{}メートルである。東京都港区にある電波塔。"
 
 
 @pytest.mark.parametrize(
-    ("first", "second", "disagree"),
+    ("first", "second"),
     [
-        # Two articles of one template, each about its own era: two subjects, and no source contradicts the other.
-        (("享保", "享保" + ERA.format(1716, 1736)), ("寛保", "寛保" + ERA.format(1741, 1744)), False),
-        # Ids that are no word of the text say nothing of the subject: the versions disagree.
-        (("tower", TOWER.format(333)), ("blog", TOWER.format(334)), True),
-        # The second source names the first's subject: the same subject, another figure.
-        (("東京タワー", TOWER.format(333)), ("ブログ", "ブログより。" + TOWER.format(334)), True),
-        # One article is about both: not two subjects either.
-        (("享保", "享保" + ERA.format(1716, 1736)), ("寛保", "寛保は享保" + ERA.format(1741, 1744)), True),
+        (("tower", TOWER.format(333)), ("blog", TOWER.format(334))),
+        # Each source names itself (a masthead): still one statement about one tower, with two figures. A rule
+        # that read a document id found in its own text as the text's subject hid exactly this (withdrawn).
+        (("日経", "日経: " + TOWER.format(333)), ("朝日", "朝日: " + TOWER.format(334))),
     ],
 )
-def test_documents_that_each_name_only_themselves_are_two_subjects_not_two_versions(
-    first: tuple[str, str], second: tuple[str, str], disagree: bool
+def test_sources_that_state_one_fact_with_other_figures_always_disagree(
+    first: tuple[str, str], second: tuple[str, str]
 ) -> None:
     pair = [_of_document(*first), _of_document(*second)]
-    assert bool(selection.disagreements(pair)) is disagree
+    assert selection.disagreements(pair)
 
 
 def test_why_relevant_counts_a_key_term_no_candidate_holds_as_not_covered() -> None:
