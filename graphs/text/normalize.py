@@ -20,6 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from graphs.text.blank import has_invisible, without_invisible
+
 
 def normalize(text: str) -> str:
     """Return `text` in NFKC form, lower-cased, without invisible characters, whitespace runs collapsed and trimmed.
@@ -41,8 +43,10 @@ def normalize(text: str) -> str:
     # of the time on a search hit.
     folded = " ".join(_nfkc(lower_case(_nfkc(text))).split())
     # After the split only a control, format, private-use, unassigned or surrogate character is not printable:
-    # one C-level check keeps the usual text off the character-by-character path.
-    return folded if folded.isprintable() else " ".join(_nfkc(lower_case(_nfkc(without_invisible(text)))).split())
+    # one C-level check keeps the usual text on its way, and a regex search the rest but the invisible.
+    if folded.isprintable() or not has_invisible(folded):
+        return folded
+    return " ".join(_nfkc(lower_case(_nfkc(without_invisible(text)))).split())
 
 
 def lower_case(text: str) -> str:
@@ -57,19 +61,6 @@ def lower_case(text: str) -> str:
     if "İ" in text:
         text = text.replace("İ", "i")
     return text.lower()
-
-
-_VISIBLE = {"Cc": " ", "Cf": ""}
-"""What `without_invisible` puts for a character of these categories; every other character stays."""
-
-
-def without_invisible(text: str) -> str:
-    """`text` with each control character (Cc) a space and each format character (Cf) left out.
-
-    Neither shows anything. A control character stands where something was lost (NUL from a C string), so it
-    separates; a format character joins or marks text that reads as one word (a zero-width space in 東京タワー).
-    """
-    return "".join(_VISIBLE.get(unicodedata.category(ch), ch) for ch in text)
 
 
 _COMPATIBILITY_RANGES = ((0xA0, 0xFF), (0x2000, 0x218F), (0x3000, 0x3000), (0xFF00, 0xFFEF))
@@ -127,4 +118,7 @@ def normalize_many(texts: Sequence[str]) -> list[str]:
     folded = [" ".join(_nfkc(lower_case(text)).split()) for text in first]
     if all(map(str.isprintable, folded)):
         return folded
-    return [done if done.isprintable() else normalize(text) for done, text in zip(folded, texts, strict=True)]
+    return [
+        done if done.isprintable() or not has_invisible(done) else normalize(text)
+        for done, text in zip(folded, texts, strict=True)
+    ]

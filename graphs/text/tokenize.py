@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from graphs.config_files import read_text
+from graphs.text.blank import has_invisible
 from graphs.text.normalize import lower_case, normalize
 
 K = TypeVar("K")
@@ -205,7 +206,10 @@ def normalized_many(texts: Sequence[str]) -> list[str]:
     if all(map(str.isprintable, pieces)):
         return pieces
     # A text with an invisible character (or a whitespace other than the space) takes `normalize`'s own path.
-    return [piece if piece.isprintable() else normalize(text) for piece, text in zip(pieces, texts, strict=True)]
+    return [
+        piece if piece.isprintable() or not has_invisible(piece) else normalize(text)
+        for piece, text in zip(pieces, texts, strict=True)
+    ]
 
 
 def terms_of_many(texts: Sequence[str]) -> list[list[str]]:

@@ -17,7 +17,7 @@ from typing import Literal
 
 from graphs.proposal_quality.forbidden_phrases import find_forbidden
 from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN
-from graphs.text.blank import invisible
+from graphs.text.blank import without_invisible
 from graphs.text.normalize import normalize
 
 FORBIDDEN = (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN)
@@ -64,10 +64,10 @@ def neutral(text: str, limit: int = 60) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` in NFKC without its control and format characters (Cc, Cf), whitespace kept."""
+    """`text` in NFKC without its format characters, a control character a space (`without_invisible`)."""
     nfkc = text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
-    # A printable text has no Cc or Cf character (`str.isprintable`): nothing to drop, no loop over it.
-    return nfkc if nfkc.isprintable() else "".join(ch for ch in nfkc if ch.isspace() or not invisible(ch))
+    # A printable text has no Cc or Cf character (`str.isprintable`): nothing to drop, no search.
+    return nfkc if nfkc.isprintable() else without_invisible(nfkc)
 
 
 @lru_cache(maxsize=1024)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import graphs.text.blank as blank
 from graphs.text.blank import blank_problems, is_blank
 
 
@@ -35,3 +38,20 @@ def test_one_visible_character_is_enough_wherever_it_stands(invisible: str, visi
 def test_only_given_blank_fields_are_problems() -> None:
     problems = blank_problems([("$.a", None), ("$.b", " "), ("$.c", "x")])
     assert [p.path for p in problems] == ["$.b"]
+
+
+def test_the_written_out_ranges_are_this_interpreters_control_and_format_characters() -> None:
+    """A newer Unicode (a newer Python) may add format characters: this fails until the ranges say so."""
+    for ranges, category in ((blank.CONTROL_CHARACTERS, "Cc"), (blank.FORMAT_CHARACTERS, "Cf")):
+        written = {code for low, high in ranges for code in range(low, high + 1)}
+        assert written == {code for code in range(0x110000) if unicodedata.category(chr(code)) == category}
+
+
+@settings(deadline=None)
+@given(st.text(max_size=40))
+def test_without_invisible_spaces_controls_and_drops_format_characters(text: str) -> None:
+    expected = "".join(
+        " " if unicodedata.category(ch) == "Cc" else "" if unicodedata.category(ch) == "Cf" else ch for ch in text
+    )
+    assert blank.without_invisible(text) == expected
+    assert blank.has_invisible(text) is any(blank.invisible(ch) for ch in text)
