@@ -11,9 +11,12 @@ Every token is signed. The first of `STATE_SIGNING_KEYS` signs and every one ver
 rotate without breaking sessions in flight; with no key configured the process makes an
 ephemeral one (states then only work on this process, which start-up says loudly).
 
-Sealing holds a state to the same limits opening it does (the token's size, its size once
-decompressed, the state type's schema): a state the service would refuse when it came back is
-never handed out (`StateNotIssued`), so a session cannot be broken by its own last response.
+Sealing holds a state to the limits opening it enforces on every agent's state (the token's size, its
+size once decompressed, the state type's schema): a state that breaks them is never handed out
+(`StateNotIssued`), so a session cannot be broken by its own last response. The schema is checked on the
+values as built, not on their JSON: a float JSON cannot carry (NaN, infinity; no state holds one) would
+pass here and be refused when it came back. An agent's own checks of a state it opens (its protocol) are
+that agent's to keep.
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ class StateCodec:
         return hmac.new(key, signed, hashlib.sha256).digest()
 
     def seal(self, state: msgspec.Struct, *, agent: str, schema_version: int, now: float | None = None) -> str:
-        """The token for `state`, signed with the first key, once `state` is known to open again.
+        """The token for `state`, signed with the first key, once `state` is known to pass `open`'s limits.
 
         Raises:
             StateNotIssued: `open` would refuse the state: its token or its payload is over the size

@@ -192,13 +192,25 @@ def test_a_state_over_the_size_limits_is_not_issued(notes: list[str], limit: str
 
 @settings(max_examples=50)
 @given(state=states, max_state_bytes=st.integers(min_value=64, max_value=4096))
-def test_every_token_sealed_opens(state: DemoState, max_state_bytes: int) -> None:
+def test_every_token_sealed_opens_and_only_a_state_over_the_limits_is_refused(
+    state: DemoState, max_state_bytes: int
+) -> None:
     codec = _codec(max_state_bytes=max_state_bytes)
     try:
         token = codec.seal(state, agent="demo", schema_version=1)
     except StateNotIssued:
+        # Refused: under a limit that binds nothing, the same state makes a token over this limit, or a payload
+        # over 8 times it (the token's envelope, agent, version and times, is under 200 bytes of that payload).
+        unbounded = _codec(max_state_bytes=1 << 30).seal(state, agent="demo", schema_version=1)
+        assert len(unbounded) > max_state_bytes or len(msgspec.json.encode(state)) > 8 * max_state_bytes - 200
         return
     assert _open(codec, token) == state
+
+
+@given(state=states)
+def test_every_state_seals_and_opens_when_the_limit_binds_nothing(state: DemoState) -> None:
+    codec = _codec(max_state_bytes=1 << 30)
+    assert _open(codec, codec.seal(state, agent="demo", schema_version=1)) == state
 
 
 def test_a_decompression_bomb_is_refused_even_when_signed() -> None:
