@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,10 @@ RETRY_DELAY_S = 0.2
 """The wait before a step's first retry; it doubles for each further one (as the Go loop's `RetryDelay`)."""
 BODY_START_CHARS = 200
 """How much of a body that is no Librarian answer (a proxy's error page) a `ServiceError` quotes."""
+SENTENCE_TAIL_CHARS = 2_000
+"""How far before the limit of one snippet a chunk's last sentence end is looked for (`cut_snippet`)."""
+SENTENCE_END = re.compile(r"[。！？\n]|[.．!?](?!\d|[A-Za-z])")
+"""A sentence end: 。！？ or a newline; . ． ! ? unless a digit or a Latin letter follows (`3.14`, `example.com`)."""
 
 
 class ServiceError(RuntimeError):
@@ -57,8 +62,9 @@ def execute_search(
 ) -> dict[str, Any]:
     """Run a SEARCH action's queries and return the round to append to `search_history`.
 
-    The round is one the service accepts after `history` (the rounds already sent): each snippet is cut to
-    the contract's characters, and the round keeps the best-ranked hits of every query (`fit_round`).
+    The round is one the service accepts after `history` (the rounds already sent): a chunk longer than a
+    snippet may be is cut at a sentence end (`cut_snippet`), and the round keeps the best-ranked hits of every
+    query that fit (`fit_round`).
     Without `vector` its `queries_vector` is empty: the round reports the searches that ran, and a query
     reported with no hit would tell the Librarian it was tried and found nothing.
     """
@@ -84,8 +90,11 @@ def fit_round(lists: list[list[dict[str, Any]]], history: Sequence[Mapping[str, 
     A round may hold `hits_per_round` hits, and the whole history `hits_total` hits and `snippet_chars_total`
     snippet characters: more is a 422 or 413 that ends the loop. Hits are kept rank by rank across the
     queries (every query's first hit, then every query's second, ...), so each query keeps its best hits and
-    none is crowded out by another's long list; the last hit kept may be cut to the characters left. The hits
-    kept stay in their lists' order (the service ranks a query's hits by their position in the round).
+    none is crowded out by another's long list. A hit whose snippet does not fit the characters left is
+    dropped, never cut: a cut at any character turns `333メートル` into `33`, which the Librarian would take
+    for a second version of the passage that contradicts the first (and could quote). A shorter hit after it
+    that fits is still kept. The hits kept stay in their lists' order (the service ranks a query's hits by
+    their position in the round).
     """
     hits_left = min(LIBRARIAN.hits_per_round, LIBRARIAN.hits_total - sum(len(r["results"]) for r in history))
     chars_left = LIBRARIAN.snippet_chars_total - sum(len(h["snippet"]) for r in history for h in r["results"])
@@ -93,21 +102,37 @@ def fit_round(lists: list[list[dict[str, Any]]], history: Sequence[Mapping[str, 
     for rank, index in sorted((rank, index) for index, hits in enumerate(lists) for rank in range(len(hits))):
         if hits_left <= 0 or chars_left <= 0:
             break
-        hit = lists[index][rank]
-        hit["snippet"] = hit["snippet"][:chars_left]
+        size = len(lists[index][rank]["snippet"])
+        if size > chars_left:
+            continue
         kept.add((index, rank))
         hits_left -= 1
-        chars_left -= len(hit["snippet"])
+        chars_left -= size
     return [hit for index, hits in enumerate(lists) for rank, hit in enumerate(hits) if (index, rank) in kept]
 
 
+def cut_snippet(text: str, limit: int = LIBRARIAN.snippet_chars) -> str:
+    """`text` as one hit's snippet: whole when it fits `limit`, else cut after its last sentence end within it.
+
+    The sentence end is looked for in the last `SENTENCE_TAIL_CHARS` before the limit (see `SENTENCE_END`);
+    a text with none there is cut at the limit. A cut inside a sentence can leave a figure's first digits
+    (`高さは33` of `333メートル`), which reads as a claim the chunk does not make.
+    """
+    if len(text) <= limit:
+        return text
+    # up to limit + 1, so that the lookahead sees the character after a "." at the limit
+    ends = [m.end() for m in SENTENCE_END.finditer(text, max(0, limit - SENTENCE_TAIL_CHARS), limit + 1)]
+    ends = [end for end in ends if end <= limit]
+    return text[: ends[-1]] if ends else text[:limit]
+
+
 def _hit(chunk: Chunk, score: float, retrieval: str, query: str) -> dict[str, Any]:
-    """A search hit as the contract has it; a chunk longer than a snippet may be is cut to its first characters."""
+    """A search hit as the contract has it; a chunk longer than a snippet may be is cut (`cut_snippet`)."""
     return {
         "document_id": chunk.document_id,
         "page": chunk.page,
         "chunk_id": chunk.chunk_id,
-        "snippet": chunk.text[: LIBRARIAN.snippet_chars],
+        "snippet": cut_snippet(chunk.text),
         "score": round(score, 6),
         "retrieval": retrieval,
         "metadata": {"query": query},

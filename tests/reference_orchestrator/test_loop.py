@@ -11,11 +11,12 @@ from typing import Any
 import httpx
 import pytest
 from litestar import Litestar
+from litestar.testing import TestClient
 
 from contracts.limits import LIBRARIAN
 from reference_orchestrator import __main__ as cli
 from reference_orchestrator.corpus import Chunk, Corpus
-from reference_orchestrator.loop import ServiceError, execute_search, fit_round, run_question
+from reference_orchestrator.loop import ServiceError, cut_snippet, execute_search, fit_round, run_question
 from tests.support.asgi import asgi_client
 
 LONG_CHUNK = ("東京タワーの高さは333メートルです。" + "東京タワーは港区芝公園にある電波塔で、" * 500)[:8_820]
@@ -68,7 +69,7 @@ def test_a_round_keeps_every_querys_best_hits_within_the_hit_limit() -> None:
         ([], 40, 400),  # 4 queries × 10 hits × 10 characters: all of it
         ([_round(300, 3_000)] * 3, 40, 400),
         ([_round(300, 3_000)] * 3 + [_round(75, 750)], 25, 250),  # hits_total: 1,000
-        ([_round(10, 299_905)], 10, 95),  # snippet_chars_total: 300,000; the last hit cut to what is left
+        ([_round(10, 299_905)], 9, 90),  # snippet_chars_total: 300,000; a hit that does not fit is dropped
         ([_round(10, 300_000)], 0, 0),
     ],
 )
@@ -81,6 +82,85 @@ def test_a_round_fits_what_the_history_leaves_of_the_totals(
     kept = fit_round(lists, history)
     assert (len(kept), sum(len(h["snippet"]) for h in kept)) == (hits, chars)
     assert {h["rank"] for h in kept} == set(range(-(-hits // 4)))  # rank by rank across the four queries
+
+
+def test_a_hit_that_does_not_fit_the_characters_left_is_dropped_and_a_shorter_one_kept() -> None:
+    lists = [[{"snippet": "a" * 30}, {"snippet": "b" * 4}], [{"snippet": "c" * 8}]]
+    kept = fit_round(lists, [_round(10, LIBRARIAN.snippet_chars_total - 12)])
+    assert [h["snippet"] for h in kept] == ["b" * 4, "c" * 8]  # the 30 are not cut to 12
+
+
+TOWER = "東京タワーは港区芝公園にある電波塔で、高さは333メートルです。"
+
+
+def _history_leaving(chars: int) -> list[dict[str, Any]]:
+    """One round that found the tower chunk whole, with filler hits leaving `chars` of `snippet_chars_total`."""
+    filler = ("富士山は静岡県と山梨県にまたがる山である。" * 400)[: LIBRARIAN.snippet_chars]
+    sizes = [len(filler)] * 37
+    sizes.append(LIBRARIAN.snippet_chars_total - chars - len(TOWER) - sum(sizes))
+    hits = [
+        {"document_id": f"fuji{i}", "page": 1, "snippet": filler[:size], "metadata": {"query": "富士山"}}
+        for i, size in enumerate(sizes)
+    ]
+    tower = {"document_id": "tower", "page": 3, "chunk_id": "tower#3", "snippet": TOWER, "score": 9.0}
+    return [{"queries_text": ["東京タワー 高"], "queries_vector": [], "results": [tower, *hits]}]
+
+
+def _think(client: TestClient[Litestar], history: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {"request_id": "cut", "user_query": "東京タワーの高さは何メートルですか", "subject_id": "d", "state": None}
+    answer: dict[str, Any] = client.post("/agent/librarian/think", json={**body, "search_history": history}).json()
+    assert answer["action"] == "COMPLETE", answer
+    return answer
+
+
+def test_the_last_hit_is_never_cut_into_a_second_version_that_disagrees(client: TestClient[Litestar]) -> None:
+    """It was cut to the characters left, `東京タワーは…高さは33`: the Librarian then reported "The sources
+    disagree (two versions of tower p.3: 333メートル vs 33)", and the cut text was evidence."""
+    left = len(TOWER) - len("3メートルです。")  # the tower chunk again would have been cut to `…高さは33`
+    history = _history_leaving(left)
+    corpus = Corpus([Chunk("tower", 3, "tower#3", TOWER)])
+    search = {"queries_text": ["東京タワー メートル"], "queries_vector": []}
+    sent = execute_search(corpus, search, k=5, vector=False, history=history)
+    assert sent["results"] == []
+
+    answer = _think(client, [*history, sent])
+    assert "disagree" not in answer["coverage_notes"]
+    assert [item["snippets"] for item in answer["evidence"] if item["document_id"] == "tower"] == [[TOWER]]
+    # what the old cut sent, and what the Librarian made of it
+    cut = {**history[0]["results"][0], "snippet": TOWER[:left]}
+    assert cut["snippet"].endswith("高さは33")
+    answer = _think(client, [*history, {**search, "results": [cut]}])
+    assert "two versions of tower p.3: 333メートル vs 33" in answer["coverage_notes"]
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "snippet"),
+    [
+        ("東京タワーは333メートル。", 20, "東京タワーは333メートル。"),  # fits: whole
+        ("電波塔です。高さは333メートルです。", 14, "電波塔です。"),  # not `電波塔です。高さは333メ`
+        ("It is tall! Height: 333 m", 17, "It is tall!"),
+        ("How tall? 333.5 m here", 15, "How tall?"),  # the "." of 333.5 ends nothing
+        ("Height 333.5 m tall", 10, "Height 333"),  # no sentence end at all: at the limit
+        ("see example.com for 333 m", 20, "see example.com for "),
+        ("第一章．高さは333メートル", 10, "第一章．"),  # a full-width period before Japanese
+        ("電波塔\n高さは333メートル", 8, "電波塔\n"),
+        ("本当？高さは333メートル", 8, "本当？"),
+        ("高さは333メートル。次に", 11, "高さは333メートル。"),  # a sentence end at the limit
+        ("It is 333 m. " + "c" * 30, 15, "It is 333 m."),
+        (
+            "a。" + "い" * LIBRARIAN.snippet_chars,  # the only sentence end is too far back: at the limit
+            LIBRARIAN.snippet_chars,
+            "a。" + "い" * (LIBRARIAN.snippet_chars - 2),
+        ),
+        (
+            "い" * 6_500 + "。" + "う" * 2_000,  # within the tail: at the sentence end
+            LIBRARIAN.snippet_chars,
+            "い" * 6_500 + "。",
+        ),
+    ],
+)
+def test_a_long_snippet_is_cut_at_its_last_sentence_end_within_the_limit(text: str, limit: int, snippet: str) -> None:
+    assert cut_snippet(text, limit) == snippet
 
 
 async def test_a_loop_over_a_chunk_longer_than_a_snippet_completes(app: Litestar) -> None:
