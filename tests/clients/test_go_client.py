@@ -151,3 +151,47 @@ def test_example_answers_one_question(live_service: LiveService) -> None:
     assert "step 1: SEARCH" in done.stdout
     assert "COMPLETE after" in done.stdout
     assert "333 metres" in done.stdout
+
+
+README_GO_STUBS = """package main
+
+type SearchAction struct{ QueriesText, QueriesVector []string }
+
+type SearchHit struct {
+	Retrieval  string
+	Metadata   map[string]any
+	DocumentID string
+	Page       *int
+	ChunkID    *string
+	Snippet    string
+	Score      *float64
+}
+
+type SearchRound struct {
+	QueriesText, QueriesVector []string
+	Results                    []SearchHit
+}
+
+const searchTextSQL, searchVectorSQL = "-- search_text.sql", "-- search_vector.sql"
+
+var _ = runSearch
+
+func main() {}
+"""
+
+
+def test_the_readmes_go_search_side_vets_and_builds(tmp_path: Path) -> None:
+    """README's `runSearch` (and its `fitRound` / `cutSnippet`) is copied by Go orchestrators: it must compile."""
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"```go\n(// The contract's limits.*?func runSearch\(.*?)```\n", readme, re.DOTALL)
+    imports = (
+        '\nimport (\n\t"context"\n\t"database/sql"\n\t"strconv"\n\t"strings"\n\t"unicode"\n\t"unicode/utf8"\n)\n\n'
+    )
+    (tmp_path / "go.mod").write_text("module readme\n\ngo 1.19\n", encoding="utf-8")
+    (tmp_path / "search.go").write_text("package main\n" + imports + block, encoding="utf-8")
+    (tmp_path / "stubs.go").write_text(README_GO_STUBS, encoding="utf-8")
+    for args in (("vet", "."), ("build", "-o", os.devnull, ".")):
+        done = subprocess.run(
+            [go_binary(), *args], cwd=tmp_path, env=go_env(), capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, f"go {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
