@@ -20,6 +20,8 @@ RETRIES = 2
 """How often one step is sent again after a failure a retry may cure (as the Go loop's `MaxRetries`)."""
 RETRY_DELAY_S = 0.2
 """The wait before a step's first retry; it doubles for each further one (as the Go loop's `RetryDelay`)."""
+RETRY_AFTER_CAP_S = 10.0
+"""The longest `Retry-After` a retry waits for (as the Go loop's `MaxRetryAfter`); a longer one is cut to it."""
 BODY_START_CHARS = 200
 """How much of a body that is no Librarian answer (a proxy's error page) a `ServiceError` quotes."""
 SENTENCE_TAIL_CHARS = 2_000
@@ -33,6 +35,7 @@ class ServiceError(RuntimeError):
 
     def __init__(self, response: httpx.Response) -> None:
         self.status_code = response.status_code
+        self.retry_after = retry_after_s(response)
         self.content_type = response.headers.get("content-type", "no content type")
         self.body_start = response.text[:BODY_START_CHARS]
         super().__init__(f"{THINK_PATH} answered HTTP {self.status_code} {self.content_type}: {self.body_start!r}")
@@ -154,6 +157,16 @@ def read_answer(response: httpx.Response) -> dict[str, Any]:
     return answer
 
 
+def retry_after_s(response: httpx.Response) -> float | None:
+    """The seconds an answer's `Retry-After` asks to wait (the service sends 1 or 2 with its 503s).
+
+    Only the seconds form (`Retry-After: 1`) is read; an HTTP date or anything else is None, and the retry
+    waits as it would without the header.
+    """
+    value = response.headers.get("retry-after", "").strip()
+    return float(value) if value.isascii() and value.isdigit() else None
+
+
 def retryable(status_code: int, answer: Mapping[str, Any] | None) -> bool:
     """Whether sending the same step again may cure it: 429, 5xx, or a 200 TIMEOUT / MODEL_FAILURE (README)."""
     if status_code == 429 or status_code >= 500:
@@ -169,12 +182,16 @@ class _Caller:
     session: str
     retries: int
     retry_delay: float
+    max_retry_after: float
     on_answer: Callable[[dict[str, Any]], None]
     calls: int = 0
     """Requests sent, retries included."""
 
     async def think(self, body: dict[str, Any]) -> dict[str, Any]:
         """The step's answer: the first that is not retryable, or the last once the retries are spent.
+
+        A retry is sent `retry_delay` seconds after the first failure, doubling, or later when the failed
+        answer's `Retry-After` asks for more (at most `max_retry_after` seconds).
 
         Raises:
             ServiceError: no Librarian answer, after the retries when its status is retryable.
@@ -186,12 +203,14 @@ class _Caller:
             request = body if attempt == 0 else {**body, "request_id": f"{body['request_id']}-r{attempt}"}
             last = attempt == self.retries
             self.calls += 1
+            retry_after: float | None = None
             try:
                 response = await self.client.post(THINK_PATH, json=request, headers={"X-Session-Id": self.session})
                 answer = read_answer(response)
             except ServiceError as error:
                 if last or not retryable(error.status_code, None):
                     raise
+                retry_after = error.retry_after
             except httpx.TransportError:
                 if last:
                     raise
@@ -199,7 +218,8 @@ class _Caller:
                 self.on_answer(answer)
                 if last or not retryable(response.status_code, answer):
                     return answer
-            await asyncio.sleep(delay)
+                retry_after = retry_after_s(response)
+            await asyncio.sleep(max(delay, min(retry_after or 0.0, self.max_retry_after)))
             delay *= 2
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -218,13 +238,15 @@ async def run_question(
     max_steps: int = 20,
     retries: int = RETRIES,
     retry_delay: float = RETRY_DELAY_S,
+    max_retry_after: float = RETRY_AFTER_CAP_S,
 ) -> LoopResult:
     """Call think until COMPLETE or ERROR, executing each SEARCH against the corpus.
 
     A step answered 429, 5xx or 200 ERROR TIMEOUT / MODEL_FAILURE, or not at all, is sent again unchanged up
-    to `retries` times (`retry_delay` seconds first, doubling); `on_step` and `LoopResult.steps` see every
-    answer, the retried ones too. An answer that is no Librarian action raises `ServiceError` (its status and
-    the start of its body), and `max_steps` SEARCHes without an end raise RuntimeError.
+    to `retries` times (`retry_delay` seconds first, doubling, or the answer's `Retry-After` seconds when that
+    is longer, up to `max_retry_after`); `on_step` and `LoopResult.steps` see every answer, the retried ones
+    too. An answer that is no Librarian action raises `ServiceError` (its status and the start of its body),
+    and `max_steps` SEARCHes without an end raise RuntimeError.
     """
     history: list[dict[str, Any]] = []
     state: Any = None
@@ -236,7 +258,7 @@ async def run_question(
             on_step(len(steps), answer)
 
     # X-Session-Id lets a load balancer (or the scale-out test's rotating transport) see the session.
-    caller = _Caller(client, request_id, retries, retry_delay, record)
+    caller = _Caller(client, request_id, retries, retry_delay, max_retry_after, record)
     for step in range(1, max_steps + 1):
         body = {
             "request_id": f"{request_id}-{step}",

@@ -6,6 +6,7 @@ import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ from litestar.testing import TestClient
 
 from contracts.limits import LIBRARIAN
 from reference_orchestrator import __main__ as cli
+from reference_orchestrator import loop
 from reference_orchestrator.corpus import Chunk, Corpus
 from reference_orchestrator.loop import ServiceError, cut_snippet, execute_search, fit_round, run_question
 from tests.support.asgi import asgi_client
@@ -279,6 +281,56 @@ async def test_a_step_that_keeps_failing_ends_the_loop_saying_how(
         return
     result, bodies = await _loop(app, canned)
     assert (len(bodies), result.calls, result.final["error_type"]) == (calls, calls, outcome)
+
+
+def _busy(
+    status: int, retry_after: str, *, page: bool = False
+) -> Callable[[httpx.Request, dict[str, Any]], httpx.Response]:
+    """A 429 or 503 with `Retry-After`: the service's ERROR body (its 503 says 1 or 2), or a proxy's page."""
+
+    def answer(request: httpx.Request, body: dict[str, Any]) -> httpx.Response:
+        headers = {"retry-after": retry_after}
+        if page:
+            return httpx.Response(status, headers={**headers, "content-type": "text/html"}, text="<html>busy</html>")
+        error = {"action": "ERROR", "request_id": body["request_id"], "error_type": "OTHER", "message": "busy"}
+        return httpx.Response(status, headers=headers, json={**error, "details": [], "state": None, "usage": None})
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("canned", "waits"),
+    [
+        ({1: _busy(503, "1")}, [1.0]),  # the service's 503: not 0.2 s later, but after the second it asks for
+        ({1: _busy(429, "2"), 2: _busy(503, "1")}, [2.0, 1.0]),
+        ({1: _busy(503, "3", page=True)}, [3.0]),  # a proxy's page, no Librarian answer: the header still counts
+        ({1: _busy(503, "3600")}, [10.0]),  # at most RETRY_AFTER_CAP_S
+        ({1: _busy(503, "0"), 2: _busy(503, "0")}, [0.2, 0.4]),  # shorter than the backoff: the backoff
+        ({1: _busy(503, "Wed, 21 Oct 2015 07:28:00 GMT")}, [0.2]),  # an HTTP date is not read
+        ({1: _busy(503, "1.5")}, [0.2]),  # nor anything but whole seconds
+        ({1: _page(503), 2: _error("TIMEOUT")}, [0.2, 0.4]),  # no header: as before
+    ],
+)
+async def test_a_retry_waits_as_long_as_retry_after_asks(
+    app: Litestar,
+    monkeypatch: pytest.MonkeyPatch,
+    canned: dict[int, Callable[[httpx.Request, dict[str, Any]], httpx.Response]],
+    waits: list[float],
+) -> None:
+    """It used to retry 0.2 s and then 0.4 s later whatever the answer's `Retry-After` said."""
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(loop, "asyncio", SimpleNamespace(sleep=sleep))  # the loop's waits only
+    transport = Scripted(app, canned)
+    async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+        result = await run_question(client, _tower_corpus(), "東京タワーの高さは何メートルですか", request_id="r")
+    assert result.action == "COMPLETE", result.final
+    assert slept == waits
+    retried = [f"r-1-r{attempt}" for attempt in range(1, len(waits) + 1)]
+    assert [body["request_id"] for body in transport.bodies][: len(waits) + 1] == ["r-1", *retried]
 
 
 def test_the_command_line_reports_an_answer_that_is_no_librarian_action(

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,6 +53,9 @@ type ServiceError struct {
 	Details    []api.ErrorDetail // each with the JSON path of one problem, e.g. "$.constraints.max_loops"
 	RequestID  string
 	Body       []byte // the raw body when it was not an ERROR body (at most 4 KiB kept)
+	// RetryAfter is the answer's Retry-After in its seconds form (the service sends 1 or 2 with its
+	// 503s); zero when there was none, or it was an HTTP date. Loop waits at least this long to retry.
+	RetryAfter time.Duration
 }
 
 func (e *ServiceError) Error() string {
@@ -185,9 +189,27 @@ func readBody(resp *http.Response, method, url string) ([]byte, error) {
 		return nil, &ServiceError{StatusCode: resp.StatusCode, Message: "response body larger than MaxResponseBytes"}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, errorFromBody(resp.StatusCode, body)
+		err := errorFromBody(resp.StatusCode, body)
+		err.RetryAfter = retryAfter(resp.Header)
+		return nil, err
 	}
 	return body, nil
+}
+
+// retryAfter reads a Retry-After header in its seconds form ("Retry-After: 1"); anything else is zero.
+func retryAfter(h http.Header) time.Duration {
+	const longest = 1 << 31 // seconds: far past any cap, and no overflow of a Duration
+	seconds, err := strconv.ParseUint(strings.TrimSpace(h.Get("Retry-After")), 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return longest * time.Second
+	}
+	if err != nil {
+		return 0
+	}
+	if seconds > longest {
+		seconds = longest
+	}
+	return time.Duration(seconds) * time.Second
 }
 
 // errorFromBody decodes the ERROR body the service sends with every 4xx; anything else is kept raw.

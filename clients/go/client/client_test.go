@@ -265,6 +265,97 @@ func TestOverloadThenSuccess(t *testing.T) {
 	}
 }
 
+// busy answers the first request 503 with the given Retry-After and the service's ERROR body, every later
+// one COMPLETE, and records when each request arrived.
+func busy(t *testing.T, retryAfter string) (*Client, *[]time.Time) {
+	t.Helper()
+	var mu sync.Mutex
+	var arrived []time.Time
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		arrived = append(arrived, time.Now())
+		w.Header().Set("Content-Type", "application/json")
+		if len(arrived) == 1 {
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, errorBody("OTHER", "every connection has a request in flight", "null"))
+			return
+		}
+		_, _ = io.WriteString(w, completeBody("q-1", "null"))
+	}))
+	t.Cleanup(server.Close)
+	return New(server.URL), &arrived
+}
+
+func TestRetryWaitsAsLongAsRetryAfterAsks(t *testing.T) {
+	c, arrived := busy(t, "1")
+	result, err := fastLoop(c, &fixedSearcher{}).Run(context.Background(), question()) // RetryDelay 1 ms
+	if err != nil || result.Calls != 2 {
+		t.Fatalf("err %v result %+v", err, result)
+	}
+	if waited := (*arrived)[1].Sub((*arrived)[0]); waited < time.Second || waited > 5*time.Second {
+		t.Fatalf("retried after %v; the 503 said Retry-After: 1", waited)
+	}
+}
+
+func TestRetryAfterIsCappedByMaxRetryAfter(t *testing.T) {
+	c, arrived := busy(t, "3600")
+	loop := fastLoop(c, &fixedSearcher{})
+	loop.MaxRetryAfter = 50 * time.Millisecond
+	result, err := loop.Run(context.Background(), question())
+	if err != nil || result.Calls != 2 {
+		t.Fatalf("err %v result %+v", err, result)
+	}
+	if waited := (*arrived)[1].Sub((*arrived)[0]); waited < 50*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("retried after %v; want MaxRetryAfter, 50 ms", waited)
+	}
+}
+
+func TestServiceErrorKeepsRetryAfter(t *testing.T) {
+	c, _ := busy(t, "2")
+	loop := fastLoop(c, &fixedSearcher{})
+	loop.MaxRetries = 0
+	_, err := loop.Run(context.Background(), question())
+	var service *ServiceError
+	if !errors.As(err, &service) || service.StatusCode != 503 || service.RetryAfter != 2*time.Second || !Retryable(err) {
+		t.Fatalf("got %T %+v", err, err)
+	}
+}
+
+func TestRetryAfterHeaderForms(t *testing.T) {
+	for value, want := range map[string]time.Duration{
+		"1": time.Second, " 2 ": 2 * time.Second, "0": 0, "": 0, "1.5": 0, "-1": 0, "+1": 0,
+		"Wed, 21 Oct 2015 07:28:00 GMT": 0, // the date form is not read
+		"99999999999999999999999":       (1 << 31) * time.Second,
+	} {
+		if got := retryAfter(http.Header{"Retry-After": {value}}); got != want {
+			t.Errorf("Retry-After %q: %v, want %v", value, got, want)
+		}
+	}
+}
+
+func TestRetryWaitIsTheLongerOfTheBackoffAndRetryAfter(t *testing.T) {
+	asked := func(d time.Duration) error { return &ServiceError{StatusCode: 503, RetryAfter: d} }
+	for _, c := range []struct {
+		cap, delay time.Duration
+		err        error
+		want       time.Duration
+	}{
+		{0, 200 * time.Millisecond, asked(time.Second), time.Second},
+		{0, 800 * time.Millisecond, asked(0), 800 * time.Millisecond},                     // no header: the backoff
+		{0, 3 * time.Second, asked(time.Second), 3 * time.Second},                         // the backoff is longer
+		{0, 200 * time.Millisecond, asked(time.Hour), DefaultMaxRetryAfter},               // 10 s at most
+		{time.Second, 200 * time.Millisecond, asked(time.Hour), time.Second},              // MaxRetryAfter
+		{0, 200 * time.Millisecond, &TransportError{Err: io.EOF}, 200 * time.Millisecond}, // no answer, no header
+	} {
+		l := &Loop{MaxRetryAfter: c.cap}
+		if got := l.wait(c.delay, c.err); got != c.want {
+			t.Errorf("cap %v, delay %v, %v: waited %v, want %v", c.cap, c.delay, c.err, got, c.want)
+		}
+	}
+}
+
 func TestTimeoutActionRetriesTheSameStepWithTheSameState(t *testing.T) {
 	s, c := serve(t,
 		reply{200, searchBody("q-1", stateJSON(1), "tower")},

@@ -65,12 +65,19 @@ type Loop struct {
 	// (TIMEOUT or MODEL_FAILURE actions, 429, 5xx, transport errors). Zero means no retries.
 	MaxRetries int
 	// RetryDelay is the wait before the first retry of a step; it doubles for each further one.
+	// A failure whose answer carries a longer Retry-After (ServiceError.RetryAfter) is retried after
+	// that instead, up to MaxRetryAfter.
 	RetryDelay time.Duration
+	// MaxRetryAfter caps the Retry-After a retry waits for; zero means DefaultMaxRetryAfter.
+	MaxRetryAfter time.Duration
 	// OnEvent, when set, sees every answer, every retried failure and every round.
 	OnEvent func(Event)
 }
 
-// NewLoop returns a loop with two retries per step, 200 ms apart at first.
+// DefaultMaxRetryAfter is the longest Retry-After a Loop waits for unless MaxRetryAfter says otherwise.
+const DefaultMaxRetryAfter = 10 * time.Second
+
+// NewLoop returns a loop with two retries per step, 200 ms apart at first (or as Retry-After asks, up to 10 s).
 func NewLoop(c *Client, s Searcher) *Loop {
 	return &Loop{Client: c, Searcher: s, MaxRetries: 2, RetryDelay: 200 * time.Millisecond}
 }
@@ -136,11 +143,31 @@ func (l *Loop) think(ctx context.Context, step int, req *api.LibrarianRequest, r
 			return nil, err
 		}
 		l.emit(Event{Step: step, Attempt: attempt, Err: err})
-		if err := sleep(ctx, delay); err != nil {
+		if err := sleep(ctx, l.wait(delay, err)); err != nil {
 			return nil, err
 		}
 		delay *= 2
 	}
+}
+
+// wait is how long to wait before retrying after err: delay, or the answer's Retry-After when that is
+// longer (capped at MaxRetryAfter).
+func (l *Loop) wait(delay time.Duration, err error) time.Duration {
+	var service *ServiceError
+	if !errors.As(err, &service) {
+		return delay
+	}
+	asked, limit := service.RetryAfter, l.MaxRetryAfter
+	if limit <= 0 {
+		limit = DefaultMaxRetryAfter
+	}
+	if asked > limit {
+		asked = limit
+	}
+	if asked > delay {
+		return asked
+	}
+	return delay
 }
 
 func (l *Loop) emit(e Event) {
