@@ -1,7 +1,8 @@
 """Typed settings read once from environment variables at start-up.
 
 Every variable is listed in the README's configuration table with its default; the defaults
-live in `ENV_DEFAULTS` below and nowhere else. Invalid configuration raises `ConfigError`
+live in `ENV_DEFAULTS` below and nowhere else (the three directory ones, and their reading, come from
+`graphs/directory_settings.py`, which `python -m graphs.ace` shares). Invalid configuration raises `ConfigError`
 with one line that names the variable, so the process refuses to start instead of failing
 on the first request.
 """
@@ -19,6 +20,13 @@ from typing import Literal, TypeVar
 import msgspec
 
 from graphs.config_files import GraceConfig, SectionDefinition, load_grace_config, load_sections
+from graphs.directory_settings import (
+    DIRECTORY_DEFAULTS,
+    PROJECT_ROOT,
+    load_config_dir,
+    load_playbook_data_dir,
+    load_prompts_dir,
+)
 from graphs.llm.config import (
     ConfigError,
     EmbeddingConfig,
@@ -30,8 +38,6 @@ from graphs.llm.config import (
 )
 from graphs.prompt_files import check_prompts
 from librarian_svc.cpus import available_cpus
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 LogFormat = Literal["console", "json"]
 
@@ -62,8 +68,8 @@ ENV_DEFAULTS: dict[str, str] = {
     "STATE_SIGNING_KEYS": "",
     "STATE_SIGNING_KEY": "",
     "STATE_TTL_S": "0",
-    "CONFIG_DIR": str(PROJECT_ROOT / "config"),
-    "PROMPTS_DIR": str(PROJECT_ROOT / "prompts"),
+    "CONFIG_DIR": DIRECTORY_DEFAULTS["CONFIG_DIR"],
+    "PROMPTS_DIR": DIRECTORY_DEFAULTS["PROMPTS_DIR"],
     "GOOGLE_CLOUD_PROJECT": "",
     "GOOGLE_CLOUD_LOCATION": "",
     "SHUTDOWN_GRACE_S": "8",
@@ -73,7 +79,7 @@ ENV_DEFAULTS: dict[str, str] = {
     "WEB_CONCURRENCY": "auto",
     "WORKER_HUNG_AFTER_S": "5",
     "LIBRARIAN_NEAR_DUP_THRESHOLD": "0.8",
-    "PLAYBOOK_DATA_DIR": str(PROJECT_ROOT / "data" / "playbooks"),
+    "PLAYBOOK_DATA_DIR": DIRECTORY_DEFAULTS["PLAYBOOK_DATA_DIR"],
     "ACE_DEDUP_THRESHOLD": "0.85",
     "SEARCH_ALPHA": "0.5",
 }
@@ -160,21 +166,6 @@ def _str(env: Mapping[str, str], name: str) -> str:
     return env.get(name, ENV_DEFAULTS.get(name, "")).strip()
 
 
-def _path(env: Mapping[str, str], name: str) -> Path:
-    """A path setting; set to nothing (empty or blanks) it is unset, its default, as an empty URL setting is.
-
-    `Path("")` is the working directory: `PLAYBOOK_DATA_DIR=` once saved playbooks wherever the process started.
-    """
-    return Path(_str(env, name) or ENV_DEFAULTS[name])
-
-
-def _dir(env: Mapping[str, str], name: str) -> Path:
-    path = _path(env, name)
-    if not path.is_dir():
-        raise ConfigError(f"{name}={str(path)!r} is not a directory")
-    return path.resolve()  # absolute: what it names must not change with the working directory
-
-
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(?:\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
 
 
@@ -202,31 +193,6 @@ def _workers(env: Mapping[str, str]) -> int:
         return _int(env, "WEB_CONCURRENCY", low=1, high=64)
     except ConfigError as exc:
         raise ConfigError(f"{exc} (a number of worker processes, or auto)") from None
-
-
-def _data_dir(env: Mapping[str, str], name: str) -> Path:
-    """A directory created on first save: it may be absent, but neither a file nor under one (it never could be).
-
-    One the process cannot write is not an error here: reading playbooks works, and a read-only root file system
-    (`docker run --read-only`) holds the default. The service warns at start-up (`PlaybookStore.unwritable_reason`).
-    """
-    path = _path(env, name)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"{name}={str(path)!r} is a file, not a directory")
-    blocker = next((parent for parent in path.resolve().parents if parent.exists()), None)
-    if blocker is not None and not blocker.is_dir():
-        raise ConfigError(f"{name}={str(path)!r} cannot be created: {blocker} is a file")
-    return path.resolve()  # absolute: what it names must not change with the working directory
-
-
-def load_playbook_data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """`PLAYBOOK_DATA_DIR` as the service reads it (the command line `python -m graphs.ace` shares it)."""
-    return _data_dir(os.environ if env is None else env, "PLAYBOOK_DATA_DIR")
-
-
-def load_config_dir(env: Mapping[str, str] | None = None) -> Path:
-    """`CONFIG_DIR` as the service reads it (the command line `python -m graphs.ace` shares it)."""
-    return _dir(os.environ if env is None else env, "CONFIG_DIR")
 
 
 def load_state_settings(env: Mapping[str, str] | None = None) -> StateSettings:
@@ -279,8 +245,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         input_type=_choice(env, "EMBEDDING_INPUT_TYPE", ("auto", "true", "false")),
     )
     project = _str(env, "GOOGLE_CLOUD_PROJECT")
-    config_dir = _dir(env, "CONFIG_DIR")
-    prompts_dir = _dir(env, "PROMPTS_DIR")
+    config_dir = load_config_dir(env)
+    prompts_dir = load_prompts_dir(env)
     check_prompts(prompts_dir)
     return Settings(
         host=_host(env),
@@ -304,7 +270,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         web_concurrency=_workers(env),
         worker_hung_after_s=_int(env, "WORKER_HUNG_AFTER_S", low=1, high=3600),
         librarian_near_dup_threshold=_float(env, "LIBRARIAN_NEAR_DUP_THRESHOLD", low=0.1, high=1.0),
-        playbook_data_dir=_data_dir(env, "PLAYBOOK_DATA_DIR"),  # created on first save
+        playbook_data_dir=load_playbook_data_dir(env),  # created on first save
         ace_dedup_threshold=_float(env, "ACE_DEDUP_THRESHOLD", low=0.01, high=1.0),
         search_alpha=_float(env, "SEARCH_ALPHA", low=0.0, high=1.0),
         sections=load_sections(config_dir),
@@ -314,12 +280,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 __all__ = [
     "ENV_DEFAULTS",
+    "PROJECT_ROOT",
     "ConfigError",
     "LLMProviderName",
     "Settings",
     "StateSettings",
-    "load_config_dir",
-    "load_playbook_data_dir",
     "load_settings",
     "load_state_settings",
 ]

@@ -4,9 +4,9 @@
     python -m graphs.ace export --dataset appworld > playbook.txt
     python -m graphs.ace list
 
-`--data-dir` and `--config-dir` default to PLAYBOOK_DATA_DIR and CONFIG_DIR, read by the service's own settings
-code (`librarian_svc.settings`: blanks around a value dropped, empty meaning the default, the same checks), so
-the command line works on the directory `/workflow/run` reads.
+`--data-dir` and `--config-dir` default to PLAYBOOK_DATA_DIR and CONFIG_DIR, read by the code the service reads
+them with (`graphs/directory_settings.py`: blanks around a value dropped, empty meaning the default, the same
+checks), so the command line works on the directory `/workflow/run` reads.
 The checks are the HTTP endpoints' (`graphs/ace/playbook/import_export.py`): an import must parse and fit the
 dataset's sections in `config/sections.yaml`; a file with no bullets would empty the stored playbook and
 is refused unless `--allow-empty`; exporting a dataset that is not stored is an error, not empty output.
@@ -23,6 +23,7 @@ from graphs.ace.playbook.import_export import export_text, parse_import, store_r
 from graphs.ace.playbook.sections import section_rules
 from graphs.ace.playbook.store import PlaybookStore, PlaybookStoreError
 from graphs.config_files import load_sections
+from graphs.directory_settings import load_config_dir, load_playbook_data_dir
 from graphs.errors import InvalidInput
 from graphs.llm.config import ConfigError
 
@@ -42,16 +43,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _store_with_service_directories(args: argparse.Namespace) -> PlaybookStore:
-    """The store, once the directories not given are filled in from the service's settings (one reading of each).
+    """The store, once the directories not given are filled in as the service reads them (one reading of each).
 
     Read with `os.environ.get`, `PLAYBOOK_DATA_DIR="/srv/x "` wrote to a directory with a trailing space while
-    the service used `/srv/x`. Imported here, not at module level: `graphs` does not depend on the service.
+    the service used `/srv/x`. The reading is `graphs.directory_settings`, which the service's settings import.
 
     Raises:
         ConfigError: The variable is set to something the service would refuse to start with.
     """
-    from librarian_svc.settings import load_config_dir, load_playbook_data_dir
-
     if args.data_dir is None:
         args.data_dir = load_playbook_data_dir()
     if args.config_dir is None:

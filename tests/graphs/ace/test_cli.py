@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,20 @@ def test_a_directory_setting_the_service_would_refuse_is_one_line(
         capsys.readouterr().err
         == "python -m graphs.ace list: PLAYBOOK_DATA_DIR='/etc/passwd' is a file, not a directory\n"
     )
+
+
+def test_the_command_line_runs_without_the_service_package(tmp_path: Path) -> None:
+    """It reads the directories with `graphs.directory_settings`, as the service does, never by importing the service.
+
+    It imported `librarian_svc.settings` inside a function: a cycle (the service imports `graphs.ace`).
+    """
+    code = (
+        "import sys\n"
+        "from graphs.ace.__main__ import main\n"
+        "status = main(['list'])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'librarian_svc'), status)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "PLAYBOOK_DATA_DIR": f" {tmp_path} "}
+    env.pop("CONFIG_DIR", None)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout == "[] 0\n", done.stderr
