@@ -48,9 +48,9 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 LOCK_POLL_S = (0.002, 0.05)
 """First and longest pause between two tries of a held lock (doubling, with jitter)."""
 LOCK_WAIT_UNBOUNDED_S = 60.0
+"""How long `update` waits for the lock when the caller has no deadline."""
 NEW_FILE_MODE = 0o666
 """A playbook and its lock file are created as any file is (`open`'s mode), less the process's umask."""
-"""How long `update` waits for the lock when the caller has no deadline."""
 T = TypeVar("T")
 
 
