@@ -28,7 +28,7 @@ import fcntl
 import os
 import random
 import re
-import tempfile
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -371,48 +371,35 @@ def _duplicate_ids(playbook: Playbook) -> list[str]:
     return duplicates
 
 
-def _umask_from_proc() -> int | None:
-    """The process's umask as Linux reports it, without changing it (None where /proc does not say)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+TEMP_NAME_TRIES = 100
+"""How many fresh temporary names a save tries before giving up (each is 64 random bits: one try in practice)."""
 
 
-def _umask_by_setting_it() -> int:
-    """The umask read the only portable way, by setting it and setting it back.
+def _create_temporary(path: Path) -> tuple[int, Path]:
+    """A new, empty file beside `path`, open for writing, under a name no other writer has.
 
-    Meanwhile another thread's new file would get the wrong mode: so this is done once, at import, and only
-    where /proc cannot tell.
+    Created with `NEW_FILE_MODE` and `O_EXCL`, as `open` creates any file: the kernel applies the umask (or the
+    directory's default ACL), as it does for the lock file, so nothing here reads or computes a umask. (`mkstemp`
+    made it 0600 whatever the umask; a later `fchmod` to 0666 less a umask read from /proc gave 0666 when that
+    read failed.) So the service and the command line, run as two users of one group (README allows it), can
+    each read what the other saved.
+
+    Raises:
+        OSError: The file cannot be created (`FileExistsError` only after `TEMP_NAME_TRIES` taken names).
     """
-    mask = os.umask(0o077)
-    os.umask(mask)
-    return mask
-
-
-_UMASK_AT_IMPORT = 0 if _umask_from_proc() is not None else _umask_by_setting_it()
-
-
-def _new_file_mode() -> int:
-    """What a newly created file's mode would be now: `NEW_FILE_MODE` less the umask."""
-    mask = _umask_from_proc()
-    return NEW_FILE_MODE & ~(_UMASK_AT_IMPORT if mask is None else mask)
+    for _ in range(TEMP_NAME_TRIES):
+        temp = path.with_name(f".{path.stem}.{secrets.token_hex(8)}.tmp")
+        try:
+            return os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, NEW_FILE_MODE), temp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary name after {TEMP_NAME_TRIES} tries", str(path.parent))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so readers see the old file or the new one, even across a crash.
-
-    The temporary file `mkstemp` makes is 0600 whatever the umask; it is given the mode a file created anew
-    would have before it takes the playbook's name, so the service and the command line, run as different
-    users of one group (README allows it), can both read what the other saved, as they can its lock file.
-    """
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    """Replace `path` with `data` so readers see the old file or the new one, even across a crash."""
+    fd, temp_name = _create_temporary(path)
     try:
-        os.fchmod(fd, _new_file_mode())
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()

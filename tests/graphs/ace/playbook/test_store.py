@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
+import errno
 import json
 import os
+import secrets
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +25,7 @@ from graphs.ace.playbook.import_export import store_replacing
 from graphs.ace.playbook.store import InvalidDatasetName, PlaybookCorrupt, PlaybookStore, PlaybookStoreError
 from tests.graphs.ace.helpers import bullet, playbook, real_playbook
 from tests.graphs.ace.strategies import playbooks
+from tests.support.live_service import PROJECT_ROOT
 
 
 # Feature: self-reflection-system, Property 3: a saved playbook loads back equal (except updated_at)
@@ -247,11 +254,104 @@ def test_saved_files_have_the_mode_any_new_file_would(tmp_path: Path, umask: int
     assert store.lock_path("demo").stat().st_mode & 0o777 == expected
 
 
-def test_the_umask_is_read_without_changing_it() -> None:
-    """Linux reports it in /proc: setting it to read it would race other threads creating files."""
-    previous = os.umask(0o027)
-    try:
-        assert store_module._umask_from_proc() == 0o027
-        assert os.umask(0o027) == 0o027  # untouched
-    finally:
-        os.umask(previous)
+@pytest.mark.parametrize("umask", [0o022], indirect=True, ids=["022"])
+def test_a_save_reads_no_umask_so_a_failed_read_cannot_open_the_file_to_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, umask: int
+) -> None:
+    """The mode came from /proc/self/status, read at save time; when that failed (EMFILE: the temporary file took
+    the last descriptor) the fallback was the umask "read at import", 0 wherever /proc was readable then: 0666."""
+    real_open = open
+
+    def no_proc(file: object, *args: object, **kwargs: object) -> object:
+        if str(file).startswith("/proc"):
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(file, *args, **kwargs)  # type: ignore[call-overload]
+
+    def no_umask(mask: int) -> int:
+        raise AssertionError("a save set the process-wide umask")
+
+    monkeypatch.setattr(builtins, "open", no_proc)
+    monkeypatch.setattr(os, "umask", no_umask)
+    store = PlaybookStore(tmp_path)
+    store.save("demo", playbook(bullet("general-00001", "Read twice.")))
+    store.save("demo", playbook(bullet("general-00001", "Read twice."), bullet("general-00002", "Then act.")))
+    monkeypatch.undo()
+    assert store.path_for("demo").stat().st_mode & 0o777 == 0o644
+    assert store.lock_path("demo").stat().st_mode & 0o777 == 0o644
+
+
+SAVE_UNDER_EACH_UMASK = """
+import json, os, sys
+os.umask(0o077)  # at import: what a save does must not depend on it
+from contracts.ace import Playbook
+from graphs.ace.playbook.store import PlaybookStore
+modes = {}
+for mask in (0o022, 0o002, 0o027, 0o007, 0o000):
+    os.umask(mask)
+    store = PlaybookStore(os.path.join(sys.argv[1], format(mask, "03o")))
+    store.save("demo", Playbook())
+    store.save("demo", Playbook())
+    modes[format(mask, "03o")] = [
+        format(os.stat(p).st_mode & 0o777, "03o") for p in (store.path_for("demo"), store.lock_path("demo"))
+    ]
+print(json.dumps(modes))
+"""
+
+
+def test_in_a_fresh_process_the_mode_follows_the_umask_at_save_time(tmp_path: Path) -> None:
+    """Set in a process of its own, so no other test's files see these umasks."""
+    done = subprocess.run(
+        [sys.executable, "-c", SAVE_UNDER_EACH_UMASK, str(tmp_path)],
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == {  # the last line: structlog may print the saves
+        "022": ["644", "644"],
+        "002": ["664", "664"],
+        "027": ["640", "640"],
+        "007": ["660", "660"],
+        "000": ["666", "666"],
+    }
+
+
+def test_the_store_has_no_umask_code() -> None:
+    """The kernel applies the umask to the files the store creates; the store neither reads nor sets it."""
+    tree = ast.parse(Path(store_module.__file__).read_text(encoding="utf-8"))
+    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    names |= {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    strings = [
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]
+    assert [name for name in names if "umask" in name.lower()] == []
+    assert [text for text in strings if "/proc" in text] == []
+    assert "fchmod" not in names
+
+
+def test_a_temporary_name_in_use_is_skipped_and_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another writer's temporary file (or anything under that name) is never opened, let alone renamed."""
+    store = PlaybookStore(tmp_path)
+    taken = tmp_path / ".demo.taken.tmp"
+    taken.write_bytes(b"someone else's")
+    names = iter(["taken", "taken", "fresh"])
+    monkeypatch.setattr(secrets, "token_hex", lambda _: next(names))
+    store.save("demo", playbook(bullet("general-00001", "Read twice.")))
+    assert taken.read_bytes() == b"someone else's"
+    assert [b.id for b in store.load("demo").bullets] == ["general-00001"]
+    assert next(names, None) is None  # two taken names tried, then the fresh one
+
+
+def test_no_free_temporary_name_is_a_one_line_save_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = PlaybookStore(tmp_path)
+    (tmp_path / ".demo.taken.tmp").write_bytes(b"")
+    monkeypatch.setattr(secrets, "token_hex", lambda _: "taken")
+    with pytest.raises(PlaybookStoreError, match=r"^could not save playbook 'demo': no free temporary name after 100"):
+        store.save("demo", playbook(bullet("general-00001", "Read twice.")))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".demo.lock", ".demo.taken.tmp"]
