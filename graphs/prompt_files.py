@@ -17,10 +17,11 @@ from functools import cache
 from pathlib import Path
 
 from graphs.config_files import read_text
+from graphs.directory_settings import DIRECTORY_DEFAULTS
 from graphs.llm.config import ConfigError
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
-"""The repository's `prompts/` directory, the default place to look."""
+PROMPTS_DIR = Path(DIRECTORY_DEFAULTS["PROMPTS_DIR"])
+"""The repository's `prompts/` directory, the default place to look (PROMPTS_DIR's default, defined once)."""
 
 
 def strip_header(text: str) -> str:
