@@ -1,5 +1,8 @@
 """The layering `contracts` ← `graphs` ← `librarian_svc`: no package imports one above it, not even lazily.
 
+Nor does any of them import what the image leaves out (`reference_orchestrator`, `bench`, `tests`): such an
+import works in a checkout and fails in production.
+
 `graphs/ace/__main__.py` once imported `librarian_svc.settings` inside a function (a cycle: the service imports
 `graphs.ace`), which an import at module level only would not show; so every import in the tree counts:
 inside functions, under `TYPE_CHECKING`, relative ones, and `importlib.import_module` / `__import__` of a literal.
@@ -13,8 +16,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FORBIDDEN = {"contracts": ("graphs", "librarian_svc"), "graphs": ("librarian_svc",)}
-"""For each package, the packages above it."""
+OUTSIDE_THE_IMAGE = ("reference_orchestrator", "bench", "tests")
+"""Packages the image leaves out (the Containerfile copies contracts, graphs and librarian_svc only)."""
+FORBIDDEN = {
+    "contracts": ("graphs", "librarian_svc", *OUTSIDE_THE_IMAGE),
+    "graphs": ("librarian_svc", *OUTSIDE_THE_IMAGE),
+    "librarian_svc": OUTSIDE_THE_IMAGE,
+}
+"""For each package the service runs, the packages above it and those the image does not hold."""
 
 
 def imported_modules(path: Path, root: Path = ROOT) -> set[str]:

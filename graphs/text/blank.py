@@ -12,9 +12,9 @@ import unicodedata
 
 from contracts.common import ErrorDetail
 
-CONTROL_CHARACTERS = ((0x00, 0x1F), (0x7F, 0x9F))
+CONTROL_CHARACTERS: tuple[tuple[int, int], ...] = ((0x00, 0x1F), (0x7F, 0x9F))
 """Unicode's control characters (Cc), as code point ranges: fixed by the standard."""
-FORMAT_CHARACTERS = (
+FORMAT_CHARACTERS: tuple[tuple[int, int], ...] = (
     (0xAD, 0xAD),
     (0x600, 0x605),
     (0x61C, 0x61C),
@@ -37,10 +37,28 @@ FORMAT_CHARACTERS = (
     (0xE0001, 0xE0001),
     (0xE0020, 0xE007F),
 )
-"""Unicode's format characters (Cf) in the interpreter's Unicode version (14.0, Python 3.11), as code point ranges.
+"""Unicode's format characters (Cf) in Unicode 14.0 (Python 3.11's), as code point ranges.
 
-Written out because finding them costs a tenth of a second at start-up; a test compares them with
-`unicodedata` on whatever interpreter runs the suite, so a newer Unicode cannot slip past them."""
+Written out because finding them costs a tenth of a second at start-up. An interpreter with another
+Unicode (Python 3.12 has 15.0, which adds some) finds them itself below, so `invisible` and these ranges
+never disagree; a test compares them with `unicodedata` on whatever interpreter runs the suite."""
+_RANGES_UNICODE = "14.0.0"
+
+
+def _ranges_of(category: str) -> tuple[tuple[int, int], ...]:
+    """Every code point of a general category, as ranges (what the written-out ones are, for `_RANGES_UNICODE`)."""
+    ranges: list[tuple[int, int]] = []
+    for code in range(0x110000):
+        if unicodedata.category(chr(code)) == category:
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return tuple(ranges)
+
+
+if unicodedata.unidata_version != _RANGES_UNICODE:
+    FORMAT_CHARACTERS = _ranges_of("Cf")
 
 
 def _character_class(ranges: tuple[tuple[int, int], ...]) -> re.Pattern[str]:

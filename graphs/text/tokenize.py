@@ -205,7 +205,7 @@ def normalized_many(texts: Sequence[str]) -> list[str]:
     pieces = unicodedata.normalize("NFKC", lower_case(unicodedata.normalize("NFKC", joined))).split("\n")
     if all(map(str.isprintable, pieces)):
         return pieces
-    # A text with an invisible character (or a whitespace other than the space) takes `normalize`'s own path.
+    # A text with an invisible character takes `normalize`'s own path (whitespace collapsed there too).
     return [
         piece if piece.isprintable() or not has_invisible(piece) else normalize(text)
         for piece, text in zip(pieces, texts, strict=True)

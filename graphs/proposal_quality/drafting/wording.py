@@ -17,7 +17,7 @@ from typing import Literal
 
 from graphs.proposal_quality.forbidden_phrases import find_forbidden
 from graphs.proposal_quality.validator import ADVISOR_FORBIDDEN, ORGANIZER_FORBIDDEN
-from graphs.text.blank import without_invisible
+from graphs.text.blank import has_invisible, without_invisible
 from graphs.text.normalize import normalize
 
 FORBIDDEN = (*ORGANIZER_FORBIDDEN, *ADVISOR_FORBIDDEN)
@@ -64,10 +64,14 @@ def neutral(text: str, limit: int = 60) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` in NFKC without its format characters, a control character a space (`without_invisible`)."""
-    nfkc = text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
-    # A printable text has no Cc or Cf character (`str.isprintable`): nothing to drop, no search.
-    return nfkc if nfkc.isprintable() else without_invisible(nfkc)
+    """`text` without its format characters, a control character a space (`without_invisible`), then in NFKC.
+
+    In that order, as `normalize` does: a format character between a letter and its combining mark, taken
+    out, lets NFKC compose them (`e\u200b\u0301` is `é`, as `é` is).
+    """
+    # A printable text has no Cc or Cf character (`str.isprintable`): nothing to take out, no search.
+    shown = text if text.isprintable() or not has_invisible(text) else without_invisible(text)
+    return shown if unicodedata.is_normalized("NFKC", shown) else unicodedata.normalize("NFKC", shown)
 
 
 @lru_cache(maxsize=1024)

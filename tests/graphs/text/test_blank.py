@@ -55,3 +55,9 @@ def test_without_invisible_spaces_controls_and_drops_format_characters(text: str
     )
     assert blank.without_invisible(text) == expected
     assert blank.has_invisible(text) is any(blank.invisible(ch) for ch in text)
+
+
+def test_the_written_out_format_ranges_are_unicode_14s() -> None:
+    """What another interpreter's Unicode would compute instead, on this one: the written-out ranges."""
+    assert blank._ranges_of("Cf") == blank.FORMAT_CHARACTERS
+    assert blank._ranges_of("Cc") == blank.CONTROL_CHARACTERS
