@@ -9,14 +9,18 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
+from contracts.limits import LIBRARIAN
+from reference_orchestrator.loop import SENTENCE_TAIL_CHARS, cut_snippet, fit_round
 from tests.support.live_service import PROJECT_ROOT, LiveService
 
 GO_DIR = PROJECT_ROOT / "clients" / "go"
@@ -153,24 +157,99 @@ def test_example_answers_one_question(live_service: LiveService) -> None:
     assert "333 metres" in done.stdout
 
 
+GO_LIMITS = {
+    "MaxSnippetChars": "snippet_chars",
+    "MaxHitsPerRound": "hits_per_round",
+    "MaxHitsTotal": "hits_total",
+    "MaxSnippetCharsTotal": "snippet_chars_total",
+}
+
+
+def test_the_go_limits_are_contracts_limits() -> None:
+    """client.FitRound / CutSnippet keep rounds within contracts/limits.py's numbers, not a copy that drifted."""
+    code = (GO_DIR / "client" / "fit.go").read_text(encoding="utf-8")
+    found = {name: int(value) for name, value in re.findall(r"^\t(\w+)\s*=\s*(\d+)\b", code, re.MULTILINE)}
+    assert {name: found.get(name) for name in GO_LIMITS} == {
+        name: getattr(LIBRARIAN, field) for name, field in GO_LIMITS.items()
+    }
+    assert re.search(rf"^const SentenceTailChars = {SENTENCE_TAIL_CHARS}$", code, re.MULTILINE)
+
+
+def parity_cases() -> dict[str, list[dict[str, Any]]]:
+    """FitRound and CutSnippet cases, answered by reference_orchestrator/loop.py (the behaviour to match)."""
+    rng = random.Random(20240611)
+    fit_inputs: list[tuple[list[list[str]], list[list[int]]]] = [
+        ([["aaaaa"], [""], [""], ["bbbbb"], [""]], [[1, LIBRARIAN.snippet_chars_total - 10]]),
+        ([["x" * 11, "aa"], ["ccc"]], [[1, LIBRARIAN.snippet_chars_total - 10]]),
+        ([["a", "b", "c"], ["d"]], [[LIBRARIAN.hits_total - 2, 1]]),
+        ([["東京タワー", "x"]], [[1, LIBRARIAN.snippet_chars_total - 5]]),
+        ([["a"]], [[LIBRARIAN.hits_total, 1]]),
+        ([["a"]], [[1, LIBRARIAN.snippet_chars_total + 1]]),
+        ([[]], []),
+        ([], []),
+        ([["y" * 10] * 400], []),
+        ([["y" * 10] * 200, ["z" * 10] * 200], [[LIBRARIAN.hits_total - 250, 1]]),
+        ([["é" * 8_000] * 40], [[2, 8_000]]),
+    ]
+    for _ in range(300):
+        lists = [
+            ["ab東é"[rng.randrange(4)] * rng.choice([0, 1, 2, 5, 9, 40]) for _ in range(rng.randrange(6))]
+            for _ in range(rng.randrange(5))
+        ]
+        chars = sum(len(s) for hits in lists for s in hits)
+        left = rng.choice([0, 1, 5, 10, 30, chars // 2, chars, chars + 1])
+        hits_left = rng.choice([0, 1, 2, 3, 5, 30])
+        history = [[LIBRARIAN.hits_total - hits_left - 1, 0], [1, LIBRARIAN.snippet_chars_total - left]]
+        fit_inputs.append((lists, history))
+    fit = []
+    for lists, history in fit_inputs:
+        hits = [
+            [{"document_id": f"{i}/{rank}", "snippet": s} for rank, s in enumerate(snippets)]
+            for i, snippets in enumerate(lists)
+        ]
+        rounds = [{"results": [{"snippet": "h" * size} for _ in range(n)]} for n, size in history]
+        kept = [hit["document_id"] for hit in fit_round(hits, rounds)]
+        fit.append({"lists": lists, "history": history, "kept": kept})
+    limit = LIBRARIAN.snippet_chars
+    texts = ["short. text", "x" * limit, "x" * (limit + 1), "あ" * 7_000 + "高さは333メートル。" + "い" * 2_000]
+    for mark in "。！？\n.．!?":
+        for follower in ("", "1", "a", "Z", "é", "３", "٣", " ", "あ", "."):
+            for at in (
+                limit - 1 - len(follower),
+                limit - 1,
+                limit,
+                limit - SENTENCE_TAIL_CHARS,
+                limit - SENTENCE_TAIL_CHARS - 1,
+            ):
+                text = "x" * at + mark + follower
+                texts.append(text + "y" * max(0, limit + 5 - len(text)))
+    for _ in range(200):
+        sparse = rng.random() < 0.5
+        alphabet = "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx。.1a" if sparse else "x.。!?．\n1aé３٣ あ"
+        texts.append("".join(rng.choice(alphabet) for _ in range(rng.randrange(limit - 10, limit + 200))))
+    return {"fit": fit, "cut": [{"text": text, "want": cut_snippet(text)} for text in texts]}
+
+
+def test_go_fit_round_and_cut_snippet_match_python(tmp_path: Path) -> None:
+    cases = parity_cases()
+    path = tmp_path / "parity.json"
+    path.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
+    done = run_go(
+        "test",
+        "-count=1",
+        "-v",
+        "-run",
+        "^TestFitRoundAndCutSnippetMatchPython$",
+        "./client/",
+        env=go_env(LIBRARIAN_PARITY_CASES=str(path)),
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert f"parity: {len(cases['fit'])} fit cases and {len(cases['cut'])} cut cases from {path}" in output, output
+    assert "--- PASS: TestFitRoundAndCutSnippetMatchPython " in output, output
+
+
 README_GO_STUBS = """package main
-
-type SearchAction struct{ QueriesText, QueriesVector []string }
-
-type SearchHit struct {
-	Retrieval  string
-	Metadata   map[string]any
-	DocumentID string
-	Page       *int
-	ChunkID    *string
-	Snippet    string
-	Score      *float64
-}
-
-type SearchRound struct {
-	QueriesText, QueriesVector []string
-	Results                    []SearchHit
-}
 
 const searchTextSQL, searchVectorSQL = "-- search_text.sql", "-- search_vector.sql"
 
@@ -181,13 +260,18 @@ func main() {}
 
 
 def test_the_readmes_go_search_side_vets_and_builds(tmp_path: Path) -> None:
-    """README's `runSearch` (and its `fitRound` / `cutSnippet`) is copied by Go orchestrators: it must compile."""
+    """README's `runSearch` (with client.FitRound / CutSnippet) is copied by Go orchestrators: it must compile."""
     readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
-    [block] = re.findall(r"```go\n(// The contract's limits.*?func runSearch\(.*?)```\n", readme, re.DOTALL)
+    [block] = re.findall(r"```go\n(// runSearch answers one SEARCH.*?)```\n", readme, re.DOTALL)
     imports = (
-        '\nimport (\n\t"context"\n\t"database/sql"\n\t"strconv"\n\t"strings"\n\t"unicode"\n\t"unicode/utf8"\n)\n\n'
+        '\nimport (\n\t"context"\n\t"database/sql"\n\t"strconv"\n\t"strings"\n\n'
+        '\t"librarian-svc/clients/go/api"\n\t"librarian-svc/clients/go/client"\n)\n\n'
     )
-    (tmp_path / "go.mod").write_text("module readme\n\ngo 1.19\n", encoding="utf-8")
+    (tmp_path / "go.mod").write_text(
+        "module readme\n\ngo 1.19\n\nrequire librarian-svc/clients/go v0.0.0\n\n"
+        f"replace librarian-svc/clients/go => {GO_DIR}\n",
+        encoding="utf-8",
+    )
     (tmp_path / "search.go").write_text("package main\n" + imports + block, encoding="utf-8")
     (tmp_path / "stubs.go").write_text(README_GO_STUBS, encoding="utf-8")
     for args in (("vet", "."), ("build", "-o", os.devnull, ".")):

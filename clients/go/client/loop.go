@@ -11,7 +11,12 @@ import (
 
 // Searcher runs one SEARCH the Librarian asked for: full-text search for search.QueriesText,
 // vector search for search.QueriesVector, always restricted to subjectID (the service never
-// enforces it; search.FiltersHint only hints). The hits become one round of search_history.
+// enforces it; search.FiltersHint only hints). The hits become one round of search_history, as
+// Loop fits them to the contract's limits: each snippet cut to MaxSnippetChars (CutSnippet), then
+// the hits taken in the order returned while the round (MaxHitsPerRound) and the history
+// (MaxHitsTotal, MaxSnippetCharsTotal) have room; a hit too long for the characters left is dropped
+// (FitRound). Return the hits you most want kept first: with one ranked list per query,
+// FitRound(lists, nil) keeps every query's best hits within the round's cap.
 type Searcher interface {
 	Search(ctx context.Context, subjectID string, search *api.LibrarianSearchAction) ([]api.SearchHit, error)
 }
@@ -41,13 +46,13 @@ type Event struct {
 	Attempt  int                   // 0, then 1.. for retries of the same step
 	Response api.LibrarianResponse // the decoded answer; nil when Err is set or for a Round event
 	Err      error                 // a retryable failure that the loop is about to retry
-	Round    *api.SearchRound      // the round the Searcher produced for the SEARCH of this step
+	Round    *api.SearchRound      // the round sent for the SEARCH of this step: the Searcher's hits as fitted to the limits
 }
 
 // Result is the end of a search that reached COMPLETE.
 type Result struct {
 	Complete *api.LibrarianCompleteAction
-	History  []api.SearchRound // every round the Searcher produced, oldest first
+	History  []api.SearchRound // every round sent (the Searcher's hits as fitted to the limits), oldest first
 	Calls    int               // think calls made, retries included
 }
 
@@ -57,7 +62,8 @@ const MaxSteps = 12
 
 // Loop runs the Librarian's think loop: call, run the SEARCH, call back with the state verbatim
 // and the new round appended, until COMPLETE. The state is never looked into: it is copied from
-// each answer into the next request as it came.
+// each answer into the next request as it came. Each round is fitted to the contract's limits
+// before it is sent (see Searcher), so that a long history is never refused with 413.
 type Loop struct {
 	Client   *Client
 	Searcher Searcher
@@ -108,7 +114,8 @@ func (l *Loop) Run(ctx context.Context, q Question) (*Result, error) {
 			if err != nil {
 				return result, fmt.Errorf("librarian-svc: search for step %d: %w", step, err)
 			}
-			round := api.SearchRound{QueriesText: action.QueriesText, QueriesVector: action.QueriesVector, Results: hits}
+			round := api.SearchRound{QueriesText: action.QueriesText, QueriesVector: action.QueriesVector,
+				Results: fitHits(hits, result.History)}
 			result.History = append(result.History, round)
 			l.emit(Event{Step: step, Round: &round})
 			req.SearchHistory = result.History

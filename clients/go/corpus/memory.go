@@ -29,7 +29,8 @@ type Memory struct {
 	TopK   int
 }
 
-// Search runs every query of the SEARCH over the chunks of subjectID.
+// Search runs every query of the SEARCH over the chunks of subjectID. Snippets are the chunks' text
+// whole: client.Loop cuts them to the contract's limit and fits the round to the history (client.FitRound).
 func (m *Memory) Search(ctx context.Context, subjectID string, search *api.LibrarianSearchAction) ([]api.SearchHit, error) {
 	best := map[string]api.SearchHit{}
 	run := func(queries []string, retrieval api.Retrieval) {
