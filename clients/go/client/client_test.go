@@ -438,12 +438,51 @@ func TestCancelledContextStopsTheRetries(t *testing.T) {
 	_, c := serve(t, reply{503, ""})
 	loop := fastLoop(c, &fixedSearcher{})
 	loop.RetryDelay = time.Hour
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	time.AfterFunc(50*time.Millisecond, cancel)
 	started := time.Now()
 	_, err := loop.Run(ctx, question())
-	if !errors.Is(err, context.DeadlineExceeded) || time.Since(started) > 5*time.Second {
+	if !errors.Is(err, context.Canceled) || time.Since(started) > 5*time.Second {
 		t.Fatalf("got %v after %v", err, time.Since(started))
+	}
+}
+
+func TestRetryAfterPastTheDeadlineReturnsTheServiceErrorAtOnce(t *testing.T) {
+	c, arrived := busy(t, "5")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	started := time.Now()
+	_, err := fastLoop(c, &fixedSearcher{}).Run(ctx, question())
+	var service *ServiceError
+	if !errors.As(err, &service) || service.StatusCode != 503 || service.RetryAfter != 5*time.Second {
+		t.Fatalf("got %v; want the 503's *ServiceError", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || len(*arrived) != 1 {
+		t.Fatalf("got %v after %v and %d requests; want it at once, before the deadline", err, time.Since(started), len(*arrived))
+	}
+}
+
+func TestBackoffPastTheDeadlineReturnsTheLastFailure(t *testing.T) {
+	s, c := serve(t, reply{502, "bad gateway"})
+	loop := fastLoop(c, &fixedSearcher{})
+	loop.RetryDelay = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := loop.Run(ctx, question())
+	var service *ServiceError
+	if !errors.As(err, &service) || service.StatusCode != 502 || ctx.Err() != nil || len(s.requests) != 1 {
+		t.Fatalf("got %v after %d requests", err, len(s.requests))
+	}
+}
+
+func TestRetryAfterWithinTheDeadlineIsWaitedFor(t *testing.T) {
+	c, arrived := busy(t, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	result, err := fastLoop(c, &fixedSearcher{}).Run(ctx, question())
+	if err != nil || result.Calls != 2 || len(*arrived) != 2 {
+		t.Fatalf("err %v result %+v", err, result)
 	}
 }
 

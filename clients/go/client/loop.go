@@ -90,7 +90,9 @@ func NewLoop(c *Client, s Searcher) *Loop {
 
 // Run searches until COMPLETE. Errors: *ServiceError for an ERROR answer (LOOP_LIMIT, INVALID_INPUT,
 // a 4xx, or a retryable failure that outlasted MaxRetries), *TransportError, the Searcher's error
-// (wrapped), or the context's.
+// (wrapped), or the context's. A retryable failure whose retry would come after ctx's deadline (a
+// Retry-After longer than the time left) is returned at once, wrapped: errors.As finds the
+// *ServiceError or *TransportError.
 func (l *Loop) Run(ctx context.Context, q Question) (*Result, error) {
 	result := &Result{}
 	req := &api.LibrarianRequest{
@@ -149,8 +151,13 @@ func (l *Loop) think(ctx context.Context, step int, req *api.LibrarianRequest, r
 		if !Retryable(err) || attempt >= l.MaxRetries {
 			return nil, err
 		}
+		wait := l.wait(delay, err)
+		if deadline, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(deadline) {
+			// the retry would come after the deadline: the failure is the answer, not ctx's DeadlineExceeded
+			return nil, fmt.Errorf("librarian-svc: not retried: the wait (%v) ends after the context's deadline: %w", wait, err)
+		}
 		l.emit(Event{Step: step, Attempt: attempt, Err: err})
-		if err := sleep(ctx, l.wait(delay, err)); err != nil {
+		if err := sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 		delay *= 2
