@@ -55,6 +55,7 @@ from librarian_svc.log_setup import configure_logging
 from librarian_svc.request_runner import SERVICES_KEY, decode_strict
 from librarian_svc.services import Services
 from librarian_svc.startup_gc import prepare_collector_for_serving
+from tests.support.asgi import post_scope
 
 MODULE = "bench.step_breakdown"
 ASKS = "CPU per request in-process: whole app, graph run, our nodes alone, LangGraph's share"
@@ -85,22 +86,7 @@ async def asgi_post(app: Any, path: str, body: bytes) -> tuple[int, bytes]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    headers = [(b"host", b"svc"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-        "state": {},
-    }
+    scope = post_scope(path, body)
     await app(scope, receive, send)
     payload = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
     return int(sent[0]["status"]), payload

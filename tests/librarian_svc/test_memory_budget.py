@@ -16,6 +16,7 @@ from librarian_svc.body_window import BODY_WINDOW_EXTENSION
 from librarian_svc.memory_budget import EXEMPT_MB, MemoryBudget, body_bytes
 from librarian_svc.services import Services, build_services
 from librarian_svc.settings import load_settings
+from tests.support.asgi import post_scope
 
 
 async def _hold(budget: MemoryBudget, need: float, log: list[str], name: str, release: asyncio.Event) -> str:
@@ -138,26 +139,7 @@ class _Exchange:
         self.body = body
         self.reads = 0
         self.sent: list[Any] = []
-        scope: dict[str, Any] = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/agent/ace/search",
-            "raw_path": b"/agent/ace/search",
-            "query_string": b"",
-            "root_path": "",
-            "headers": [
-                (b"host", b"svc"),
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-            "state": {},
-            "extensions": extensions or {},
-        }
+        scope = post_scope("/agent/ace/search", body, extensions=extensions or {})
         self.task = asyncio.create_task(app(scope, self._receive, self._send))  # type: ignore[arg-type]
 
     async def _receive(self) -> dict[str, Any]:

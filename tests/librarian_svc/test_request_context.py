@@ -18,6 +18,7 @@ from contracts.librarian import LibrarianRequest
 from librarian_svc import request_context
 from librarian_svc.log_setup import redact_secrets
 from librarian_svc.request_context import _start_request, current_request_id, new_request_id, valid_request_id
+from tests.support.asgi import post_scope
 from tests.support.live_service import LiveService
 from tests.support.raw_http import connect, read_response
 
@@ -212,22 +213,7 @@ async def _stream_over_asgi(app: Litestar, *, client_stays: bool) -> list[Messag
             if not message.get("more_body", False):
                 complete.set()
 
-    headers = [(b"host", b"t"), (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/agent/grace/step/stream",
-        "raw_path": b"/agent/grace/step/stream",
-        "query_string": b"",
-        "root_path": "",
-        "headers": headers,
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-        "state": {},
-    }
+    scope = post_scope("/agent/grace/step/stream", body)
     await app(scope, receive, send)  # type: ignore[arg-type]  # the dicts uvicorn sends
     return sent
 

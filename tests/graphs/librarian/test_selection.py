@@ -26,16 +26,20 @@ from graphs.text.tokenize import tokenize
 
 
 def _scored(
-    page: int, relevance: float, covered: frozenset[str] = frozenset({"東京", "タワ"}), snippet: str | None = None
+    page: int,
+    relevance: float,
+    covered: frozenset[str] = frozenset({"東京", "タワ"}),
+    snippet: str | None = None,
+    document_id: str = "tower",
 ) -> ScoredCandidate:
     # Distinct passages (few shared tokens), so none counts as another version of the same statement.
     own = ["展望台", "電波塔", "港区", "夜景", "鉄骨"][page]
     text = snippet if snippet is not None else f"東京タワーの{own}"
     candidate = Candidate(
         cid=f"c{page + 1}",
-        document_id="tower",
+        document_id=document_id,
         page=page,
-        chunk_id=f"tower#{page}",
+        chunk_id=f"{document_id}#{page}",
         snippet=text,
         best_score=1.0,
         normalized=normalize(text),
@@ -256,26 +260,6 @@ def test_both_sides_of_a_disagreement_stay_when_another_contradiction_finds_no_r
     assert [s.candidate.page for s in selected] == [0, 1]
 
 
-def _of_document(document_id: str, snippet: str, page: int = 0) -> ScoredCandidate:
-    candidate = Candidate(
-        cid=f"c-{document_id}",
-        document_id=document_id,
-        page=page,
-        chunk_id=f"{document_id}#{page}",
-        snippet=snippet,
-        best_score=1.0,
-        normalized=normalize(snippet),
-    )
-    return ScoredCandidate(
-        candidate=candidate,
-        relevance=1.0,
-        coverage=1.0,
-        contiguity=1.0,
-        covered_tokens=frozenset(),
-        elements=frozenset(),
-    )
-
-
 TOWER = "東京タワーの高さは{}メートルである。東京都港区にある電波塔。"
 
 
@@ -291,7 +275,10 @@ TOWER = "東京タワーの高さは{}メートルである。東京都港区に
 def test_sources_that_state_one_fact_with_other_figures_always_disagree(
     first: tuple[str, str], second: tuple[str, str]
 ) -> None:
-    pair = [_of_document(*first), _of_document(*second)]
+    pair = [
+        _scored(0, 1.0, snippet=first[1], document_id=first[0]),
+        _scored(0, 1.0, snippet=second[1], document_id=second[0]),
+    ]
     assert selection.disagreements(pair)
 
 
