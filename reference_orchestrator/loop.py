@@ -66,7 +66,7 @@ def execute_search(
     """Run a SEARCH action's queries and return the round to append to `search_history`.
 
     The round is one the service accepts after `history` (the rounds already sent): a chunk longer than a
-    snippet may be is cut at a sentence end (`cut_snippet`), and the round keeps the best-ranked hits of every
+    snippet's limit is cut at a sentence end (`cut_snippet`), and the round keeps the best-ranked hits of every
     query that fit (`fit_round`).
     Without `vector` its `queries_vector` is empty: the round reports the searches that ran, and a query
     reported with no hit would tell the Librarian it was tried and found nothing.
@@ -130,7 +130,7 @@ def cut_snippet(text: str, limit: int = LIBRARIAN.snippet_chars) -> str:
 
 
 def _hit(chunk: Chunk, score: float, retrieval: str, query: str) -> dict[str, Any]:
-    """A search hit as the contract has it; a chunk longer than a snippet may be is cut (`cut_snippet`)."""
+    """A search hit as the contract has it; a chunk longer than a snippet's limit is cut (`cut_snippet`)."""
     return {
         "document_id": chunk.document_id,
         "page": chunk.page,
